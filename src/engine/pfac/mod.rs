@@ -1,0 +1,1 @@
+//! PFAC table (to come).

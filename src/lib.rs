@@ -1,0 +1,21 @@
+//! gpucarve: a GPU-accelerated forensic file carver.
+//!
+//! The library reads the way the data flows:
+//!
+//! ```text
+//! image bytes ─▶ source ─▶ engine ─▶ ordered match stream ─▶ carver ─▶ reports / files
+//! ```
+//!
+//! * [`pattern`]: byte patterns and their catalogue syntax;
+//! * [`catalogue`]: file types, their signatures, the built-in TOML and foremost/scalpel import;
+//! * [`source`]: reading an image as blocks into a bounded buffer pool (buffered, mmap, O_DIRECT, io_uring);
+//! * [`engine`]: all-matches search over a block (CPU prefilter+verify, GPU PFAC);
+//! * [`scan`]: the pipeline, the one place that knows about block overlap;
+//!
+//! The evidence is opened read-only and never written.
+
+pub mod catalogue;
+pub mod engine;
+pub mod pattern;
+pub mod scan;
+pub mod source;
