@@ -17,5 +17,6 @@
 pub mod catalogue;
 pub mod engine;
 pub mod pattern;
+pub mod report;
 pub mod scan;
 pub mod source;

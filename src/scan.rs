@@ -1,1 +1,343 @@
+//! The scan pipeline: image → blocks → engine → one ordered match stream.
+//!
+//! ```text
+//!  reader thread ──(bounded queue of blocks)──▶ N worker threads ──(results)──▶ merger (caller's thread)
+//!  fills pooled buffers                          engine.search(block)             reorders by block index,
+//!                                                keeps hits the block owns        hands matches to the sink
+//! ```
+//!
+//! This is the only place that knows blocks overlap. Block `i` is searched
+//! over its owned bytes plus `overlap` bytes of lookahead, and keeps exactly
+//! the hits that *start* in its owned bytes: a match crossing a seam is seen
+//! whole by the block where it starts and discarded by no one else, so it is
+//! reported once. Both engines go through this logic.
+//!
+//! Memory is bounded by the buffer pool (`threads + queue + 2` blocks) plus
+//! the matches of the blocks in flight, whatever the image size. If the
+//! primary engine fails with a device error, that block and every later one
+//! are searched by the fallback engine, with one warning: nothing is lost.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::engine::{Engine, EngineError, Hit, PatternId};
+use crate::source::{
+    Block, BlockPlan, BlockSpec, BufferPool, DIRECT_ALIGN, Image, IoMode, SourceError, open_reader,
+};
+
+/// A match in the image: `pattern` occurs at absolute byte `offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Match {
+    pub offset: u64,
+    pub pattern: PatternId,
+}
+
+/// Default block size (see README: chosen from `gpucarve bench` sweeps).
+pub const DEFAULT_BLOCK_SIZE: usize = 8 << 20;
+
+/// Settings of one scan.
+#[derive(Clone, Debug)]
+pub struct ScanOptions {
+    pub block_size: usize,
+    pub io: IoMode,
+    /// Worker threads searching blocks (0 = all cores).
+    pub threads: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> ScanOptions {
+        ScanOptions {
+            block_size: DEFAULT_BLOCK_SIZE,
+            io: IoMode::Buffered,
+            threads: 0,
+        }
+    }
+}
+
+/// What a scan measured.
+#[derive(Clone, Debug, Default)]
+pub struct ScanStats {
+    pub bytes: u64,
+    pub blocks: u64,
+    pub matches: u64,
+    pub wall: Duration,
+    /// Time the reader spent reading (not waiting for free buffers or queue space).
+    pub read: Duration,
+    /// Engine time summed over workers.
+    pub search: Duration,
+    /// Time the merger spent in the sink.
+    pub sink: Duration,
+    pub io_backend: String,
+    pub engine: String,
+    pub threads: usize,
+    pub block_size: usize,
+    pub pool_bytes: usize,
+    /// Blocks searched by the fallback engine after a device failure.
+    pub fallback_blocks: u64,
+}
+
+/// Why a scan stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("search failed at block offset {offset}: {source}")]
+    Engine { offset: u64, source: EngineError },
+    #[error("{0}")]
+    Sink(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// Engines for a scan: the primary, and where to go if it fails mid-scan.
+pub struct Engines<'a> {
+    pub primary: &'a dyn Engine,
+    pub fallback: Option<&'a dyn Engine>,
+}
+
+/// Receives the match stream, block by block, in ascending offset order.
+pub trait MatchSink {
+    /// `matches` are the matches starting in `block`'s owned bytes, sorted by (offset, pattern).
+    fn block(&mut self, block: &BlockSpec, matches: &[Match]) -> Result<(), String>;
+}
+
+impl<F: FnMut(&BlockSpec, &[Match]) -> Result<(), String>> MatchSink for F {
+    fn block(&mut self, block: &BlockSpec, matches: &[Match]) -> Result<(), String> {
+        self(block, matches)
+    }
+}
+
+/// Effective block size: requested size, capped so a block plus its overlap
+/// fits the engine's largest haystack, aligned for `O_DIRECT`.
+pub fn effective_block_size(requested: usize, overlap: usize, engine: &dyn Engine) -> usize {
+    let mut bs = requested.max(DIRECT_ALIGN);
+    if let Some(max) = engine.max_haystack_len() {
+        bs = bs.min(max.saturating_sub(overlap));
+    }
+    (bs / DIRECT_ALIGN * DIRECT_ALIGN).max(DIRECT_ALIGN)
+}
+
+/// Keeps the hits `block` owns (those starting before `owned_len`) as absolute matches.
+/// This is the pipeline's one boundary rule.
+fn owned_matches(spec: &BlockSpec, hits: &[Hit], out: &mut Vec<Match>) {
+    out.extend(
+        hits.iter()
+            .filter(|h| h.pos < spec.owned_len)
+            .map(|h| Match {
+                offset: spec.offset + h.pos as u64,
+                pattern: h.pattern,
+            }),
+    );
+}
+
+struct BlockResult {
+    spec: BlockSpec,
+    matches: Result<Vec<Match>, ScanError>,
+}
+
+/// Scans `image` for the engine's patterns; `overlap` = longest pattern − 1.
+/// `progress` is called with the bytes done after each block; `warn` with one-line warnings.
+pub fn scan(
+    image: &Image,
+    engines: Engines<'_>,
+    overlap: usize,
+    opts: &ScanOptions,
+    sink: &mut dyn MatchSink,
+    progress: &mut dyn FnMut(u64),
+    warn: &mut dyn FnMut(String),
+) -> Result<ScanStats, ScanError> {
+    let started = Instant::now();
+    let threads = if opts.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        opts.threads
+    };
+    let block_size = effective_block_size(opts.block_size, overlap, engines.primary);
+    let plan = BlockPlan::new(image.len(), block_size, overlap)?;
+    let queue = threads + 1;
+    let pool = BufferPool::new(threads + queue + 2, plan.buffer_capacity());
+    let mut reader = open_reader(image, opts.io, warn)?;
+    let io_backend = reader.name().to_string();
+
+    let stop = AtomicBool::new(false);
+    let use_fallback = AtomicBool::new(false);
+    let fallback_blocks = AtomicU64::new(0);
+    let search_nanos = AtomicU64::new(0);
+    let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let (block_tx, block_rx) = sync_channel::<Block>(queue);
+    let block_rx = Arc::new(Mutex::new(block_rx));
+    let (result_tx, result_rx) = sync_channel::<BlockResult>(queue + threads);
+
+    let mut stats = ScanStats {
+        io_backend: io_backend.clone(),
+        engine: engines.primary.name(),
+        threads,
+        block_size,
+        pool_bytes: pool.bytes(),
+        ..ScanStats::default()
+    };
+
+    let outcome = std::thread::scope(|s| -> Result<(), ScanError> {
+        // Reader.
+        let reader_handle = {
+            let stop = &stop;
+            let pool = &pool;
+            let plan = &plan;
+            s.spawn(move || -> Result<Duration, SourceError> {
+                let mut read_time = Duration::ZERO;
+                let mut last = Instant::now();
+                let r = reader.read_blocks(plan, pool, &mut |block| {
+                    read_time += last.elapsed();
+                    let ok = !stop.load(Ordering::Relaxed) && block_tx.send(block).is_ok();
+                    last = Instant::now();
+                    ok
+                });
+                drop(block_tx);
+                r.map(|()| read_time)
+            })
+        };
+        // Workers.
+        for _ in 0..threads {
+            let rx = Arc::clone(&block_rx);
+            let tx = result_tx.clone();
+            let (stop, use_fallback, fallback_blocks, search_nanos, warnings) = (
+                &stop,
+                &use_fallback,
+                &fallback_blocks,
+                &search_nanos,
+                &warnings,
+            );
+            let engines = &engines;
+            s.spawn(move || {
+                let mut hits: Vec<Hit> = Vec::new();
+                loop {
+                    let block = {
+                        let guard = rx.lock().unwrap_or_else(|p| p.into_inner());
+                        match guard.recv() {
+                            Ok(b) => b,
+                            Err(_) => break,
+                        }
+                    };
+                    if stop.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    let t = Instant::now();
+                    hits.clear();
+                    let matches = search_block(
+                        &block,
+                        engines,
+                        &mut hits,
+                        use_fallback,
+                        fallback_blocks,
+                        warnings,
+                    );
+                    search_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    let spec = block.spec;
+                    drop(block); // the buffer goes back to the pool before we wait on the merger
+                    if tx.send(BlockResult { spec, matches }).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(result_tx);
+
+        // Merger: deliver blocks in order.
+        let merged = merge(&result_rx, plan.len(), sink, progress, &mut stats);
+        if merged.is_err() {
+            stop.store(true, Ordering::Relaxed);
+            // Unblock workers and the reader: drain what remains.
+            while result_rx.recv().is_ok() {}
+        }
+        let read = reader_handle
+            .join()
+            .map_err(|_| ScanError::Internal("reader thread panicked".into()))?;
+        merged?;
+        stats.read = read?;
+        Ok(())
+    });
+    for w in warnings.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        warn(w);
+    }
+    outcome?;
+    stats.search = Duration::from_nanos(search_nanos.load(Ordering::Relaxed));
+    stats.fallback_blocks = fallback_blocks.load(Ordering::Relaxed);
+    stats.wall = started.elapsed();
+    Ok(stats)
+}
+
+fn search_block(
+    block: &Block,
+    engines: &Engines<'_>,
+    hits: &mut Vec<Hit>,
+    use_fallback: &AtomicBool,
+    fallback_blocks: &AtomicU64,
+    warnings: &Mutex<Vec<String>>,
+) -> Result<Vec<Match>, ScanError> {
+    let spec = block.spec;
+    let engine_error = |source| ScanError::Engine {
+        offset: spec.offset,
+        source,
+    };
+    let mut run_fallback = use_fallback.load(Ordering::Relaxed);
+    if !run_fallback {
+        match engines.primary.search(block.bytes(), hits) {
+            Ok(()) => {}
+            Err(EngineError::Device(msg)) if engines.fallback.is_some() => {
+                if !use_fallback.swap(true, Ordering::Relaxed) {
+                    warnings.lock().unwrap_or_else(|p| p.into_inner()).push(format!(
+                        "{} failed at byte offset {} ({msg}); this and the remaining blocks are searched on the CPU",
+                        engines.primary.name(),
+                        spec.offset
+                    ));
+                }
+                hits.clear();
+                run_fallback = true;
+            }
+            Err(e) => return Err(engine_error(e)),
+        }
+    }
+    if run_fallback {
+        let fb = engines
+            .fallback
+            .ok_or_else(|| ScanError::Internal("no fallback engine".into()))?;
+        fb.search(block.bytes(), hits).map_err(engine_error)?;
+        fallback_blocks.fetch_add(1, Ordering::Relaxed);
+    }
+    let mut matches = Vec::with_capacity(hits.len());
+    owned_matches(&spec, hits, &mut matches);
+    Ok(matches)
+}
+
+fn merge(
+    rx: &Receiver<BlockResult>,
+    total: u64,
+    sink: &mut dyn MatchSink,
+    progress: &mut dyn FnMut(u64),
+    stats: &mut ScanStats,
+) -> Result<(), ScanError> {
+    let mut pending: BTreeMap<u64, BlockResult> = BTreeMap::new();
+    let mut next = 0u64;
+    while next < total {
+        let Ok(r) = rx.recv() else {
+            // Workers ended early: the reader failed; its error is reported by the caller.
+            return Ok(());
+        };
+        pending.insert(r.spec.index, r);
+        while let Some(r) = pending.remove(&next) {
+            let matches = r.matches?;
+            let t = Instant::now();
+            sink.block(&r.spec, &matches).map_err(ScanError::Sink)?;
+            stats.sink += t.elapsed();
+            stats.bytes += r.spec.owned_len as u64;
+            stats.blocks += 1;
+            stats.matches += matches.len() as u64;
+            progress(stats.bytes);
+            next += 1;
+        }
+    }
+    Ok(())
+}

@@ -46,9 +46,68 @@ pub trait Engine: Send + Sync {
     /// Appends every hit in `haystack` to `out`, sorted by (pos, pattern).
     /// `out` is not cleared first.
     fn search(&self, haystack: &[u8], out: &mut Vec<Hit>) -> Result<(), EngineError>;
+
+    /// Largest haystack this engine accepts (a GPU's storage buffer range);
+    /// the pipeline sizes its blocks below it. `None`: no limit.
+    fn max_haystack_len(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Longest pattern length; the pipeline's block overlap is this minus one.
 pub fn max_pattern_len(patterns: &[Pattern]) -> usize {
     patterns.iter().map(Pattern::len).max().unwrap_or(0)
+}
+
+/// Which engine a scan asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// A real GPU when one exists, else the CPU.
+    Auto,
+    Cpu,
+    /// The GPU; `device` picks one by index or name substring.
+    Gpu {
+        device: Option<String>,
+    },
+}
+
+impl std::str::FromStr for EngineChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<EngineChoice, String> {
+        match s {
+            "auto" => Ok(EngineChoice::Auto),
+            "cpu" => Ok(EngineChoice::Cpu),
+            "gpu" => Ok(EngineChoice::Gpu { device: None }),
+            _ => Err(format!("unknown engine `{s}` (auto, cpu, gpu)")),
+        }
+    }
+}
+
+/// The engines a scan runs: the chosen one, and the CPU engine to take over
+/// if a GPU fails mid-scan (`None` when the primary is the CPU engine).
+pub struct EngineSet {
+    pub primary: Box<dyn Engine>,
+    pub fallback: Option<Box<dyn Engine>>,
+}
+
+/// Builds the engines for `choice`. Notes about the choice go to `note`.
+pub fn build_engines(
+    patterns: &[Pattern],
+    choice: &EngineChoice,
+    note: &mut dyn FnMut(String),
+) -> Result<EngineSet, EngineError> {
+    let cpu =
+        || -> Result<Box<dyn Engine>, EngineError> { Ok(Box::new(cpu::CpuEngine::new(patterns)?)) };
+    match choice {
+        EngineChoice::Cpu | EngineChoice::Auto => {
+            let _ = note;
+            Ok(EngineSet {
+                primary: cpu()?,
+                fallback: None,
+            })
+        }
+        EngineChoice::Gpu { .. } => Err(EngineError::Device(
+            "this build has no GPU engine yet".into(),
+        )),
+    }
 }

@@ -1,1 +1,549 @@
+//! Reading an image as a sequence of overlapping blocks.
+//!
+//! An [`Image`] is opened read-only (it is evidence: never written, never
+//! truncated, never locked). A [`BlockPlan`] cuts it into blocks: block `i`
+//! *owns* the bytes `[offset, offset + owned_len)` and carries `overlap`
+//! bytes more after them (the longest pattern minus one), so a match that
+//! starts in the owned part is always seen whole. Which matches a block
+//! reports is decided in `scan.rs`, not here.
+//!
+//! Bytes land in a [`BufferPool`]: a fixed set of page-aligned buffers
+//! allocated once and reused, so memory is bounded by the pool whatever the
+//! image size. A reader blocks when every buffer is in use (back-pressure).
+//!
+//! Backends ([`IoMode`]), one file each, behind [`BlockReader`]:
+//! * `buffered`: `pread` through the page cache;
+//! * `mmap`: memmap2 with sequential advice; blocks borrow the mapping (no copy);
+//! * `direct`: `O_DIRECT` into aligned buffers, falling back to `buffered` with a warning where the filesystem refuses it;
+//! * `uring`: io_uring with `O_DIRECT` and several reads in flight, falling back to `direct` where io_uring is unavailable.
 
+mod aligned;
+pub mod buffered;
+pub mod direct;
+pub mod mmap;
+pub mod uring;
+
+use std::fmt;
+use std::fs::File;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+
+pub use aligned::AlignedBuf;
+
+/// Alignment of buffers, offsets and lengths for `O_DIRECT` (covers 512-byte and 4 KiB sectors).
+pub const DIRECT_ALIGN: usize = 4096;
+
+/// Why an image could not be read. Displayed as one line.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("{path}: no such file")]
+    NotFound { path: PathBuf },
+    #[error("{path}: permission denied")]
+    PermissionDenied { path: PathBuf },
+    #[error("{path}: not a regular file or block device ({kind})")]
+    NotAnImage { path: PathBuf, kind: &'static str },
+    #[error("{path}: the image is empty (0 bytes)")]
+    Empty { path: PathBuf },
+    #[error("{path}: cannot open: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: read error at byte offset {offset}: {source}")]
+    Read {
+        path: PathBuf,
+        offset: u64,
+        source: std::io::Error,
+    },
+    #[error(
+        "{path}: the image shrank while being read (expected {expected} bytes, got {got} at offset {offset})"
+    )]
+    Truncated {
+        path: PathBuf,
+        offset: u64,
+        expected: usize,
+        got: usize,
+    },
+    #[error("invalid block settings: {0}")]
+    Settings(String),
+}
+
+/// What kind of object the image is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageKind {
+    RegularFile,
+    BlockDevice,
+}
+
+/// A raw image opened read-only.
+#[derive(Debug)]
+pub struct Image {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    kind: ImageKind,
+}
+
+impl Image {
+    /// Opens `path` read-only after checking it is a non-empty regular file or block device.
+    pub fn open(path: &Path) -> Result<Image, SourceError> {
+        let p = path.to_path_buf();
+        let meta = std::fs::metadata(path).map_err(|e| io_open_error(&p, e))?;
+        let ft = meta.file_type();
+        let kind = if ft.is_file() {
+            ImageKind::RegularFile
+        } else if ft.is_block_device() {
+            ImageKind::BlockDevice
+        } else {
+            let what = if ft.is_dir() {
+                "a directory"
+            } else if ft.is_char_device() {
+                "a character device"
+            } else if ft.is_fifo() {
+                "a pipe"
+            } else if ft.is_socket() {
+                "a socket"
+            } else {
+                "unknown type"
+            };
+            return Err(SourceError::NotAnImage {
+                path: p,
+                kind: what,
+            });
+        };
+        let file = File::open(path).map_err(|e| io_open_error(&p, e))?;
+        let len = match kind {
+            ImageKind::RegularFile => meta.len(),
+            ImageKind::BlockDevice => device_len(&file).map_err(|e| io_open_error(&p, e))?,
+        };
+        if len == 0 {
+            return Err(SourceError::Empty { path: p });
+        }
+        Ok(Image {
+            path: p,
+            file,
+            len,
+            kind,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+    /// Always false for an opened image (empty images are refused); for clippy.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn kind(&self) -> ImageKind {
+        self.kind
+    }
+    /// The read-only file handle.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Reads exactly `buf.len()` bytes at `offset` (fewer only at the end of the image).
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, SourceError> {
+        buffered::pread_full(&self.file, offset, buf).map_err(|source| SourceError::Read {
+            path: self.path.clone(),
+            offset,
+            source,
+        })
+    }
+}
+
+fn io_open_error(path: &Path, e: std::io::Error) -> SourceError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => SourceError::NotFound {
+            path: path.to_path_buf(),
+        },
+        std::io::ErrorKind::PermissionDenied => SourceError::PermissionDenied {
+            path: path.to_path_buf(),
+        },
+        _ => SourceError::Open {
+            path: path.to_path_buf(),
+            source: e,
+        },
+    }
+}
+
+fn device_len(file: &File) -> std::io::Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = file;
+    let end = f.seek(SeekFrom::End(0))?;
+    f.seek(SeekFrom::Start(0))?;
+    Ok(end)
+}
+
+/// One block of the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockSpec {
+    /// Position in the plan (0, 1, 2...).
+    pub index: u64,
+    /// Absolute offset of the block's first byte in the image.
+    pub offset: u64,
+    /// Bytes this block owns: matches starting in `[offset, offset + owned_len)` are its to report.
+    pub owned_len: usize,
+    /// Bytes delivered: `owned_len` plus the overlap, clipped at the end of the image.
+    pub data_len: usize,
+}
+
+/// How an image is cut into blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockPlan {
+    pub image_len: u64,
+    pub block_size: usize,
+    pub overlap: usize,
+}
+
+impl BlockPlan {
+    /// `block_size` must be a positive multiple of [`DIRECT_ALIGN`] and larger than `overlap`.
+    pub fn new(
+        image_len: u64,
+        block_size: usize,
+        overlap: usize,
+    ) -> Result<BlockPlan, SourceError> {
+        if block_size == 0 || !block_size.is_multiple_of(DIRECT_ALIGN) {
+            return Err(SourceError::Settings(format!(
+                "block size {block_size} must be a positive multiple of {DIRECT_ALIGN} bytes"
+            )));
+        }
+        if overlap >= block_size {
+            return Err(SourceError::Settings(format!(
+                "block size {block_size} must exceed the block overlap ({overlap} bytes = longest pattern - 1)"
+            )));
+        }
+        Ok(BlockPlan {
+            image_len,
+            block_size,
+            overlap,
+        })
+    }
+
+    /// Number of blocks.
+    pub fn len(&self) -> u64 {
+        self.image_len.div_ceil(self.block_size as u64)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.image_len == 0
+    }
+
+    /// Capacity a buffer needs for any block of this plan, rounded up for `O_DIRECT`.
+    pub fn buffer_capacity(&self) -> usize {
+        (self.block_size + self.overlap).next_multiple_of(DIRECT_ALIGN)
+    }
+
+    /// The `index`-th block, if any.
+    pub fn block(&self, index: u64) -> Option<BlockSpec> {
+        let offset = index.checked_mul(self.block_size as u64)?;
+        if offset >= self.image_len {
+            return None;
+        }
+        let left = self.image_len - offset;
+        let owned_len = left.min(self.block_size as u64) as usize;
+        let data_len = left.min((self.block_size + self.overlap) as u64) as usize;
+        Some(BlockSpec {
+            index,
+            offset,
+            owned_len,
+            data_len,
+        })
+    }
+
+    /// All blocks in order.
+    pub fn blocks(&self) -> impl Iterator<Item = BlockSpec> + '_ {
+        (0..self.len()).filter_map(|i| self.block(i))
+    }
+}
+
+struct PoolInner {
+    free: Mutex<Vec<AlignedBuf>>,
+    returned: Condvar,
+}
+
+/// A fixed set of page-aligned buffers, allocated once.
+#[derive(Clone)]
+pub struct BufferPool {
+    inner: Arc<PoolInner>,
+    capacity: usize,
+    count: usize,
+}
+
+impl fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BufferPool({} x {} bytes)", self.count, self.capacity)
+    }
+}
+
+impl BufferPool {
+    /// Allocates `count` buffers of `capacity` bytes (rounded up to the alignment).
+    pub fn new(count: usize, capacity: usize) -> BufferPool {
+        let capacity = capacity.max(1).next_multiple_of(DIRECT_ALIGN);
+        let free = (0..count.max(1))
+            .map(|_| AlignedBuf::new(capacity))
+            .collect();
+        BufferPool {
+            inner: Arc::new(PoolInner {
+                free: Mutex::new(free),
+                returned: Condvar::new(),
+            }),
+            capacity,
+            count: count.max(1),
+        }
+    }
+
+    /// Bytes per buffer.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Number of buffers.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Total bytes held by the pool: the reader's memory bound.
+    pub fn bytes(&self) -> usize {
+        self.capacity * self.count
+    }
+
+    /// Takes a buffer, waiting until one is returned if all are in use.
+    pub fn take(&self) -> PooledBuf {
+        let mut free = self.inner.free.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(buf) = free.pop() {
+                return PooledBuf {
+                    buf: Some(buf),
+                    pool: Arc::clone(&self.inner),
+                };
+            }
+            free = self
+                .inner
+                .returned
+                .wait(free)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// A buffer on loan from a [`BufferPool`]; it goes back when dropped.
+pub struct PooledBuf {
+    buf: Option<AlignedBuf>,
+    pool: Arc<PoolInner>,
+}
+
+impl PooledBuf {
+    pub fn as_slice(&self) -> &[u8] {
+        self.buf.as_ref().map_or(&[], |b| b.as_slice())
+    }
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        self.buf.as_mut().map_or(&mut [], |b| b.as_mut_slice())
+    }
+}
+
+impl Drop for PooledBuf {
+    fn drop(&mut self) {
+        if let Some(b) = self.buf.take() {
+            let mut free = self.pool.free.lock().unwrap_or_else(|p| p.into_inner());
+            free.push(b);
+            self.pool.returned.notify_one();
+        }
+    }
+}
+
+enum BlockData {
+    Pooled(PooledBuf),
+    Mapped(Arc<memmap2::Mmap>),
+}
+
+/// A block's bytes, ready for an engine.
+pub struct Block {
+    pub spec: BlockSpec,
+    data: BlockData,
+}
+
+impl Block {
+    pub(crate) fn pooled(spec: BlockSpec, buf: PooledBuf) -> Block {
+        Block {
+            spec,
+            data: BlockData::Pooled(buf),
+        }
+    }
+
+    pub(crate) fn mapped(spec: BlockSpec, map: Arc<memmap2::Mmap>) -> Block {
+        Block {
+            spec,
+            data: BlockData::Mapped(map),
+        }
+    }
+
+    /// The block's `data_len` bytes, starting at `spec.offset` in the image.
+    pub fn bytes(&self) -> &[u8] {
+        let (start, len) = (self.spec.offset as usize, self.spec.data_len);
+        match &self.data {
+            BlockData::Pooled(b) => &b.as_slice()[..len],
+            BlockData::Mapped(m) => &m[start..start + len],
+        }
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        if let BlockData::Mapped(map) = &self.data {
+            // Release this block's owned pages from our mapping so resident
+            // memory stays bounded on huge images.
+            // SAFETY: the mapping is a read-only, file-backed, private mapping that
+            // is never written; MADV_DONTNEED only drops the pages from this
+            // process, and any later access (e.g. the neighbouring block's
+            // overlap) faults them in again from the file with the same bytes.
+            let _ = unsafe {
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    self.spec.offset as usize,
+                    self.spec.owned_len,
+                )
+            };
+        }
+    }
+}
+
+/// A way of reading an image's blocks, in plan order.
+pub trait BlockReader: Send {
+    /// The backend actually in use (after any fallback).
+    fn name(&self) -> &'static str;
+
+    /// Reads every block of `plan` in order and hands each to `deliver`;
+    /// stops early, without error, when `deliver` returns false.
+    fn read_blocks(
+        &mut self,
+        plan: &BlockPlan,
+        pool: &BufferPool,
+        deliver: &mut dyn FnMut(Block) -> bool,
+    ) -> Result<(), SourceError>;
+}
+
+/// I/O backend choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IoMode {
+    Buffered,
+    Mmap,
+    Direct,
+    Uring,
+}
+
+impl IoMode {
+    pub const ALL: [IoMode; 4] = [
+        IoMode::Buffered,
+        IoMode::Mmap,
+        IoMode::Direct,
+        IoMode::Uring,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoMode::Buffered => "buffered",
+            IoMode::Mmap => "mmap",
+            IoMode::Direct => "direct",
+            IoMode::Uring => "uring",
+        }
+    }
+}
+
+impl std::str::FromStr for IoMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<IoMode, String> {
+        IoMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown I/O backend `{s}` (buffered, mmap, direct, uring)"))
+    }
+}
+
+impl fmt::Display for IoMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Opens the backend for `mode` over `image`. Warnings about fallbacks go to `warn`.
+pub fn open_reader(
+    image: &Image,
+    mode: IoMode,
+    warn: &mut dyn FnMut(String),
+) -> Result<Box<dyn BlockReader>, SourceError> {
+    Ok(match mode {
+        IoMode::Buffered => Box::new(buffered::BufferedReader::new(image)?),
+        IoMode::Mmap => Box::new(mmap::MmapReader::new(image)?),
+        IoMode::Direct => direct::open(image, warn)?,
+        IoMode::Uring => uring::open(image, warn)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_covers_the_image_once() {
+        for (len, bs, ov) in [
+            (1u64, 4096, 0),
+            (4096, 4096, 3),
+            (4097, 4096, 7),
+            (100_000, 8192, 100),
+            (8192 * 3, 8192, 4095),
+        ] {
+            let plan = BlockPlan::new(len, bs, ov).unwrap();
+            let blocks: Vec<_> = plan.blocks().collect();
+            assert_eq!(blocks.len() as u64, plan.len());
+            let mut next = 0;
+            for b in &blocks {
+                assert_eq!(b.offset, next);
+                assert!(b.data_len >= b.owned_len && b.data_len <= plan.buffer_capacity());
+                assert!(b.offset + b.data_len as u64 <= len);
+                assert!(b.data_len == b.owned_len + ov || b.offset + b.data_len as u64 == len);
+                next += b.owned_len as u64;
+            }
+            assert_eq!(next, len);
+        }
+        assert!(BlockPlan::new(10, 4000, 0).is_err());
+        assert!(BlockPlan::new(10, 4096, 4096).is_err());
+    }
+
+    #[test]
+    fn pool_is_bounded_and_reuses() {
+        let pool = BufferPool::new(2, 5000);
+        assert_eq!(pool.capacity(), 8192);
+        let a = pool.take();
+        let b = pool.take();
+        let p2 = pool.clone();
+        let t = std::thread::spawn(move || p2.take().as_slice().len());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(a);
+        assert_eq!(t.join().unwrap(), 8192);
+        drop(b);
+        assert_eq!(pool.inner.free.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn open_errors_are_clear() {
+        let dir = std::env::temp_dir();
+        assert!(matches!(
+            Image::open(Path::new("/nonexistent/x.dd")),
+            Err(SourceError::NotFound { .. })
+        ));
+        assert!(matches!(
+            Image::open(&dir),
+            Err(SourceError::NotAnImage { .. })
+        ));
+        let empty = dir.join(format!("gpucarve-empty-{}", std::process::id()));
+        std::fs::write(&empty, b"").unwrap();
+        let e = Image::open(&empty).unwrap_err();
+        assert!(e.to_string().contains("empty"));
+        std::fs::remove_file(&empty).unwrap();
+    }
+}

@@ -1,0 +1,225 @@
+//! io_uring with `O_DIRECT`: several block reads in flight at once.
+//!
+//! Up to `depth` reads are queued ahead of the consumer, each into its own
+//! pooled buffer; completions may arrive in any order and are delivered in
+//! plan order. A short completion that is not at the end of the image is
+//! finished with plain `pread`. Where io_uring is unavailable (old kernel,
+//! seccomp in containers) or `O_DIRECT` is refused, [`open`] warns and falls
+//! back to `direct` (and that, in turn, to `buffered`).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::io::AsRawFd;
+use std::path::PathBuf;
+
+use io_uring::{IoUring, opcode, types};
+
+use super::buffered::pread_full;
+use super::{
+    Block, BlockPlan, BlockReader, BlockSpec, BufferPool, DIRECT_ALIGN, Image, PooledBuf,
+    SourceError,
+};
+
+/// Reads kept in flight.
+const DEPTH: u32 = 8;
+
+/// The `uring` backend, or a fallback with a warning.
+pub fn open(
+    image: &Image,
+    warn: &mut dyn FnMut(String),
+) -> Result<Box<dyn BlockReader>, SourceError> {
+    let ring = match IoUring::new(DEPTH) {
+        Ok(r) => r,
+        Err(e) => {
+            warn(format!(
+                "io_uring unavailable ({e}); falling back to O_DIRECT reads"
+            ));
+            return super::direct::open(image, warn);
+        }
+    };
+    match super::direct::open_direct(image) {
+        Ok(file) => Ok(Box::new(UringReader {
+            ring,
+            file,
+            path: image.path().to_path_buf(),
+        })),
+        Err(e) => {
+            warn(format!(
+                "{}: O_DIRECT refused ({e}); io_uring falls back to buffered reads",
+                image.path().display()
+            ));
+            Ok(Box::new(super::buffered::BufferedReader::new(image)?))
+        }
+    }
+}
+
+/// The `uring` backend.
+pub struct UringReader {
+    ring: IoUring,
+    file: File,
+    path: PathBuf,
+}
+
+struct InFlight {
+    spec: BlockSpec,
+    buf: PooledBuf,
+    read_len: usize,
+}
+
+impl UringReader {
+    fn read_error(&self, offset: u64, source: std::io::Error) -> SourceError {
+        SourceError::Read {
+            path: self.path.clone(),
+            offset,
+            source,
+        }
+    }
+}
+
+impl BlockReader for UringReader {
+    fn name(&self) -> &'static str {
+        "uring"
+    }
+
+    fn read_blocks(
+        &mut self,
+        plan: &BlockPlan,
+        pool: &BufferPool,
+        deliver: &mut dyn FnMut(Block) -> bool,
+    ) -> Result<(), SourceError> {
+        if pool.capacity() < plan.buffer_capacity() {
+            return Err(SourceError::Settings(
+                "buffer pool smaller than the block plan".into(),
+            ));
+        }
+        let mut in_flight: BTreeMap<u64, InFlight> = BTreeMap::new();
+        let result = self.run(plan, pool, deliver, &mut in_flight);
+        // Whatever happened, the kernel must be done with every buffer before it
+        // goes back to the pool.
+        let drained = self.drain(in_flight);
+        result.and(drained)
+    }
+}
+
+impl UringReader {
+    fn run(
+        &mut self,
+        plan: &BlockPlan,
+        pool: &BufferPool,
+        deliver: &mut dyn FnMut(Block) -> bool,
+        in_flight: &mut BTreeMap<u64, InFlight>,
+    ) -> Result<(), SourceError> {
+        // Reads in flight never exceed the pool (minus one buffer for the consumer side).
+        let depth = (DEPTH as usize).min(pool.count().saturating_sub(1)).max(1);
+        let mut next_submit = 0u64;
+        let mut next_deliver = 0u64;
+        let total = plan.len();
+        let mut done: BTreeMap<u64, (InFlight, usize)> = BTreeMap::new();
+        let fd = types::Fd(self.file.as_raw_fd());
+
+        while next_deliver < total {
+            // Keep the queue full.
+            while next_submit < total && in_flight.len() + done.len() < depth {
+                let Some(spec) = plan.block(next_submit) else {
+                    break;
+                };
+                let mut buf = pool.take();
+                let read_len = spec.data_len.next_multiple_of(DIRECT_ALIGN);
+                let ptr = buf.as_mut_slice().as_mut_ptr();
+                let entry = opcode::Read::new(fd, ptr, read_len as u32)
+                    .offset(spec.offset)
+                    .build()
+                    .user_data(next_submit);
+                in_flight.insert(
+                    next_submit,
+                    InFlight {
+                        spec,
+                        buf,
+                        read_len,
+                    },
+                );
+                // SAFETY: the buffer behind `ptr` is owned by the InFlight entry kept in
+                // `in_flight` until its completion is reaped below, so it outlives the
+                // kernel's use of it; `read_len` never exceeds its capacity (checked above).
+                let pushed = unsafe { self.ring.submission().push(&entry) };
+                if pushed.is_err() {
+                    // Queue full: submit what we have first.
+                    self.ring
+                        .submit()
+                        .map_err(|e| self.read_error(spec.offset, e))?;
+                    // SAFETY: as above.
+                    unsafe { self.ring.submission().push(&entry) }.map_err(|_| {
+                        self.read_error(
+                            spec.offset,
+                            std::io::Error::other("io_uring submission queue full"),
+                        )
+                    })?;
+                }
+                next_submit += 1;
+            }
+            // Wait for at least one completion unless the next block is already done.
+            if !done.contains_key(&next_deliver) {
+                self.ring
+                    .submit_and_wait(1)
+                    .map_err(|e| self.read_error(0, e))?;
+                let completions: Vec<(u64, i32)> = self
+                    .ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result()))
+                    .collect();
+                for (idx, res) in completions {
+                    let Some(f) = in_flight.remove(&idx) else {
+                        continue;
+                    };
+                    if res < 0 {
+                        return Err(
+                            self.read_error(f.spec.offset, std::io::Error::from_raw_os_error(-res))
+                        );
+                    }
+                    done.insert(idx, (f, res as usize));
+                }
+            }
+            // Deliver in order.
+            while let Some((mut f, got)) = done.remove(&next_deliver) {
+                let mut got = got;
+                if got < f.spec.data_len && got < f.read_len {
+                    // Short read not explained by the end of the image: finish it synchronously.
+                    let more = pread_full(
+                        &self.file,
+                        f.spec.offset + got as u64,
+                        &mut f.buf.as_mut_slice()[got..f.read_len],
+                    )
+                    .map_err(|e| self.read_error(f.spec.offset + got as u64, e))?;
+                    got += more;
+                }
+                if got < f.spec.data_len {
+                    return Err(SourceError::Truncated {
+                        path: self.path.clone(),
+                        offset: f.spec.offset,
+                        expected: f.spec.data_len,
+                        got,
+                    });
+                }
+                next_deliver += 1;
+                if !deliver(Block::pooled(f.spec, f.buf)) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for outstanding reads before their buffers can be released.
+    fn drain(&mut self, mut in_flight: BTreeMap<u64, InFlight>) -> Result<(), SourceError> {
+        while !in_flight.is_empty() {
+            self.ring
+                .submit_and_wait(1)
+                .map_err(|e| self.read_error(0, e))?;
+            let ids: Vec<u64> = self.ring.completion().map(|c| c.user_data()).collect();
+            for id in ids {
+                in_flight.remove(&id);
+            }
+        }
+        Ok(())
+    }
+}
