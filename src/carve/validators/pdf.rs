@@ -153,9 +153,11 @@ mod tests {
     fn valid_pdf() {
         let p = sample();
         assert_complete_opts("pdf", &p, false);
-        // Prefixes that end before the first outer %%EOF are never Complete.
-        let first = p.windows(10).position(|w| w == b"120\n%%EOF\n").unwrap() + 9;
-        assert_prefixes("pdf", &p[..first - 1]);
+        // Prefixes that end before the first %%EOF is complete are never
+        // Complete. (A prefix cut right after the embedded PDF's %%EOF is,
+        // since nothing tells it from a real end.)
+        let first = p.windows(5).position(|w| w == b"%%EOF").unwrap() + 5;
+        assert_prefixes("pdf", &p[..first]);
         // Two PDFs back to back: the first ends at its own %%EOF.
         let mut two = sample();
         let l = two.len() as u64;
