@@ -11,9 +11,11 @@
 //! * [`source`]: reading an image as blocks into a bounded buffer pool (buffered, mmap, O_DIRECT, io_uring);
 //! * [`engine`]: all-matches search over a block (CPU prefilter+verify, GPU PFAC);
 //! * [`scan`]: the pipeline, the one place that knows about block overlap;
+//! * [`carve`]: deciding where each candidate file ends (structure validators);
 //!
 //! The evidence is opened read-only and never written.
 
+pub mod carve;
 pub mod catalogue;
 pub mod engine;
 pub mod pattern;

@@ -77,3 +77,288 @@ pub struct Limits {
     /// Never consider a file longer than this (from the catalogue's max_size).
     pub max_len: u64,
 }
+
+impl Verdict {
+    /// A fully validated file of `length` bytes.
+    pub fn complete(length: u64) -> Self {
+        Verdict {
+            status: Status::Complete,
+            length,
+            subtype: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// A valid start whose structure is truncated or damaged after `length` bytes.
+    pub fn partial(length: u64, note: impl Into<String>) -> Self {
+        Verdict {
+            status: Status::Partial,
+            length,
+            subtype: None,
+            notes: vec![note.into()],
+        }
+    }
+
+    /// No structural end could be established; `length` is a rule-of-thumb extent.
+    pub fn unvalidated(length: u64, note: impl Into<String>) -> Self {
+        Verdict {
+            status: Status::Unvalidated,
+            length,
+            subtype: None,
+            notes: vec![note.into()],
+        }
+    }
+
+    /// Sets the subtype.
+    pub fn with_subtype(mut self, subtype: Option<impl Into<String>>) -> Self {
+        self.subtype = subtype.map(Into::into);
+        self
+    }
+
+    /// Appends a note.
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+}
+
+pub mod read;
+
+pub mod bmp;
+pub mod elf;
+pub mod flac;
+pub mod gif;
+pub mod gzip;
+pub mod jpeg;
+pub mod mp3;
+pub mod mp4;
+pub mod ogg;
+pub mod ole2;
+pub mod pdf;
+pub mod pe;
+pub mod png;
+pub mod riff;
+pub mod sqlite;
+pub mod tiff;
+pub mod zip;
+
+use read::Src;
+
+/// A validator: walks the structure in the window `src` (offsets relative to
+/// the candidate).
+type ValidatorFn = fn(Src) -> Option<Verdict>;
+
+/// Every validator by name, in the order of [`VALIDATORS`].
+const TABLE: &[(&str, ValidatorFn)] = &[
+    ("jpeg", jpeg::validate),
+    ("png", png::validate),
+    ("gif", gif::validate),
+    ("bmp", bmp::validate),
+    ("tiff", tiff::validate),
+    ("pdf", pdf::validate),
+    ("zip", zip::validate),
+    ("sqlite", sqlite::validate),
+    ("ole2", ole2::validate),
+    ("riff", riff::validate),
+    ("mp4", mp4::validate),
+    ("mp3", mp3::validate),
+    ("ogg", ogg::validate),
+    ("flac", flac::validate),
+    ("gzip", gzip::validate),
+    ("elf", elf::validate),
+    ("pe", pe::validate),
+];
+
+/// The names [`validate`] accepts.
+pub const VALIDATORS: &[&str] = &[
+    "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mp3",
+    "ogg", "flac", "gzip", "elf", "pe",
+];
+
+/// Runs the validator named `validator` on the candidate at `start`.
+///
+/// Returns `None` when the name is unknown or the bytes at `start` are not a
+/// plausible file of that format. The reported length never exceeds
+/// `min(r.len() - start, limits.max_len)`.
+pub fn validate(validator: &str, r: &dyn ByteReader, start: u64, limits: Limits) -> Option<Verdict> {
+    let f = TABLE.iter().find(|(n, _)| *n == validator)?.1;
+    let src = Src::new(r, start, limits);
+    if src.is_empty() {
+        return None;
+    }
+    let mut v = f(src)?;
+    // Safety net: validators already keep to the window.
+    if v.length > src.len() {
+        v.length = src.len();
+        v.status = Status::Partial;
+        v.notes.push(src.cut_note());
+    }
+    Some(v)
+}
+
+/// The validator without the safety net, for the property tests.
+#[cfg(test)]
+fn validate_raw(validator: &str, r: &dyn ByteReader, start: u64, limits: Limits) -> Option<Verdict> {
+    let f = TABLE.iter().find(|(n, _)| *n == validator)?.1;
+    let src = Src::new(r, start, limits);
+    if src.is_empty() {
+        return None;
+    }
+    f(src)
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Helpers shared by the validators' tests.
+    use super::*;
+
+    pub const NO_LIMIT: Limits = Limits { max_len: u64::MAX };
+
+    /// A borrowed slice as a reader.
+    pub struct Slice<'a>(pub &'a [u8]);
+
+    impl ByteReader for Slice<'_> {
+        fn len(&self) -> u64 {
+            self.0.len() as u64
+        }
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
+            self.0.read_at(offset, buf)
+        }
+    }
+
+    /// Runs `name` on `data` at 0 without the safety net and checks the length bound.
+    pub fn run(name: &str, data: &[u8]) -> Option<Verdict> {
+        run_at(name, data, 0, NO_LIMIT)
+    }
+
+    /// Runs `name` at `start` with `limits`, checking the length bounds.
+    pub fn run_at(name: &str, data: &[u8], start: u64, limits: Limits) -> Option<Verdict> {
+        let v = validate_raw(name, &Slice(data), start, limits);
+        if let Some(v) = &v {
+            let avail = (data.len() as u64).saturating_sub(start);
+            assert!(v.length <= avail, "{name}: length {} > available {avail}", v.length);
+            assert!(v.length <= limits.max_len, "{name}: length {} > max_len", v.length);
+        }
+        v
+    }
+
+    /// Asserts `data` is one Complete file of exactly its length, also when
+    /// preceded by junk and followed by garbage; returns its subtype.
+    pub fn assert_complete(name: &str, data: &[u8]) -> Option<String> {
+        assert_complete_opts(name, data, true)
+    }
+
+    /// [`assert_complete`]; `limit_check`: also assert that a `max_len` one
+    /// byte short is never Complete (not for formats where a shorter
+    /// complete file is legitimate, e.g. a PDF before its last update).
+    pub fn assert_complete_opts(name: &str, data: &[u8], limit_check: bool) -> Option<String> {
+        let v = run(name, data).unwrap_or_else(|| panic!("{name}: rejected"));
+        assert_eq!(v.status, Status::Complete, "{name}: {:?}", v.notes);
+        assert_eq!(v.length, data.len() as u64, "{name}: {:?}", v.notes);
+        let mut img = b"\x00junk\x01\x02\x03before".to_vec();
+        let at = img.len() as u64;
+        img.extend_from_slice(data);
+        img.extend_from_slice(b"\x00\x00GARBAGE AFTER THE FILE \xff\xfe\x00\x01 garbage garbage garbage");
+        img.extend_from_slice(&[0u8; 300]);
+        let w = run_at(name, &img, at, NO_LIMIT).unwrap_or_else(|| panic!("{name}: rejected at offset"));
+        assert_eq!(w.status, Status::Complete, "{name} with garbage: {:?}", w.notes);
+        assert_eq!(w.length, data.len() as u64, "{name} with garbage: {:?}", w.notes);
+        assert_eq!(w.subtype, v.subtype);
+        // max_len just short of the file: never Complete.
+        if limit_check && !data.is_empty() {
+            let lim = Limits { max_len: data.len() as u64 - 1 };
+            if let Some(p) = run_at(name, &img, at, lim) {
+                assert_ne!(p.status, Status::Complete, "{name}: Complete past max_len");
+            }
+        }
+        v.subtype
+    }
+
+    /// Every strict prefix of `data`: no panic, never Complete.
+    pub fn assert_prefixes(name: &str, data: &[u8]) {
+        for n in 0..data.len() {
+            if let Some(v) = run(name, &data[..n]) {
+                assert_ne!(v.status, Status::Complete, "{name}: prefix {n} Complete {v:?}");
+            }
+        }
+    }
+
+    /// Every prefix in steps (for larger files).
+    pub fn assert_prefixes_step(name: &str, data: &[u8], step: usize) {
+        let mut n = 0;
+        while n < data.len() {
+            if let Some(v) = run(name, &data[..n]) {
+                assert_ne!(v.status, Status::Complete, "{name}: prefix {n} Complete {v:?}");
+            }
+            n += step.max(1);
+        }
+    }
+
+    /// Runs `name` over real files: each must be accepted with a length within
+    /// the file, and at least 90% must be Complete with exactly the file's
+    /// length (real files may legitimately carry trailing bytes). Returns
+    /// (files, exact).
+    pub fn check_real(name: &str, files: &[std::path::PathBuf]) -> (usize, usize) {
+        let (mut total, mut exact) = (0, 0);
+        for f in files {
+            let Ok(d) = std::fs::read(f) else { continue };
+            total += 1;
+            match run(name, &d) {
+                Some(v) if v.status == Status::Complete && v.length == d.len() as u64 => exact += 1,
+                other => eprintln!("{name}: {f:?} ({} bytes): {other:?}", d.len()),
+            }
+        }
+        eprintln!("{name}: {exact} of {total} real files Complete with the exact length");
+        assert!(exact * 10 >= total * 9, "{name}: only {exact} of {total} real files exact");
+        (total, exact)
+    }
+
+    /// `<python prefix>/lib/pythonX.Y/<sub>` for every Python found under
+    /// `/usr/lib` and `~/.pyenv` (test data shipped with Python).
+    pub fn py_dirs(sub: &str) -> Vec<String> {
+        let mut roots = vec!["/usr/lib".to_string()];
+        if let Ok(rd) = std::fs::read_dir("/root/.pyenv/versions") {
+            roots.extend(rd.flatten().map(|e| format!("{}/lib", e.path().display())));
+        }
+        let mut out = Vec::new();
+        for r in roots {
+            let Ok(rd) = std::fs::read_dir(&r) else { continue };
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with("python") {
+                    out.push(format!("{}/{sub}", e.path().display()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Real files on this machine with one of `exts` below `dirs` (bounded
+    /// search); empty when there are none.
+    pub fn real_files(dirs: &[&str], exts: &[&str], max: usize) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        let mut stack: Vec<std::path::PathBuf> = dirs.iter().map(Into::into).collect();
+        let mut visited = 0;
+        while let Some(d) = stack.pop() {
+            visited += 1;
+            if visited > 20_000 || out.len() >= max {
+                break;
+            }
+            let Ok(rd) = std::fs::read_dir(&d) else { continue };
+            for e in rd.flatten() {
+                let p = e.path();
+                let Ok(ft) = e.file_type() else { continue };
+                if ft.is_dir() {
+                    stack.push(p);
+                } else if ft.is_file() {
+                    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+                    let ok = exts.iter().any(|x| name.ends_with(x));
+                    let small = e.metadata().map(|m| m.len() <= 8 << 20).unwrap_or(false);
+                    if ok && small && out.len() < max {
+                        out.push(p);
+                    }
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,3 @@
+//! Carving: turning header candidates into files (format structure validators).
+
+pub mod validators;

@@ -1,0 +1,169 @@
+//! GIF: header, logical screen, then a block walk to the `3B` trailer.
+//!
+//! Structure (GIF89a specification, CompuServe 1990, §17-27): `GIF87a` or
+//! `GIF89a`; the logical screen descriptor (width, height, packed flags,
+//! background index, aspect); an optional global colour table of
+//! `3 · 2^(size+1)` bytes; then blocks: extensions `21 <label> <sub-blocks>`,
+//! images `2C <9-byte descriptor> [local colour table] <LZW min code size>
+//! <sub-blocks>`, and the trailer `3B`. Sub-blocks are `len (1 byte) | data`,
+//! ended by a zero length.
+//!
+//! Checked: the signature; the packed-field reserved bits of image
+//! descriptors; the LZW minimum code size (1..=11); the graphic control
+//! extension's fixed block size (4); each block introducer.
+//!
+//! * `None`: bad signature, or the first block after the header is not an
+//!   extension, image or trailer.
+//! * `Complete`: the trailer is reached; length = trailer + 1.
+//! * `Partial`: the walk runs past the window (length = window) or meets an
+//!   invalid block (length = end of the last good block).
+
+use super::Verdict;
+use super::read::{Cursor, Src};
+
+/// More blocks than this is not a real GIF.
+const MAX_BLOCKS: u32 = 10_000_000;
+
+pub fn validate(src: Src) -> Option<Verdict> {
+    let Some(h) = src.bytes::<13>(0) else {
+        let mut b = [0u8; 6];
+        let n = src.read(0, &mut b);
+        let sig_ok = (n >= 4 && b[..4] == *b"GIF8") && (n < 5 || matches!(b[4], b'7' | b'9')) && (n < 6 || b[5] == b'a');
+        return sig_ok.then(|| Verdict::partial(src.len(), src.cut_note()));
+    };
+    if &h[..6] != b"GIF87a" && &h[..6] != b"GIF89a" {
+        return None;
+    }
+    let packed = h[10];
+    let mut c = Cursor::new(src, 13);
+    let cut = |src: &Src| Some(Verdict::partial(src.len(), src.cut_note()));
+    if packed & 0x80 != 0 && !c.skip(3 << ((packed & 7) + 1)) {
+        return cut(&src);
+    }
+    let mut blocks = 0u32;
+    let mut images = 0u32;
+    let mut good_end = c.pos();
+    let damaged = |at: u64, blocks: u32, note: String| (blocks > 0).then(|| Verdict::partial(at, note));
+    for _ in 0..MAX_BLOCKS {
+        let at = c.pos();
+        let Some(b) = c.u8() else { return cut(&src) };
+        match b {
+            0x3B => {
+                let mut v = Verdict::complete(c.pos());
+                v.notes.push(format!("{images} image(s)"));
+                return Some(v);
+            }
+            0x21 => {
+                let Some(label) = c.u8() else { return cut(&src) };
+                if label == 0xF9 && c.peek_u8().is_some_and(|n| n != 4) {
+                    return damaged(good_end, blocks, format!("bad graphic control extension at {at}"));
+                }
+                match sub_blocks(&mut c) {
+                    Walk::Ok => {}
+                    Walk::Cut => return cut(&src),
+                }
+            }
+            0x2C => {
+                let Some(d) = c.bytes::<9>() else { return cut(&src) };
+                let p = d[8];
+                if p & 0x18 != 0 && images == 0 && blocks == 0 {
+                    // Reserved bits set on the very first block: implausible.
+                    return None;
+                }
+                if p & 0x80 != 0 && !c.skip(3 << ((p & 7) + 1)) {
+                    return cut(&src);
+                }
+                let Some(code) = c.u8() else { return cut(&src) };
+                if !(1..=11).contains(&code) {
+                    return damaged(good_end, blocks, format!("LZW code size {code} at {at}"));
+                }
+                match sub_blocks(&mut c) {
+                    Walk::Ok => {}
+                    Walk::Cut => return cut(&src),
+                }
+                images += 1;
+            }
+            _ => return damaged(good_end, blocks, format!("unknown block {b:#04x} at {at}")),
+        }
+        blocks += 1;
+        good_end = c.pos();
+    }
+    damaged(good_end, blocks, "too many blocks".into())
+}
+
+enum Walk {
+    Ok,
+    Cut,
+}
+
+/// Skips a sub-block chain up to and including its zero terminator.
+fn sub_blocks(c: &mut Cursor) -> Walk {
+    // Each sub-block is at least one byte, so the window bounds the loop.
+    loop {
+        let Some(n) = c.u8() else { return Walk::Cut };
+        if n == 0 {
+            return Walk::Ok;
+        }
+        if !c.skip(u64::from(n)) {
+            return Walk::Cut;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Status;
+    use super::super::testutil::*;
+
+    fn sample(frames: usize) -> Vec<u8> {
+        let mut v = b"GIF89a".to_vec();
+        v.extend_from_slice(&[4, 0, 4, 0, 0x81, 0, 0]); // 4x4, global table of 4 colours
+        v.extend_from_slice(&[0, 0, 0, 255, 255, 255, 255, 0, 0, 0, 255, 0]);
+        // Application extension (NETSCAPE loop).
+        v.extend_from_slice(&[0x21, 0xFF, 11]);
+        v.extend_from_slice(b"NETSCAPE2.0");
+        v.extend_from_slice(&[3, 1, 0, 0, 0]);
+        for _ in 0..frames {
+            v.extend_from_slice(&[0x21, 0xF9, 4, 0, 10, 0, 0, 0]);
+            v.extend_from_slice(&[0x2C, 0, 0, 0, 0, 4, 0, 4, 0, 0x80]);
+            v.extend_from_slice(&[1, 2, 3, 4, 5, 6]); // local table of 2 colours
+            v.extend_from_slice(&[2, 5, 0x84, 0x8F, 0xA9, 0xCB, 0x3B, 3, 0x3B, 0x21, 0x00, 0]);
+        }
+        v.extend_from_slice(&[0x21, 0xFE, 5]);
+        v.extend_from_slice(b"hello");
+        v.push(0);
+        v.push(0x3B);
+        v
+    }
+
+    #[test]
+    fn valid_gif() {
+        let g = sample(3);
+        assert_complete("gif", &g);
+        assert_prefixes("gif", &g);
+        let mut g87 = sample(1);
+        g87[4] = b'7';
+        assert_complete("gif", &g87);
+    }
+
+    #[test]
+    fn damaged_and_false_positive() {
+        let mut g = sample(2);
+        let comment = g.len() - 10;
+        g[comment] = 0x99;
+        let v = run("gif", &g).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, comment as u64));
+        let mut bad = b"GIF89a\x04\x00\x04\x00\x00\x00\x00".to_vec();
+        bad.extend_from_slice(b"nonsense");
+        assert!(run("gif", &bad).is_none());
+        assert!(run("gif", b"GIF89b\x04\x00\x04\x00\x00\x00\x00\x3b").is_none());
+    }
+
+    #[test]
+    fn real_gifs() {
+        let mut dirs = vec!["/usr/share".to_string()];
+        dirs.extend(py_dirs("test/imghdrdata"));
+        let d: Vec<&str> = dirs.iter().map(String::as_str).collect();
+        check_real("gif", &real_files(&d, &[".gif"], 40));
+    }
+}

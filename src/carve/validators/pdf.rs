@@ -1,0 +1,195 @@
+//! PDF: from `%PDF-` to the `%%EOF` that ends the last incremental update.
+//!
+//! Structure (ISO 32000-1 §7.5): a header `%PDF-M.m`, a body of objects, a
+//! cross-reference section (`xref` table or stream), a trailer, then
+//! `startxref <offset> %%EOF`. An incremental update (§7.5.6) appends more
+//! objects, another cross-reference section and another `startxref … %%EOF`;
+//! linearized files (Annex F) also carry an early `%%EOF`. The file ends at
+//! the last `%%EOF` (plus its end-of-line) that belongs to it.
+//!
+//! The scan: find the next `%%EOF`; take its optional EOL; look at what
+//! follows (after PDF white space, at most [`LOOKAHEAD`] bytes): an object
+//! (`N G obj`), `xref`, `startxref`, a `%` comment line or `endstream`/`endobj`
+//! (the `%%EOF` of a PDF embedded uncompressed in a stream) means the file
+//! goes on, and the scan continues to the next `%%EOF` unless a new `%PDF-`
+//! header comes first. Everything is bounded by the window (max_len).
+//!
+//! * `None`: no `%PDF-d.d` header.
+//! * `Complete`: the final `%%EOF` is preceded (within 1 KiB) by `startxref`
+//!   and an offset; length = end of that `%%EOF` and its EOL.
+//! * `Partial`: no `%%EOF` in the window (length = window), or the final one
+//!   lacks `startxref` (length = its end).
+//!
+//! Not checked: the cross-reference offsets and object syntax.
+
+use super::Verdict;
+use super::read::Src;
+
+/// How far after a `%%EOF` the next token is looked for.
+const LOOKAHEAD: usize = 1024;
+/// `%%EOF` markers followed at most (incremental updates, embedded files).
+const MAX_EOFS: u32 = 100_000;
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, 0 | b'\t' | b'\n' | 0x0C | b'\r' | b' ')
+}
+
+pub fn validate(src: Src) -> Option<Verdict> {
+    let mut h = [0u8; 8];
+    let n = src.read(0, &mut h);
+    let pat: [fn(u8) -> bool; 8] = [
+        |b| b == b'%',
+        |b| b == b'P',
+        |b| b == b'D',
+        |b| b == b'F',
+        |b| b == b'-',
+        |b| b.is_ascii_digit(),
+        |b| b == b'.',
+        |b| b.is_ascii_digit(),
+    ];
+    if n < 5 || !h[..n].iter().zip(pat).all(|(b, p)| p(*b)) {
+        return None;
+    }
+    if n < 8 {
+        return Some(Verdict::partial(src.len(), src.cut_note()));
+    }
+    let mut scratch = Vec::new();
+    let mut pos: u64 = 8;
+    let mut last: Option<(u64, bool)> = None;
+    let mut eofs = 0u32;
+    for _ in 0..MAX_EOFS {
+        let Some(p) = src.find(b"%%EOF", pos, src.len(), &mut scratch) else { break };
+        if last.is_some() && src.find(b"%PDF-", pos, p, &mut scratch).is_some() {
+            // A new document starts before this %%EOF.
+            break;
+        }
+        let mut end = p + 5;
+        match src.bytes::<2>(end) {
+            Some([b'\r', b'\n']) => end += 2,
+            _ => {
+                if matches!(src.u8(end), Some(b'\r' | b'\n')) {
+                    end += 1;
+                }
+            }
+        }
+        let sx = has_startxref(&src, p, &mut scratch);
+        last = Some((end, sx));
+        eofs += 1;
+        pos = end;
+        if !continues(&src, end) {
+            break;
+        }
+    }
+    let Some((end, sx)) = last else {
+        return Some(Verdict::partial(src.len(), format!("no %%EOF; {}", src.cut_note())));
+    };
+    let v = if sx {
+        Verdict::complete(end)
+    } else {
+        Verdict::partial(end, "final %%EOF without startxref")
+    };
+    Some(v.with_note(format!("{eofs} %%EOF marker(s)")))
+}
+
+/// True when `startxref`, white space and a number precede the `%%EOF` at `p`.
+fn has_startxref(src: &Src, p: u64, scratch: &mut Vec<u8>) -> bool {
+    let Some(s) = src.rfind(b"startxref", p.saturating_sub(1024), p, scratch) else {
+        return false;
+    };
+    let mut buf = [0u8; 64];
+    let n = src.read(s + 9, &mut buf);
+    let rest = &buf[..n];
+    let ws = rest.iter().take_while(|b| is_ws(**b)).count();
+    let digits = rest.iter().skip(ws).take_while(|b| b.is_ascii_digit()).count();
+    ws > 0 && digits > 0
+}
+
+/// True when what follows `end` continues a PDF (update, object, xref, …).
+fn continues(src: &Src, end: u64) -> bool {
+    let mut buf = [0u8; LOOKAHEAD];
+    let n = src.read(end, &mut buf);
+    let b = &buf[..n];
+    let ws = b.iter().take_while(|c| is_ws(**c)).count();
+    let t = &b[ws..];
+    if t.starts_with(b"xref") || t.starts_with(b"startxref") || t.starts_with(b"trailer") {
+        return true;
+    }
+    if t.starts_with(b"endstream") || t.starts_with(b"endobj") {
+        return true;
+    }
+    // A comment line (e.g. "%" + binary marker bytes) but not a new header.
+    if t.starts_with(b"%") && !t.starts_with(b"%PDF-") && !t.starts_with(b"%%EOF") {
+        return t.len() > 1;
+    }
+    // "N G obj"
+    let d1 = t.iter().take_while(|c| c.is_ascii_digit()).count();
+    let t2 = &t[d1..];
+    let w1 = t2.iter().take_while(|c| is_ws(**c)).count();
+    let t3 = &t2[w1..];
+    let d2 = t3.iter().take_while(|c| c.is_ascii_digit()).count();
+    let t4 = &t3[d2..];
+    let w2 = t4.iter().take_while(|c| is_ws(**c)).count();
+    d1 > 0 && w1 > 0 && d2 > 0 && w2 > 0 && t4[w2..].starts_with(b"obj")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Status;
+    use super::super::testutil::*;
+
+    fn sample() -> Vec<u8> {
+        let mut v = b"%PDF-1.4\n%\xE2\xE3\xCF\xD3\n".to_vec();
+        v.extend_from_slice(b"1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n");
+        v.extend_from_slice(b"2 0 obj\n<< /Type /Pages /Kids [] /Count 0 >>\nendobj\n");
+        // An embedded PDF in an uncompressed stream: its %%EOF must not end us.
+        v.extend_from_slice(b"3 0 obj\n<< /Length 44 >>\nstream\n%PDF-1.3\nstartxref\n0\n%%EOF\nendstream\nendobj\n");
+        v.extend_from_slice(b"xref\n0 4\n0000000000 65535 f \ntrailer\n<< /Size 4 /Root 1 0 R >>\nstartxref\n120\n%%EOF\n");
+        // Incremental update.
+        v.extend_from_slice(b"4 0 obj\n(update)\nendobj\nxref\n0 1\ntrailer\n<< /Prev 120 >>\nstartxref\n300\n%%EOF\r\n");
+        v
+    }
+
+    #[test]
+    fn valid_pdf() {
+        let p = sample();
+        assert_complete_opts("pdf", &p, false);
+        // Prefixes that end before the first %%EOF is complete are never
+        // Complete. (A prefix cut right after the embedded PDF's %%EOF is,
+        // since nothing tells it from a real end.)
+        let first = p.windows(5).position(|w| w == b"%%EOF").unwrap() + 5;
+        assert_prefixes("pdf", &p[..first]);
+        // Two PDFs back to back: the first ends at its own %%EOF.
+        let mut two = sample();
+        let l = two.len() as u64;
+        two.extend_from_slice(&sample());
+        let v = run("pdf", &two).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, l));
+    }
+
+    #[test]
+    fn partial_and_reject() {
+        let p = sample();
+        let cut = &p[..p.len() - 10];
+        let v = run("pdf", cut).unwrap();
+        // The update's %%EOF is missing: ends at the first one, which is complete.
+        assert_eq!(v.status, Status::Complete);
+        assert!(v.length < cut.len() as u64);
+        let v = run("pdf", b"%PDF-1.7\n1 0 obj\n").unwrap();
+        assert_eq!(v.status, Status::Partial);
+        let v = run("pdf", b"%PDF-1.7\n1 0 obj\n%%EOF\n").unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, 23));
+        assert!(run("pdf", b"%PDF-x.7\n").is_none());
+    }
+
+    #[test]
+    fn real_pdfs() {
+        let files = real_files(&["/usr/share/doc"], &[".pdf"], 10);
+        // Real PDFs may carry bytes after their last %%EOF; only check acceptance.
+        for f in files {
+            let Ok(d) = std::fs::read(&f) else { continue };
+            let v = run("pdf", &d).unwrap_or_else(|| panic!("{f:?} rejected"));
+            assert!(v.length <= d.len() as u64);
+            eprintln!("pdf {f:?}: {:?} {} of {}", v.status, v.length, d.len());
+        }
+    }
+}

@@ -1,0 +1,471 @@
+//! Shared reading helpers for the validators.
+//!
+//! * [`Src`]: a bounded view of the image starting at the candidate's offset.
+//!   All offsets given to it are *relative to the candidate*, and it never
+//!   reads past `min(image end, start + max_len)`, so every validator gets the
+//!   "never read outside, never past `max_len`" rule for free and lengths it
+//!   reports are relative to the candidate already.
+//! * [`Cursor`]: a small buffered sequential reader over a [`Src`] (one fixed
+//!   64 KiB buffer, reused), for the walks that read many small fields.
+//! * [`Endian`]: integer decoding for the formats whose byte order is chosen by
+//!   the file (TIFF, ELF).
+//!
+//! Nothing here allocates in proportion to a value read from the file.
+
+use super::{ByteReader, Limits};
+
+/// Size of the pieces the helpers read at once.
+pub const CHUNK: usize = 64 * 1024;
+
+/// A bounded window of the image: `[start, start + len)` with
+/// `len = min(image length - start, max_len)`. Offsets are relative to `start`.
+#[derive(Clone, Copy)]
+pub struct Src<'a> {
+    r: &'a dyn ByteReader,
+    base: u64,
+    len: u64,
+    by_limit: bool,
+}
+
+impl<'a> Src<'a> {
+    /// The window for a candidate at `start`.
+    pub fn new(r: &'a dyn ByteReader, start: u64, limits: Limits) -> Self {
+        let rest = r.len().saturating_sub(start);
+        let len = rest.min(limits.max_len);
+        Src {
+            r,
+            base: start,
+            len,
+            by_limit: limits.max_len < rest,
+        }
+    }
+
+    /// Length of the window (what a validator may read and report at most).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when the window is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A note saying why a structure that runs past the window is cut.
+    pub fn cut_note(&self) -> String {
+        if self.by_limit {
+            format!("truncated: max_len ({}) reached", self.len)
+        } else {
+            "truncated: image ends".to_string()
+        }
+    }
+
+    /// True when `[off, off + n)` lies inside the window.
+    pub fn has(&self, off: u64, n: u64) -> bool {
+        off.checked_add(n).is_some_and(|e| e <= self.len)
+    }
+
+    /// Reads up to `buf.len()` bytes at `off`, never past the window; returns
+    /// how many bytes were read.
+    pub fn read(&self, off: u64, buf: &mut [u8]) -> usize {
+        if off >= self.len {
+            return 0;
+        }
+        let avail = self.len - off;
+        let n = usize::try_from(avail).map_or(buf.len(), |a| a.min(buf.len()));
+        let Some(abs) = self.base.checked_add(off) else {
+            return 0;
+        };
+        let mut done = 0;
+        // A reader may return short reads before the end; retry a few times.
+        for _ in 0..4 {
+            if done == n {
+                break;
+            }
+            let Some(dst) = buf.get_mut(done..n) else {
+                break;
+            };
+            let got = self.r.read_at(abs + done as u64, dst).min(dst.len());
+            if got == 0 {
+                break;
+            }
+            done += got;
+        }
+        done
+    }
+
+    /// Reads exactly `buf.len()` bytes at `off`; false when they are not all
+    /// inside the window.
+    pub fn read_exact(&self, off: u64, buf: &mut [u8]) -> bool {
+        self.read(off, buf) == buf.len()
+    }
+
+    /// `N` bytes at `off`.
+    pub fn bytes<const N: usize>(&self, off: u64) -> Option<[u8; N]> {
+        let mut b = [0u8; N];
+        self.read_exact(off, &mut b).then_some(b)
+    }
+
+    pub fn u8(&self, off: u64) -> Option<u8> {
+        self.bytes::<1>(off).map(|b| b[0])
+    }
+    pub fn u16le(&self, off: u64) -> Option<u16> {
+        self.bytes(off).map(u16::from_le_bytes)
+    }
+    pub fn u16be(&self, off: u64) -> Option<u16> {
+        self.bytes(off).map(u16::from_be_bytes)
+    }
+    pub fn u32le(&self, off: u64) -> Option<u32> {
+        self.bytes(off).map(u32::from_le_bytes)
+    }
+    pub fn u32be(&self, off: u64) -> Option<u32> {
+        self.bytes(off).map(u32::from_be_bytes)
+    }
+    pub fn u64le(&self, off: u64) -> Option<u64> {
+        self.bytes(off).map(u64::from_le_bytes)
+    }
+    pub fn u64be(&self, off: u64) -> Option<u64> {
+        self.bytes(off).map(u64::from_be_bytes)
+    }
+
+    /// True when the bytes at `off` equal `pat`.
+    pub fn starts_with_at(&self, off: u64, pat: &[u8]) -> bool {
+        let mut b = [0u8; 64];
+        let Some(dst) = b.get_mut(..pat.len()) else {
+            return false;
+        };
+        self.read_exact(off, dst) && dst == pat
+    }
+
+    /// Feeds `[off, off + n)` to `f` in pieces of at most [`CHUNK`] bytes, using
+    /// `scratch` as the buffer (grown to `CHUNK` once). Returns the number of
+    /// bytes fed: less than `n` when the window ends first.
+    pub fn for_each_chunk(
+        &self,
+        off: u64,
+        n: u64,
+        scratch: &mut Vec<u8>,
+        mut f: impl FnMut(&[u8]),
+    ) -> u64 {
+        if scratch.len() < CHUNK {
+            scratch.resize(CHUNK, 0);
+        }
+        let mut done = 0u64;
+        while done < n {
+            let want = usize::try_from(n - done).map_or(CHUNK, |w| w.min(CHUNK));
+            let Some(buf) = scratch.get_mut(..want) else {
+                break;
+            };
+            let got = self.read(off.saturating_add(done), buf);
+            if got == 0 {
+                break;
+            }
+            f(&buf[..got.min(want)]);
+            done += got as u64;
+        }
+        done
+    }
+
+    /// The first offset in `[from, to)` (clamped to the window) where `needle`
+    /// starts and lies completely inside `[from, to)`.
+    pub fn find(&self, needle: &[u8], from: u64, to: u64, scratch: &mut Vec<u8>) -> Option<u64> {
+        let to = to.min(self.len);
+        if needle.is_empty() || needle.len() >= CHUNK || from >= to {
+            return None;
+        }
+        if scratch.len() < CHUNK {
+            scratch.resize(CHUNK, 0);
+        }
+        let finder = memchr::memmem::Finder::new(needle);
+        let overlap = (needle.len() - 1) as u64;
+        let mut pos = from;
+        while pos < to {
+            let want = usize::try_from(to - pos).map_or(CHUNK, |w| w.min(CHUNK));
+            let buf = scratch.get_mut(..want)?;
+            let got = self.read(pos, buf);
+            if got < needle.len() {
+                return None;
+            }
+            if let Some(i) = finder.find(&buf[..got]) {
+                return Some(pos + i as u64);
+            }
+            if pos + (got as u64) >= to {
+                return None;
+            }
+            pos += got as u64 - overlap;
+        }
+        None
+    }
+
+    /// Like [`Src::find`] but returns the last occurrence in `[from, to)`.
+    pub fn rfind(&self, needle: &[u8], from: u64, to: u64, scratch: &mut Vec<u8>) -> Option<u64> {
+        let to = to.min(self.len);
+        if needle.is_empty() || needle.len() >= CHUNK || from >= to {
+            return None;
+        }
+        if scratch.len() < CHUNK {
+            scratch.resize(CHUNK, 0);
+        }
+        let finder = memchr::memmem::FinderRev::new(needle);
+        let overlap = (needle.len() - 1) as u64;
+        let mut end = to;
+        while end > from {
+            let begin = end.saturating_sub(CHUNK as u64).max(from);
+            let want = (end - begin) as usize;
+            let buf = scratch.get_mut(..want)?;
+            let got = self.read(begin, buf);
+            if got < want {
+                return None;
+            }
+            if let Some(i) = finder.rfind(buf) {
+                return Some(begin + i as u64);
+            }
+            if begin == from {
+                return None;
+            }
+            end = begin + overlap;
+        }
+        None
+    }
+}
+
+/// A buffered sequential reader over a [`Src`]. Reads past the window's end
+/// fail (return `None`/`false`) without moving past it.
+pub struct Cursor<'a> {
+    src: Src<'a>,
+    pos: u64,
+    buf: Vec<u8>,
+    buf_off: u64,
+    buf_len: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at `pos`.
+    pub fn new(src: Src<'a>, pos: u64) -> Self {
+        Cursor {
+            src,
+            pos,
+            buf: vec![0u8; CHUNK],
+            buf_off: 0,
+            buf_len: 0,
+        }
+    }
+
+    /// Current offset (relative to the candidate).
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// Moves to `pos` (may be past the end: later reads then fail).
+    pub fn seek(&mut self, pos: u64) {
+        self.pos = pos;
+    }
+
+    /// Bytes left in the window from the current position.
+    pub fn remaining(&self) -> u64 {
+        self.src.len().saturating_sub(self.pos)
+    }
+
+    /// The window this cursor reads.
+    pub fn src(&self) -> Src<'a> {
+        self.src
+    }
+
+    /// The buffered bytes from the current position (refilling as needed);
+    /// empty only at the end of the window. Does not advance.
+    pub fn chunk(&mut self) -> &[u8] {
+        let in_buf = self.pos >= self.buf_off && self.pos < self.buf_off + self.buf_len as u64;
+        if !in_buf {
+            self.buf_off = self.pos;
+            self.buf_len = self.src.read(self.pos, &mut self.buf);
+        }
+        let s = (self.pos - self.buf_off) as usize;
+        self.buf.get(s..self.buf_len).unwrap_or(&[])
+    }
+
+    /// Advances by `n` bytes; false (and the position unchanged) when that
+    /// would go past the end of the window.
+    pub fn skip(&mut self, n: u64) -> bool {
+        match self.pos.checked_add(n) {
+            Some(p) if p <= self.src.len() => {
+                self.pos = p;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Next byte.
+    pub fn u8(&mut self) -> Option<u8> {
+        let b = *self.chunk().first()?;
+        self.pos += 1;
+        Some(b)
+    }
+
+    /// Next byte without advancing.
+    pub fn peek_u8(&mut self) -> Option<u8> {
+        self.chunk().first().copied()
+    }
+
+    /// Fills `out` from the current position and advances; false (position
+    /// unchanged) when the window ends first.
+    pub fn read_exact(&mut self, out: &mut [u8]) -> bool {
+        let start = self.pos;
+        let mut done = 0;
+        while done < out.len() {
+            let c = self.chunk();
+            if c.is_empty() {
+                self.pos = start;
+                return false;
+            }
+            let n = c.len().min(out.len() - done);
+            out[done..done + n].copy_from_slice(&c[..n]);
+            done += n;
+            self.pos += n as u64;
+        }
+        true
+    }
+
+    /// Next `N` bytes.
+    pub fn bytes<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let mut b = [0u8; N];
+        self.read_exact(&mut b).then_some(b)
+    }
+
+    pub fn u16le(&mut self) -> Option<u16> {
+        self.bytes().map(u16::from_le_bytes)
+    }
+    pub fn u16be(&mut self) -> Option<u16> {
+        self.bytes().map(u16::from_be_bytes)
+    }
+    pub fn u32le(&mut self) -> Option<u32> {
+        self.bytes().map(u32::from_le_bytes)
+    }
+    pub fn u32be(&mut self) -> Option<u32> {
+        self.bytes().map(u32::from_be_bytes)
+    }
+}
+
+/// Byte order chosen by the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endian {
+    Little,
+    Big,
+}
+
+impl Endian {
+    pub fn u16(self, s: &Src, off: u64) -> Option<u16> {
+        match self {
+            Endian::Little => s.u16le(off),
+            Endian::Big => s.u16be(off),
+        }
+    }
+    pub fn u32(self, s: &Src, off: u64) -> Option<u32> {
+        match self {
+            Endian::Little => s.u32le(off),
+            Endian::Big => s.u32be(off),
+        }
+    }
+    pub fn u64(self, s: &Src, off: u64) -> Option<u64> {
+        match self {
+            Endian::Little => s.u64le(off),
+            Endian::Big => s.u64be(off),
+        }
+    }
+}
+
+/// Little-endian u16 from the first two bytes of `b` (0 when too short).
+pub fn le16(b: &[u8]) -> u16 {
+    match b {
+        [a, c, ..] => u16::from_le_bytes([*a, *c]),
+        _ => 0,
+    }
+}
+
+/// Little-endian u32 from the first four bytes of `b` (0 when too short).
+pub fn le32(b: &[u8]) -> u32 {
+    match b {
+        [a, c, d, e, ..] => u32::from_le_bytes([*a, *c, *d, *e]),
+        _ => 0,
+    }
+}
+
+/// Little-endian u64 from the first eight bytes of `b` (0 when too short).
+pub fn le64(b: &[u8]) -> u64 {
+    match b.get(..8) {
+        Some(s) => {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(s);
+            u64::from_le_bytes(a)
+        }
+        None => 0,
+    }
+}
+
+/// Big-endian u32 from the first four bytes of `b` (0 when too short).
+pub fn be32(b: &[u8]) -> u32 {
+    match b {
+        [a, c, d, e, ..] => u32::from_be_bytes([*a, *c, *d, *e]),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src<'a>(data: &'a Vec<u8>, start: u64, max: u64) -> Src<'a> {
+        Src::new(data, start, Limits { max_len: max })
+    }
+
+    #[test]
+    fn window_bounds() {
+        let d: Vec<u8> = (0..100u8).collect();
+        let s = src(&d, 10, 50);
+        assert_eq!(s.len(), 50);
+        assert_eq!(s.u8(0), Some(10));
+        assert_eq!(s.u8(49), Some(59));
+        assert_eq!(s.u8(50), None);
+        assert_eq!(s.u32le(47), None);
+        assert_eq!(s.u16be(u64::MAX), None);
+        assert!(s.cut_note().contains("max_len"));
+        let s = src(&d, 90, 50);
+        assert_eq!(s.len(), 10);
+        assert!(s.cut_note().contains("image"));
+        let s = src(&d, 200, 50);
+        assert_eq!(s.len(), 0);
+        assert_eq!(s.u8(0), None);
+    }
+
+    #[test]
+    fn find_across_chunks() {
+        let mut d = vec![0u8; 3 * CHUNK];
+        d[CHUNK - 2..CHUNK + 3].copy_from_slice(b"%%EOF");
+        d[2 * CHUNK + 5..2 * CHUNK + 10].copy_from_slice(b"%%EOF");
+        let s = src(&d, 0, u64::MAX);
+        let mut sc = Vec::new();
+        assert_eq!(s.find(b"%%EOF", 0, s.len(), &mut sc), Some(CHUNK as u64 - 2));
+        assert_eq!(s.find(b"%%EOF", CHUNK as u64, s.len(), &mut sc), Some(2 * CHUNK as u64 + 5));
+        assert_eq!(s.find(b"%%EOF", 0, CHUNK as u64 + 2, &mut sc), None);
+        assert_eq!(s.rfind(b"%%EOF", 0, s.len(), &mut sc), Some(2 * CHUNK as u64 + 5));
+        assert_eq!(s.rfind(b"%%EOF", 0, 2 * CHUNK as u64 + 9, &mut sc), Some(CHUNK as u64 - 2));
+        assert_eq!(s.rfind(b"%%EOF", CHUNK as u64, 2 * CHUNK as u64 + 9, &mut sc), None);
+    }
+
+    #[test]
+    fn cursor_reads() {
+        let d: Vec<u8> = (0..=255u8).cycle().take(CHUNK + 10).collect();
+        let s = src(&d, 0, u64::MAX);
+        let mut c = Cursor::new(s, CHUNK as u64 - 2);
+        assert_eq!(c.u32be(), Some(u32::from_be_bytes([254, 255, 0, 1])));
+        assert!(c.skip(4));
+        assert!(!c.skip(5));
+        assert_eq!(c.remaining(), 4);
+        assert_eq!(c.bytes::<5>(), None);
+        assert_eq!(c.pos(), CHUNK as u64 + 6);
+        let mut sc = Vec::new();
+        let mut total = 0u64;
+        let n = s.for_each_chunk(5, u64::MAX, &mut sc, |b| total += b.len() as u64);
+        assert_eq!(n, CHUNK as u64 + 5);
+        assert_eq!(total, n);
+    }
+}
