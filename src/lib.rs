@@ -18,6 +18,7 @@
 pub mod carve;
 pub mod catalogue;
 pub mod engine;
+pub mod job;
 pub mod pattern;
 pub mod report;
 pub mod scan;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use gpucarve::carve::validators::Status;
 use gpucarve::catalogue::Catalogue;
 use gpucarve::engine::{EngineChoice, build_engines};
 use gpucarve::report::matches::{MatchFormat, MatchWriter};
@@ -72,6 +73,59 @@ enum Command {
         /// No progress bar
         #[arg(short, long)]
         quiet: bool,
+    },
+    /// Carve files out of an image, with DFXML, JSONL and audit reports
+    #[command(
+        after_help = "Examples:\n  gpucarve carve disk.dd -o case1\n  gpucarve carve disk.dd -o case1 --types jpeg,png,pdf --keep partial\n  gpucarve carve disk.dd -o case1 --no-write      # reports only; extract later\n\nFiles go to OUTDIR/<type>/<offset>.<ext>; partial and unvalidated files (with --keep)\nto OUTDIR/partial/... and OUTDIR/unvalidated/...; reports: report.xml (DFXML),\nreport.jsonl, audit.txt."
+    )]
+    Carve {
+        /// Raw image (dd) or block device
+        image: PathBuf,
+        /// Output folder (created; must not already hold a carving unless --force)
+        #[arg(short = 'o', long, value_name = "OUTDIR")]
+        output: PathBuf,
+        #[command(flatten)]
+        catalogue: CatalogueArgs,
+        #[command(flatten)]
+        scan: ScanArgs,
+        /// Also write files of these statuses: partial, unvalidated
+        #[arg(long, value_delimiter = ',', value_name = "STATUSES")]
+        keep: Vec<Status>,
+        /// Write only the reports, no files (use `gpucarve extract` later)
+        #[arg(long)]
+        no_write: bool,
+        /// Also write files found inside other files (thumbnails, images in archives)
+        #[arg(long)]
+        keep_embedded: bool,
+        /// Carve into a folder that already holds a carving, overwriting its reports
+        #[arg(long)]
+        force: bool,
+        /// Hash the whole image (sha256) into the audit
+        #[arg(long)]
+        hash_image: bool,
+        /// No progress bar
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// Write chosen files of a carving's report from the image
+    #[command(
+        after_help = "Examples:\n  gpucarve extract case1/report.jsonl --ids 3,17 -o picked\n  gpucarve extract case1/report.jsonl --all --image /evidence/disk.dd -o all"
+    )]
+    Extract {
+        /// A report.jsonl written by `gpucarve carve`
+        report: PathBuf,
+        /// Ids to extract (comma-separated)
+        #[arg(long, value_delimiter = ',', required_unless_present = "all")]
+        ids: Vec<u64>,
+        /// Extract every file in the report
+        #[arg(long)]
+        all: bool,
+        /// The image (default: the one named in the carving's audit.txt)
+        #[arg(long)]
+        image: Option<PathBuf>,
+        /// Destination folder
+        #[arg(short = 'o', long, value_name = "DIR")]
+        output: PathBuf,
     },
     /// List the signature catalogue
     #[command(
@@ -163,11 +217,7 @@ fn run_scan(
         MatchFormat::Jsonl
     };
     let mut writer = MatchWriter::new(std::io::BufWriter::new(out), &cat, &set, format, count);
-    let opts = ScanOptions {
-        block_size: args.block_size,
-        io: args.io,
-        threads: args.threads,
-    };
+    let opts = scan_options(args);
     let pb = progress_bar(img.len(), quiet);
     let overlap = set.max_len().saturating_sub(1);
     let mut sink = |_: &gpucarve::source::BlockSpec, m: &[gpucarve::scan::Match]| {
@@ -190,6 +240,148 @@ fn run_scan(
     writer
         .finish()
         .map_err(|e| format!("writing output: {e}"))?;
+    Ok(())
+}
+
+fn engine_choice(args: &ScanArgs) -> EngineChoice {
+    match &args.device {
+        Some(d) => EngineChoice::Gpu {
+            device: Some(d.clone()),
+        },
+        None => args.engine.clone(),
+    }
+}
+
+fn scan_options(args: &ScanArgs) -> ScanOptions {
+    ScanOptions {
+        block_size: args.block_size,
+        io: args.io,
+        threads: args.threads,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_carve(
+    image: &Path,
+    output: &Path,
+    catalogue: &CatalogueArgs,
+    args: &ScanArgs,
+    keep: &[Status],
+    no_write: bool,
+    keep_embedded: bool,
+    force: bool,
+    hash_image: bool,
+    quiet: bool,
+) -> Result<(), String> {
+    let mut keep_all = vec![Status::Complete];
+    keep_all.extend(keep.iter().copied().filter(|s| *s != Status::Complete));
+    let job = gpucarve::job::CarveJob {
+        image: image.to_path_buf(),
+        out_dir: output.to_path_buf(),
+        catalogue: load_catalogue(catalogue)?,
+        engine: engine_choice(args),
+        scan: scan_options(args),
+        carve: gpucarve::carve::CarveOptions {
+            keep: keep_all,
+            write: !no_write,
+            hash_unwritten: true,
+            keep_embedded,
+        },
+        force,
+        hash_image,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let len = std::fs::metadata(image).map(|m| m.len()).unwrap_or(0);
+    let pb = progress_bar(len, quiet);
+    let result = job.run(
+        &mut |done, files| {
+            pb.set_position(done);
+            pb.set_message(format!("{files} files"));
+        },
+        &mut |m| pb.suspend(|| warn(m)),
+    );
+    pb.finish_and_clear();
+    let s = result?;
+    if !quiet {
+        let secs = s.scan.wall.as_secs_f64().max(1e-9);
+        eprintln!(
+            "gpucarve: {} files found, {} written to {} ({:.1} MiB/s over {} bytes); see {}/audit.txt",
+            s.files_found,
+            s.files_written,
+            output.display(),
+            s.scan.bytes as f64 / secs / (1 << 20) as f64,
+            s.scan.bytes,
+            output.display()
+        );
+    }
+    Ok(())
+}
+
+fn run_extract(
+    report: &Path,
+    ids: &[u64],
+    all: bool,
+    image: Option<&Path>,
+    output: &Path,
+) -> Result<(), String> {
+    let text = std::fs::read_to_string(report).map_err(|e| format!("{}: {e}", report.display()))?;
+    let files =
+        gpucarve::report::jsonl::read(&text).map_err(|e| format!("{}: {e}", report.display()))?;
+    let dir = report.parent().unwrap_or(Path::new("."));
+    let image_path = match image {
+        Some(p) => p.to_path_buf(),
+        None => gpucarve::carve::image_of_carving(dir).ok_or_else(|| {
+            format!(
+                "{}: no audit.txt naming the image beside the report; give --image",
+                dir.display()
+            )
+        })?,
+    };
+    let img = Image::open(&image_path).map_err(|e| e.to_string())?;
+    let bytes = gpucarve::carve::ImageBytes::new(&img);
+    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
+    let chosen: Vec<_> = if all {
+        files.iter().collect()
+    } else {
+        files.iter().filter(|f| ids.contains(&f.id)).collect()
+    };
+    for id in ids {
+        if !files.iter().any(|f| f.id == *id) {
+            return Err(format!("{}: no file with id {id}", report.display()));
+        }
+    }
+    for f in chosen {
+        if f.byte_runs
+            .iter()
+            .any(|r| r.img_offset.saturating_add(r.len) > img.len())
+        {
+            return Err(format!(
+                "id {}: byte runs reach past the end of {}",
+                f.id,
+                image_path.display()
+            ));
+        }
+        let ext = Path::new(f.path.as_deref().unwrap_or(""))
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or(&f.file_type)
+            .to_string();
+        let dest = output.join(format!("{}-{}.{ext}", f.id, f.offset));
+        let sha = gpucarve::carve::output::extract_to(&bytes, &f.byte_runs, &dest)
+            .map_err(|e| e.to_string())?;
+        let verdict = match &f.sha256 {
+            Some(h) if *h == sha => "sha256 ok",
+            Some(_) => "SHA256 MISMATCH with the report",
+            None => "no hash in report",
+        };
+        println!("{}\t{}\t{verdict}", f.id, dest.display());
+        if f.sha256.as_ref().is_some_and(|h| *h != sha) {
+            return Err(format!(
+                "id {}: extracted bytes differ from the report's sha256 (wrong image?)",
+                f.id
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -237,6 +429,36 @@ fn main() -> ExitCode {
             *quiet,
         ),
         Command::Signatures { catalogue } => run_signatures(catalogue),
+        Command::Carve {
+            image,
+            output,
+            catalogue,
+            scan,
+            keep,
+            no_write,
+            keep_embedded,
+            force,
+            hash_image,
+            quiet,
+        } => run_carve(
+            image,
+            output,
+            catalogue,
+            scan,
+            keep,
+            *no_write,
+            *keep_embedded,
+            *force,
+            *hash_image,
+            *quiet,
+        ),
+        Command::Extract {
+            report,
+            ids,
+            all,
+            image,
+            output,
+        } => run_extract(report, ids, *all, image.as_deref(), output),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,3 +1,490 @@
-//! Carving: turning header candidates into files (format structure validators).
+//! Carving: from the ordered match stream to recovered files an examiner can trust.
+//!
+//! ```text
+//! scan merger ──(header candidates, footers; bounded queue)──▶ carver thread
+//!                                                               ├─ extent: validator, or footer / max-size rule
+//!                                                               ├─ nesting: inside a complete file → child, not written
+//!                                                               └─ writer: OUTDIR/<type>/<offset>.<ext>, sha256 + md5
+//!                                                                  └─▶ report sinks (JSONL, DFXML, audit counts)
+//! ```
+//!
+//! * A header whose type has a structure validator is carved only if the
+//!   validator accepts it; its verdict decides the length and the status
+//!   (`complete`, `partial`). A type without a validator ends at its footer
+//!   (first, last or next, as the catalogue says) or at its maximum size, and
+//!   is `unvalidated`.
+//! * A candidate that starts inside a *complete* file carved earlier (a JPEG
+//!   thumbnail inside a JPEG, an image stored in a ZIP) is recorded with its
+//!   parent's id and not written.
+//! * By default only `complete` files are written; `--keep` adds `partial`
+//!   and/or `unvalidated` files under their own folders.
+//!
+//! Memory is bounded: candidates travel through a bounded queue, footer-rule
+//! candidates wait at most until the scan passes their maximum size, and
+//! file bytes are streamed through fixed buffers.
 
+pub mod extent;
+pub mod output;
 pub mod validators;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::time::SystemTime;
+
+use crate::catalogue::{Catalogue, CompiledSet, Role};
+use crate::engine::EngineSet;
+use crate::report::CarveReport;
+use crate::scan::{Engines, Match, ScanError, ScanOptions, ScanStats, scan};
+use crate::source::{BlockSpec, Image};
+use extent::{Candidate, FooterRules};
+pub use output::{OutputDir, OutputError};
+use validators::{ByteReader, Limits, Status};
+
+/// Random read access to an image for validators and the writer.
+pub struct ImageBytes<'a> {
+    image: &'a Image,
+}
+
+impl<'a> ImageBytes<'a> {
+    pub fn new(image: &'a Image) -> Self {
+        ImageBytes { image }
+    }
+}
+
+impl ByteReader for ImageBytes<'_> {
+    fn len(&self) -> u64 {
+        self.image.len()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
+        if offset >= self.image.len() {
+            return 0;
+        }
+        let n = (self.image.len() - offset).min(buf.len() as u64) as usize;
+        self.image.read_at(offset, &mut buf[..n]).unwrap_or(0)
+    }
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Complete => "complete",
+            Status::Partial => "partial",
+            Status::Unvalidated => "unvalidated",
+        }
+    }
+}
+
+impl std::str::FromStr for Status {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Status, String> {
+        match s {
+            "complete" => Ok(Status::Complete),
+            "partial" => Ok(Status::Partial),
+            "unvalidated" => Ok(Status::Unvalidated),
+            _ => Err(format!(
+                "unknown status `{s}` (complete, partial, unvalidated)"
+            )),
+        }
+    }
+}
+
+/// One contiguous piece of a carved file in the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ByteRun {
+    /// Offset within the carved file.
+    pub file_offset: u64,
+    /// Absolute offset in the image.
+    pub img_offset: u64,
+    pub len: u64,
+}
+
+/// A file found in the image (written or not).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CarvedFile {
+    /// 1, 2, 3... in offset order.
+    pub id: u64,
+    /// Most precise type known (`docx` for a ZIP holding a Word document).
+    #[serde(rename = "type")]
+    pub file_type: String,
+    /// The catalogue type whose header matched (`zip`).
+    pub family: String,
+    pub status: String,
+    pub offset: u64,
+    pub length: u64,
+    pub byte_runs: Vec<ByteRun>,
+    pub sha256: Option<String>,
+    pub md5: Option<String>,
+    /// The file inside which this one was found.
+    pub parent: Option<u64>,
+    /// Path of the written file relative to the output folder.
+    pub path: Option<String>,
+    pub validator: Option<String>,
+    pub notes: Vec<String>,
+}
+
+/// What to do with what was found.
+#[derive(Clone, Debug)]
+pub struct CarveOptions {
+    /// Statuses whose files are written.
+    pub keep: Vec<Status>,
+    /// Write files at all (`--no-write` writes only the reports).
+    pub write: bool,
+    /// Hash files that are not written too (reads their bytes once).
+    pub hash_unwritten: bool,
+    /// Write files found inside complete files as well.
+    pub keep_embedded: bool,
+}
+
+impl Default for CarveOptions {
+    fn default() -> Self {
+        CarveOptions {
+            keep: vec![Status::Complete],
+            write: true,
+            hash_unwritten: true,
+            keep_embedded: false,
+        }
+    }
+}
+
+/// Counts for the audit.
+#[derive(Clone, Debug, Default)]
+pub struct CarveSummary {
+    pub scan: ScanStats,
+    /// (type, status) → (files, bytes)
+    pub counts: BTreeMap<(String, String), (u64, u64)>,
+    pub files_found: u64,
+    pub files_written: u64,
+    pub bytes_written: u64,
+    pub embedded: u64,
+    pub rejected_headers: u64,
+    pub started: Option<SystemTime>,
+    pub finished: Option<SystemTime>,
+}
+
+/// What travels from the scan merger to the carver thread.
+enum Event {
+    Header(Candidate),
+    Footer {
+        type_index: usize,
+        offset: u64,
+        end: u64,
+    },
+    /// The scan has passed this offset.
+    Progress(u64),
+}
+
+/// Carves `image`: scan with `engines`, validate, write into `out`, report to `report`.
+#[allow(clippy::too_many_arguments)]
+pub fn carve(
+    image: &Image,
+    catalogue: &Catalogue,
+    set: &CompiledSet,
+    engines: &EngineSet,
+    scan_opts: &ScanOptions,
+    opts: &CarveOptions,
+    out: &mut OutputDir,
+    report: &mut (dyn CarveReport + Send),
+    progress: &mut dyn FnMut(u64, u64),
+    warn: &mut dyn FnMut(String),
+) -> Result<CarveSummary, CarveError> {
+    let mut summary = CarveSummary {
+        started: Some(SystemTime::now()),
+        ..CarveSummary::default()
+    };
+    let overlap = set.max_len().saturating_sub(1);
+    let (tx, rx) = sync_channel::<Vec<Event>>(64);
+    let found = std::sync::atomic::AtomicU64::new(0);
+
+    let result = std::thread::scope(|s| {
+        let carver = s.spawn(|| carve_events(rx, image, catalogue, opts, out, report, &found));
+        let mut sink = |b: &BlockSpec, matches: &[Match]| -> Result<(), String> {
+            let mut events = Vec::new();
+            for m in matches {
+                let o = set.origins[m.pattern as usize];
+                let sig = catalogue.signature(o);
+                match o.role {
+                    Role::Header => {
+                        let Some(start) = m.offset.checked_sub(sig.offset) else {
+                            continue;
+                        };
+                        events.push(Event::Header(Candidate {
+                            type_index: o.type_index,
+                            start,
+                            header_len: sig.pattern.len() as u64 + sig.offset,
+                        }));
+                    }
+                    Role::Footer => events.push(Event::Footer {
+                        type_index: o.type_index,
+                        offset: m.offset,
+                        end: m.offset + sig.pattern.len() as u64,
+                    }),
+                }
+            }
+            events.push(Event::Progress(b.offset + b.owned_len as u64));
+            tx.send(events)
+                .map_err(|_| "the carver stopped".to_string())
+        };
+        let scanned = scan(
+            image,
+            Engines {
+                primary: engines.primary.as_ref(),
+                fallback: engines.fallback.as_deref(),
+            },
+            overlap,
+            scan_opts,
+            &mut sink,
+            &mut |done| progress(done, found.load(std::sync::atomic::Ordering::Relaxed)),
+            warn,
+        );
+        drop(tx);
+        let carved = carver
+            .join()
+            .map_err(|_| CarveError::Internal("carver thread panicked".into()))?;
+        // A carver error (disk full) explains a scan stopped by "the carver stopped".
+        let carved = carved?;
+        let scanned = scanned?;
+        Ok::<_, CarveError>((scanned, carved))
+    });
+    let (scan_stats, carved) = result?;
+    summary.scan = scan_stats;
+    summary.counts = carved.counts;
+    summary.files_found = carved.found;
+    summary.files_written = carved.written;
+    summary.bytes_written = carved.bytes_written;
+    summary.embedded = carved.embedded;
+    summary.rejected_headers = carved.rejected;
+    summary.finished = Some(SystemTime::now());
+    Ok(summary)
+}
+
+/// Why carving stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CarveError {
+    #[error(transparent)]
+    Scan(#[from] ScanError),
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error("writing the report: {0}")]
+    Report(std::io::Error),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+#[derive(Default)]
+struct CarverTotals {
+    counts: BTreeMap<(String, String), (u64, u64)>,
+    found: u64,
+    written: u64,
+    bytes_written: u64,
+    embedded: u64,
+    rejected: u64,
+}
+
+/// A complete file that may contain others: (end, id).
+struct Parent {
+    start: u64,
+    end: u64,
+    id: u64,
+}
+
+fn carve_events(
+    rx: Receiver<Vec<Event>>,
+    image: &Image,
+    catalogue: &Catalogue,
+    opts: &CarveOptions,
+    out: &mut OutputDir,
+    report: &mut (dyn CarveReport + Send),
+    found: &std::sync::atomic::AtomicU64,
+) -> Result<CarverTotals, CarveError> {
+    let bytes = ImageBytes::new(image);
+    let mut totals = CarverTotals::default();
+    let mut rules = FooterRules::new(catalogue);
+    let mut parents: Vec<Parent> = Vec::new();
+    let mut seen_starts: BTreeMap<(u64, usize), ()> = BTreeMap::new();
+    let mut resolved: Vec<(Candidate, extent::Extent)> = Vec::new();
+
+    for batch in rx {
+        for ev in batch {
+            match ev {
+                Event::Header(c) => {
+                    // One candidate per (start, type): several headers of one type may match one file.
+                    if seen_starts.insert((c.start, c.type_index), ()).is_some() {
+                        continue;
+                    }
+                    let t = &catalogue.types[c.type_index];
+                    match &t.validator {
+                        Some(v) => {
+                            let max_len = t.max_size.min(image.len().saturating_sub(c.start));
+                            match validators::validate(v, &bytes, c.start, Limits { max_len }) {
+                                Some(verdict)
+                                    if verdict.length >= t.min_size.min(max_len)
+                                        && verdict.length > 0 =>
+                                {
+                                    resolved.push((c, extent::Extent::from_verdict(verdict)))
+                                }
+                                _ => totals.rejected += 1,
+                            }
+                        }
+                        None => rules.add_candidate(c, t, image.len(), &mut resolved),
+                    }
+                }
+                Event::Footer {
+                    type_index,
+                    offset,
+                    end,
+                } => rules.add_footer(type_index, offset, end, &mut resolved),
+                Event::Progress(pos) => {
+                    rules.advance(pos, &mut resolved);
+                    // Forget dedup keys well behind the scan.
+                    let horizon = pos.saturating_sub(1 << 20);
+                    while let Some((&(s, _), _)) = seen_starts.first_key_value() {
+                        if s >= horizon {
+                            break;
+                        }
+                        seen_starts.pop_first();
+                    }
+                }
+            }
+            if !resolved.is_empty() {
+                resolved.sort_by_key(|(c, _)| (c.start, c.type_index));
+                for (c, ext) in resolved.drain(..) {
+                    emit(
+                        c,
+                        ext,
+                        catalogue,
+                        opts,
+                        &bytes,
+                        out,
+                        report,
+                        &mut parents,
+                        &mut totals,
+                    )?;
+                    found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    rules.finish(image.len(), &mut resolved);
+    resolved.sort_by_key(|(c, _)| (c.start, c.type_index));
+    for (c, ext) in resolved.drain(..) {
+        emit(
+            c,
+            ext,
+            catalogue,
+            opts,
+            &bytes,
+            out,
+            report,
+            &mut parents,
+            &mut totals,
+        )?;
+    }
+    found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
+    Ok(totals)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn emit(
+    c: Candidate,
+    ext: extent::Extent,
+    catalogue: &Catalogue,
+    opts: &CarveOptions,
+    bytes: &ImageBytes<'_>,
+    out: &mut OutputDir,
+    report: &mut (dyn CarveReport + Send),
+    parents: &mut Vec<Parent>,
+    totals: &mut CarverTotals,
+) -> Result<(), CarveError> {
+    let t = &catalogue.types[c.type_index];
+    parents.retain(|p| p.end > c.start);
+    let parent = parents
+        .iter()
+        .rev()
+        .find(|p| p.start <= c.start && c.start < p.end)
+        .map(|p| p.id);
+    totals.found += 1;
+    let id = totals.found;
+    let file_type = ext.subtype.clone().unwrap_or_else(|| t.name.clone());
+    let runs = vec![ByteRun {
+        file_offset: 0,
+        img_offset: c.start,
+        len: ext.length,
+    }];
+    let mut file = CarvedFile {
+        id,
+        file_type: file_type.clone(),
+        family: t.name.clone(),
+        status: ext.status.as_str().to_string(),
+        offset: c.start,
+        length: ext.length,
+        byte_runs: runs,
+        sha256: None,
+        md5: None,
+        parent,
+        path: None,
+        validator: t.validator.clone(),
+        notes: ext.notes,
+    };
+    let write =
+        opts.write && opts.keep.contains(&ext.status) && (parent.is_none() || opts.keep_embedded);
+    if parent.is_some() {
+        totals.embedded += 1;
+    }
+    let extension = extension_for(&file_type, t);
+    if write {
+        let written = out.write_file(bytes, &file, &extension)?;
+        file.path = Some(written.path);
+        file.sha256 = Some(written.sha256);
+        file.md5 = Some(written.md5);
+        totals.written += 1;
+        totals.bytes_written += file.length;
+    } else if opts.hash_unwritten {
+        let (sha, md5) = output::hash_runs(bytes, &file.byte_runs).map_err(CarveError::Output)?;
+        file.sha256 = Some(sha);
+        file.md5 = Some(md5);
+    }
+    if ext.status == Status::Complete && parent.is_none() {
+        parents.push(Parent {
+            start: c.start,
+            end: c.start + ext.length,
+            id,
+        });
+    }
+    let e = totals
+        .counts
+        .entry((file_type, file.status.clone()))
+        .or_insert((0, 0));
+    e.0 += 1;
+    e.1 += file.length;
+    report.file(&file).map_err(CarveError::Report)?;
+    Ok(())
+}
+
+/// File extension for a carved file: the subtype's own name when it is one
+/// (`docx`), else the catalogue's first extension.
+fn extension_for(file_type: &str, t: &crate::catalogue::FileType) -> String {
+    if file_type != t.name {
+        file_type.to_string()
+    } else {
+        t.extension().to_string()
+    }
+}
+
+/// Folder holding a carving's files for `status` (complete files at the top).
+pub fn status_folder(status: &str) -> Option<&'static str> {
+    match status {
+        "partial" => Some("partial"),
+        "unvalidated" => Some("unvalidated"),
+        _ => None,
+    }
+}
+
+/// The path of the image a carving came from, as written in its audit.
+pub fn image_of_carving(dir: &Path) -> Option<PathBuf> {
+    let audit = std::fs::read_to_string(dir.join("audit.txt")).ok()?;
+    audit
+        .lines()
+        .find_map(|l| l.strip_prefix("image:"))
+        .map(|p| PathBuf::from(p.trim()))
+}

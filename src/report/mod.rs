@@ -1,7 +1,87 @@
 //! Reports: how matches and carved files are written for people and tools.
 //!
-//! * [`matches`]: the `scan` match stream as JSON Lines or CSV, and the `--count` table.
+//! * [`matches`]: the `scan` match stream as JSON Lines or CSV, and the `--count` table;
+//! * [`jsonl`]: `report.jsonl`, one object per carved or detected file;
+//! * [`dfxml`]: `report.xml`, Digital Forensics XML as PhotoRec and fiwalk write it;
+//! * [`audit`]: `audit.txt`, the human summary (image, command, times, counts).
 //!
 //! Writers format; they never decide what was found.
 
+pub mod audit;
+pub mod dfxml;
+pub mod jsonl;
 pub mod matches;
+
+use crate::carve::CarvedFile;
+
+/// Receives carved files one by one, in offset order.
+pub trait CarveReport {
+    fn file(&mut self, f: &CarvedFile) -> std::io::Result<()>;
+}
+
+/// Facts about a run, for report headers.
+#[derive(Clone, Debug)]
+pub struct RunInfo {
+    pub image: String,
+    pub image_len: u64,
+    pub command_line: String,
+    pub version: String,
+    pub start_time: String,
+    pub sector_size: u32,
+}
+
+/// Sends every file to several reports.
+pub struct Fanout<'a> {
+    pub reports: Vec<&'a mut (dyn CarveReport + Send)>,
+}
+
+impl CarveReport for Fanout<'_> {
+    fn file(&mut self, f: &CarvedFile) -> std::io::Result<()> {
+        for r in &mut self.reports {
+            r.file(f)?;
+        }
+        Ok(())
+    }
+}
+
+/// RFC 3339 UTC time (as DFXML uses), without pulling in a date crate.
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rfc3339_dates() {
+        use std::time::{Duration, UNIX_EPOCH};
+        assert_eq!(super::rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            super::rfc3339(UNIX_EPOCH + Duration::from_secs(1_795_307_045)),
+            "2026-11-22T00:24:05Z"
+        );
+        assert_eq!(
+            super::rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00Z"
+        );
+    }
+}

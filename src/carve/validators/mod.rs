@@ -29,7 +29,9 @@ impl ByteReader for [u8] {
         <[u8]>::len(self) as u64
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
-        let Ok(off) = usize::try_from(offset) else { return 0 };
+        let Ok(off) = usize::try_from(offset) else {
+            return 0;
+        };
         if off >= <[u8]>::len(self) {
             return 0;
         }
@@ -180,7 +182,12 @@ pub const VALIDATORS: &[&str] = &[
 /// Returns `None` when the name is unknown or the bytes at `start` are not a
 /// plausible file of that format. The reported length never exceeds
 /// `min(r.len() - start, limits.max_len)`.
-pub fn validate(validator: &str, r: &dyn ByteReader, start: u64, limits: Limits) -> Option<Verdict> {
+pub fn validate(
+    validator: &str,
+    r: &dyn ByteReader,
+    start: u64,
+    limits: Limits,
+) -> Option<Verdict> {
     let f = TABLE.iter().find(|(n, _)| *n == validator)?.1;
     let src = Src::new(r, start, limits);
     if src.is_empty() {
@@ -198,7 +205,12 @@ pub fn validate(validator: &str, r: &dyn ByteReader, start: u64, limits: Limits)
 
 /// The validator without the safety net, for the property tests.
 #[cfg(test)]
-fn validate_raw(validator: &str, r: &dyn ByteReader, start: u64, limits: Limits) -> Option<Verdict> {
+fn validate_raw(
+    validator: &str,
+    r: &dyn ByteReader,
+    start: u64,
+    limits: Limits,
+) -> Option<Verdict> {
     let f = TABLE.iter().find(|(n, _)| *n == validator)?.1;
     let src = Src::new(r, start, limits);
     if src.is_empty() {
@@ -236,8 +248,16 @@ pub(crate) mod testutil {
         let v = validate_raw(name, &Slice(data), start, limits);
         if let Some(v) = &v {
             let avail = (data.len() as u64).saturating_sub(start);
-            assert!(v.length <= avail, "{name}: length {} > available {avail}", v.length);
-            assert!(v.length <= limits.max_len, "{name}: length {} > max_len", v.length);
+            assert!(
+                v.length <= avail,
+                "{name}: length {} > available {avail}",
+                v.length
+            );
+            assert!(
+                v.length <= limits.max_len,
+                "{name}: length {} > max_len",
+                v.length
+            );
         }
         v
     }
@@ -258,15 +278,30 @@ pub(crate) mod testutil {
         let mut img = b"\x00junk\x01\x02\x03before".to_vec();
         let at = img.len() as u64;
         img.extend_from_slice(data);
-        img.extend_from_slice(b"\x00\x00GARBAGE AFTER THE FILE \xff\xfe\x00\x01 garbage garbage garbage");
+        img.extend_from_slice(
+            b"\x00\x00GARBAGE AFTER THE FILE \xff\xfe\x00\x01 garbage garbage garbage",
+        );
         img.extend_from_slice(&[0u8; 300]);
-        let w = run_at(name, &img, at, NO_LIMIT).unwrap_or_else(|| panic!("{name}: rejected at offset"));
-        assert_eq!(w.status, Status::Complete, "{name} with garbage: {:?}", w.notes);
-        assert_eq!(w.length, data.len() as u64, "{name} with garbage: {:?}", w.notes);
+        let w = run_at(name, &img, at, NO_LIMIT)
+            .unwrap_or_else(|| panic!("{name}: rejected at offset"));
+        assert_eq!(
+            w.status,
+            Status::Complete,
+            "{name} with garbage: {:?}",
+            w.notes
+        );
+        assert_eq!(
+            w.length,
+            data.len() as u64,
+            "{name} with garbage: {:?}",
+            w.notes
+        );
         assert_eq!(w.subtype, v.subtype);
         // max_len just short of the file: never Complete.
         if limit_check && !data.is_empty() {
-            let lim = Limits { max_len: data.len() as u64 - 1 };
+            let lim = Limits {
+                max_len: data.len() as u64 - 1,
+            };
             if let Some(p) = run_at(name, &img, at, lim) {
                 assert_ne!(p.status, Status::Complete, "{name}: Complete past max_len");
             }
@@ -278,7 +313,11 @@ pub(crate) mod testutil {
     pub fn assert_prefixes(name: &str, data: &[u8]) {
         for n in 0..data.len() {
             if let Some(v) = run(name, &data[..n]) {
-                assert_ne!(v.status, Status::Complete, "{name}: prefix {n} Complete {v:?}");
+                assert_ne!(
+                    v.status,
+                    Status::Complete,
+                    "{name}: prefix {n} Complete {v:?}"
+                );
             }
         }
     }
@@ -288,7 +327,11 @@ pub(crate) mod testutil {
         let mut n = 0;
         while n < data.len() {
             if let Some(v) = run(name, &data[..n]) {
-                assert_ne!(v.status, Status::Complete, "{name}: prefix {n} Complete {v:?}");
+                assert_ne!(
+                    v.status,
+                    Status::Complete,
+                    "{name}: prefix {n} Complete {v:?}"
+                );
             }
             n += step.max(1);
         }
@@ -309,7 +352,10 @@ pub(crate) mod testutil {
             }
         }
         eprintln!("{name}: {exact} of {total} real files Complete with the exact length");
-        assert!(exact * 10 >= total * 9, "{name}: only {exact} of {total} real files exact");
+        assert!(
+            exact * 10 >= total * 9,
+            "{name}: only {exact} of {total} real files exact"
+        );
         (total, exact)
     }
 
@@ -322,7 +368,9 @@ pub(crate) mod testutil {
         }
         let mut out = Vec::new();
         for r in roots {
-            let Ok(rd) = std::fs::read_dir(&r) else { continue };
+            let Ok(rd) = std::fs::read_dir(&r) else {
+                continue;
+            };
             for e in rd.flatten() {
                 if e.file_name().to_string_lossy().starts_with("python") {
                     out.push(format!("{}/{sub}", e.path().display()));
@@ -343,14 +391,20 @@ pub(crate) mod testutil {
             if visited > 20_000 || out.len() >= max {
                 break;
             }
-            let Ok(rd) = std::fs::read_dir(&d) else { continue };
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
             for e in rd.flatten() {
                 let p = e.path();
                 let Ok(ft) = e.file_type() else { continue };
                 if ft.is_dir() {
                     stack.push(p);
                 } else if ft.is_file() {
-                    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+                    let name = p
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .unwrap_or("")
+                        .to_ascii_lowercase();
                     let ok = exts.iter().any(|x| name.ends_with(x));
                     let small = e.metadata().map(|m| m.len() <= 8 << 20).unwrap_or(false);
                     if ok && small && out.len() < max {

@@ -443,12 +443,27 @@ mod tests {
         d[2 * CHUNK + 5..2 * CHUNK + 10].copy_from_slice(b"%%EOF");
         let s = src(&d, 0, u64::MAX);
         let mut sc = Vec::new();
-        assert_eq!(s.find(b"%%EOF", 0, s.len(), &mut sc), Some(CHUNK as u64 - 2));
-        assert_eq!(s.find(b"%%EOF", CHUNK as u64, s.len(), &mut sc), Some(2 * CHUNK as u64 + 5));
+        assert_eq!(
+            s.find(b"%%EOF", 0, s.len(), &mut sc),
+            Some(CHUNK as u64 - 2)
+        );
+        assert_eq!(
+            s.find(b"%%EOF", CHUNK as u64, s.len(), &mut sc),
+            Some(2 * CHUNK as u64 + 5)
+        );
         assert_eq!(s.find(b"%%EOF", 0, CHUNK as u64 + 2, &mut sc), None);
-        assert_eq!(s.rfind(b"%%EOF", 0, s.len(), &mut sc), Some(2 * CHUNK as u64 + 5));
-        assert_eq!(s.rfind(b"%%EOF", 0, 2 * CHUNK as u64 + 9, &mut sc), Some(CHUNK as u64 - 2));
-        assert_eq!(s.rfind(b"%%EOF", CHUNK as u64, 2 * CHUNK as u64 + 9, &mut sc), None);
+        assert_eq!(
+            s.rfind(b"%%EOF", 0, s.len(), &mut sc),
+            Some(2 * CHUNK as u64 + 5)
+        );
+        assert_eq!(
+            s.rfind(b"%%EOF", 0, 2 * CHUNK as u64 + 9, &mut sc),
+            Some(CHUNK as u64 - 2)
+        );
+        assert_eq!(
+            s.rfind(b"%%EOF", CHUNK as u64, 2 * CHUNK as u64 + 9, &mut sc),
+            None
+        );
     }
 
     #[test]

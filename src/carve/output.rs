@@ -1,0 +1,279 @@
+//! The output folder: carved files, streamed from the image and hashed on the way.
+//!
+//! Layout: `OUTDIR/<type>/<offset>.<ext>` for complete files,
+//! `OUTDIR/partial/<type>/...` and `OUTDIR/unvalidated/<type>/...` for the
+//! others when kept. Offsets are zero-padded so that names sort in image
+//! order. A folder that already holds a carving is refused unless `--force`;
+//! no file is ever overwritten silently.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use md5::Md5;
+use sha2::{Digest, Sha256};
+
+use super::validators::ByteReader;
+use super::{ByteRun, CarvedFile, status_folder};
+
+/// Chunk size for copying and hashing.
+const CHUNK: usize = 1 << 20;
+
+/// Why output could not be written. One line each.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error(
+        "{path}: already holds a carving (report.jsonl or audit.txt); use --force to carve into it anyway"
+    )]
+    NotEmpty { path: PathBuf },
+    #[error("{path}: cannot create output folder: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: refusing to overwrite an existing file")]
+    Exists { path: PathBuf },
+    #[error(
+        "{path}: write failed after {written} bytes: {source}; the incomplete file was removed"
+    )]
+    Write {
+        path: PathBuf,
+        written: u64,
+        source: std::io::Error,
+    },
+    #[error("image read failed at byte offset {offset} (short read)")]
+    Read { offset: u64 },
+}
+
+/// What [`OutputDir::write_file`] produced.
+pub struct Written {
+    /// Relative to the output folder.
+    pub path: String,
+    pub sha256: String,
+    pub md5: String,
+}
+
+/// An output folder being filled.
+pub struct OutputDir {
+    root: PathBuf,
+    overwrite: bool,
+    pad: usize,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl OutputDir {
+    /// Prepares `root` (created if missing). `image_len` sets the offset padding.
+    pub fn create(root: &Path, force: bool, image_len: u64) -> Result<OutputDir, OutputError> {
+        if !force && (root.join("report.jsonl").exists() || root.join("audit.txt").exists()) {
+            return Err(OutputError::NotEmpty {
+                path: root.to_path_buf(),
+            });
+        }
+        std::fs::create_dir_all(root).map_err(|source| OutputError::CreateDir {
+            path: root.to_path_buf(),
+            source,
+        })?;
+        Ok(OutputDir {
+            root: root.to_path_buf(),
+            overwrite: force,
+            pad: image_len.to_string().len().max(12),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Creates a report file in the folder (overwriting only with `--force`).
+    pub fn create_report(&self, name: &str) -> Result<File, OutputError> {
+        self.open_new(&self.root.join(name))
+    }
+
+    fn open_new(&self, path: &Path) -> Result<File, OutputError> {
+        let mut o = OpenOptions::new();
+        o.write(true);
+        if self.overwrite {
+            o.create(true).truncate(true);
+        } else {
+            o.create_new(true);
+        }
+        o.open(path).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AlreadyExists {
+                OutputError::Exists {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                OutputError::Write {
+                    path: path.to_path_buf(),
+                    written: 0,
+                    source,
+                }
+            }
+        })
+    }
+
+    /// Relative path for a carved file.
+    pub fn relative_path(&self, file: &CarvedFile, extension: &str) -> PathBuf {
+        let mut p = PathBuf::new();
+        if let Some(f) = status_folder(&file.status) {
+            p.push(f);
+        }
+        p.push(&file.file_type);
+        let name = if extension.is_empty() {
+            format!("{:0w$}", file.offset, w = self.pad)
+        } else {
+            format!("{:0w$}.{extension}", file.offset, w = self.pad)
+        };
+        p.push(name);
+        p
+    }
+
+    /// Writes `file`'s byte runs from `image`, hashing them; returns the path and hashes.
+    pub fn write_file(
+        &mut self,
+        image: &dyn ByteReader,
+        file: &CarvedFile,
+        extension: &str,
+    ) -> Result<Written, OutputError> {
+        let rel = self.relative_path(file, extension);
+        let path = self.root.join(&rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| OutputError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let f = self.open_new(&path)?;
+        let mut w = BufWriter::with_capacity(CHUNK, f);
+        let mut written = 0u64;
+        let fail = |written: u64, source: std::io::Error| {
+            let _ = std::fs::remove_file(&path);
+            OutputError::Write {
+                path: path.clone(),
+                written,
+                source,
+            }
+        };
+        let hashes = stream_runs(image, &file.byte_runs, &mut |chunk| {
+            w.write_all(chunk)?;
+            written += chunk.len() as u64;
+            Ok(())
+        });
+        let (sha256, md5) = match hashes {
+            Ok(h) => h,
+            Err(StreamError::Read(offset)) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(OutputError::Read { offset });
+            }
+            Err(StreamError::Write(e)) => return Err(fail(written, e)),
+        };
+        let f = w.into_inner().map_err(|e| fail(written, e.into_error()))?;
+        f.sync_data().map_err(|e| fail(written, e))?;
+        Ok(Written {
+            path: rel.to_string_lossy().into_owned(),
+            sha256,
+            md5,
+        })
+    }
+}
+
+enum StreamError {
+    Read(u64),
+    Write(std::io::Error),
+}
+
+/// Reads the runs in order through a fixed buffer, feeding `sink` and both hashes.
+fn stream_runs(
+    image: &dyn ByteReader,
+    runs: &[ByteRun],
+    sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> Result<(String, String), StreamError> {
+    let mut sha = Sha256::new();
+    let mut md5 = Md5::new();
+    let mut buf = vec![0u8; CHUNK];
+    for run in runs {
+        let mut done = 0u64;
+        while done < run.len {
+            let want = (run.len - done).min(CHUNK as u64) as usize;
+            let at = run.img_offset + done;
+            let got = image.read_at(at, &mut buf[..want]);
+            if got < want {
+                return Err(StreamError::Read(at + got as u64));
+            }
+            sha.update(&buf[..got]);
+            md5.update(&buf[..got]);
+            sink(&buf[..got]).map_err(StreamError::Write)?;
+            done += got as u64;
+        }
+    }
+    Ok((hex(&sha.finalize()), hex(&md5.finalize())))
+}
+
+/// sha256 and md5 of a file's byte runs, without writing it.
+pub fn hash_runs(
+    image: &dyn ByteReader,
+    runs: &[ByteRun],
+) -> Result<(String, String), OutputError> {
+    stream_runs(image, runs, &mut |_| Ok(())).map_err(|e| match e {
+        StreamError::Read(offset) => OutputError::Read { offset },
+        StreamError::Write(source) => OutputError::Write {
+            path: PathBuf::new(),
+            written: 0,
+            source,
+        },
+    })
+}
+
+/// Writes `file` from `image` to `dest` (used by `gpucarve extract`); returns its sha256.
+pub fn extract_to(
+    image: &dyn ByteReader,
+    runs: &[ByteRun],
+    dest: &Path,
+) -> Result<String, OutputError> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dest)
+        .map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AlreadyExists {
+                OutputError::Exists {
+                    path: dest.to_path_buf(),
+                }
+            } else {
+                OutputError::Write {
+                    path: dest.to_path_buf(),
+                    written: 0,
+                    source,
+                }
+            }
+        })?;
+    let mut w = BufWriter::with_capacity(CHUNK, f);
+    let mut written = 0u64;
+    let r = stream_runs(image, runs, &mut |c| {
+        w.write_all(c)?;
+        written += c.len() as u64;
+        Ok(())
+    });
+    let fail = |written, source| {
+        let _ = std::fs::remove_file(dest);
+        OutputError::Write {
+            path: dest.to_path_buf(),
+            written,
+            source,
+        }
+    };
+    match r {
+        Ok((sha, _)) => {
+            w.flush().map_err(|e| fail(written, e))?;
+            Ok(sha)
+        }
+        Err(StreamError::Read(offset)) => {
+            let _ = std::fs::remove_file(dest);
+            Err(OutputError::Read { offset })
+        }
+        Err(StreamError::Write(e)) => Err(fail(written, e)),
+    }
+}

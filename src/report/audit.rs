@@ -1,0 +1,75 @@
+//! `audit.txt`: the human summary of a carving, in the spirit of foremost's audit file.
+
+use std::fmt::Write as _;
+
+use super::{RunInfo, rfc3339};
+use crate::carve::CarveSummary;
+
+/// Renders the audit text.
+pub fn render(
+    info: &RunInfo,
+    image_sha256: Option<&str>,
+    summary: &CarveSummary,
+    error: Option<&str>,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "gpucarve {} audit\n", info.version);
+    let _ = writeln!(s, "image: {}", info.image);
+    let _ = writeln!(s, "image size: {} bytes", info.image_len);
+    if let Some(h) = image_sha256 {
+        let _ = writeln!(s, "image sha256: {h}");
+    }
+    let _ = writeln!(s, "command line: {}", info.command_line);
+    let _ = writeln!(s, "start: {}", info.start_time);
+    if let Some(t) = summary.finished {
+        let _ = writeln!(s, "end: {}", rfc3339(t));
+    }
+    let st = &summary.scan;
+    let secs = st.wall.as_secs_f64();
+    let _ = writeln!(
+        s,
+        "engine: {}  io: {}  threads: {}  block size: {} bytes",
+        st.engine, st.io_backend, st.threads, st.block_size
+    );
+    if st.fallback_blocks > 0 {
+        let _ = writeln!(
+            s,
+            "blocks searched by the CPU after a GPU failure: {}",
+            st.fallback_blocks
+        );
+    }
+    let mibs = if secs > 0.0 {
+        st.bytes as f64 / secs / (1 << 20) as f64
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        s,
+        "scanned: {} bytes in {secs:.2} s ({mibs:.1} MiB/s), {} signature matches",
+        st.bytes, st.matches
+    );
+    let _ = writeln!(
+        s,
+        "files found: {} (written: {}, {} bytes; inside other files: {}); header hits rejected by validators: {}",
+        summary.files_found,
+        summary.files_written,
+        summary.bytes_written,
+        summary.embedded,
+        summary.rejected_headers
+    );
+    if let Some(e) = error {
+        let _ = writeln!(
+            s,
+            "\nINCOMPLETE: {e}\nThe reports list exactly the files found and written before the error."
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<12} {:<12} {:>8} {:>16}",
+        "type", "status", "files", "bytes"
+    );
+    for ((t, st), (n, b)) in &summary.counts {
+        let _ = writeln!(s, "{t:<12} {st:<12} {n:>8} {b:>16}");
+    }
+    s
+}
