@@ -34,77 +34,59 @@ const MAX_ANCHOR: usize = 8;
 const MAX_FOLDED_ANCHOR: usize = 4;
 
 enum Prefilter {
+    /// One distinct anchor: memchr's SIMD substring search.
+    Single(memchr::memmem::Finder<'static>),
     Teddy(packed::Searcher),
     Automaton(AhoCorasick),
 }
 
-/// Prefilter + verify engine (see the module documentation).
-pub struct CpuEngine {
-    patterns: Vec<Pattern>,
+/// One prefilter pass and the patterns it is responsible for.
+struct Group {
     prefilter: Prefilter,
     /// For each first byte of an anchor: (pattern, distance of its anchor from its start).
     by_first_byte: Vec<Vec<(PatternId, usize)>>,
-    anchors: usize,
 }
 
-impl CpuEngine {
-    /// Builds the engine. Fails only for an empty pattern set.
-    pub fn new(patterns: &[Pattern]) -> Result<CpuEngine, EngineError> {
-        if patterns.is_empty() {
-            return Err(EngineError::Build("no patterns to search for".into()));
-        }
-        let mut keys: Vec<Vec<u8>> = Vec::new();
-        let mut key_index: HashMap<Vec<u8>, usize> = HashMap::new();
+impl Group {
+    fn build(
+        keys: &[Vec<u8>],
+        entries: &[(Vec<u8>, PatternId, usize)],
+    ) -> Result<Group, EngineError> {
         let mut by_first_byte: Vec<Vec<(PatternId, usize)>> = vec![Vec::new(); 256];
-        for (id, p) in patterns.iter().enumerate() {
-            let (d, variants) = anchor_of(p);
-            for key in variants {
-                let first = key[0] as usize;
-                let entry = (id as PatternId, d);
-                if !by_first_byte[first].contains(&entry) {
-                    by_first_byte[first].push(entry);
-                }
-                if !key_index.contains_key(&key) {
-                    key_index.insert(key.clone(), keys.len());
-                    keys.push(key);
-                }
+        for (key, id, d) in entries {
+            let slot = &mut by_first_byte[key[0] as usize];
+            if !slot.contains(&(*id, *d)) {
+                slot.push((*id, *d));
             }
         }
-        let prefilter = match packed::Config::new()
-            .match_kind(packed::MatchKind::LeftmostFirst)
-            .builder()
-            .extend(&keys)
-            .build()
-        {
-            Some(s) => Prefilter::Teddy(s),
-            None => Prefilter::Automaton(
-                AhoCorasick::builder()
-                    .match_kind(MatchKind::LeftmostFirst)
-                    .build(&keys)
-                    .map_err(|e| EngineError::Build(e.to_string()))?,
-            ),
+        let prefilter = if keys.len() == 1 {
+            Prefilter::Single(memchr::memmem::Finder::new(&keys[0]).into_owned())
+        } else {
+            match packed::Config::new()
+                .match_kind(packed::MatchKind::LeftmostFirst)
+                .builder()
+                .extend(keys)
+                .build()
+            {
+                Some(s) => Prefilter::Teddy(s),
+                None => Prefilter::Automaton(
+                    AhoCorasick::builder()
+                        .match_kind(MatchKind::LeftmostFirst)
+                        .build(keys)
+                        .map_err(|e| EngineError::Build(e.to_string()))?,
+                ),
+            }
         };
-        Ok(CpuEngine {
-            patterns: patterns.to_vec(),
+        Ok(Group {
             prefilter,
             by_first_byte,
-            anchors: keys.len(),
         })
-    }
-
-    /// Number of distinct anchor literals the prefilter searches for.
-    pub fn anchor_count(&self) -> usize {
-        self.anchors
-    }
-
-    /// Is the SIMD (Teddy) prefilter in use on this CPU and pattern set?
-    pub fn uses_simd(&self) -> bool {
-        matches!(self.prefilter, Prefilter::Teddy(_))
     }
 
     #[inline]
     fn next_candidate(&self, hay: &[u8], from: usize) -> Option<usize> {
         match &self.prefilter {
+            Prefilter::Single(f) => f.find(&hay[from..]).map(|i| from + i),
             Prefilter::Teddy(s) => s
                 .find_in(hay, aho_corasick::Span::from(from..hay.len()))
                 .map(|m| m.start()),
@@ -115,11 +97,146 @@ impl CpuEngine {
     }
 }
 
+/// Anchors scoring below this (short, or made of common bytes) get a memchr
+/// pass of their own instead of weakening the shared SIMD pass: Teddy
+/// fingerprints every pattern by its first bytes, so one `00 3B` anchor would
+/// make every zero-filled sector a candidate for all patterns.
+const WEAK_ANCHOR: f32 = 2.5;
+
+/// Prefilter + verify engine (see the module documentation).
+pub struct CpuEngine {
+    patterns: Vec<Pattern>,
+    /// The shared multi-literal pass first, then one pass per weak anchor.
+    groups: Vec<Group>,
+    anchors: Vec<Vec<u8>>,
+}
+
+impl CpuEngine {
+    /// Builds the engine. Fails only for an empty pattern set.
+    pub fn new(patterns: &[Pattern]) -> Result<CpuEngine, EngineError> {
+        if patterns.is_empty() {
+            return Err(EngineError::Build("no patterns to search for".into()));
+        }
+        // (key, pattern, distance), split into the shared pass and weak single passes.
+        let mut strong: Vec<(Vec<u8>, PatternId, usize)> = Vec::new();
+        let mut weak: Vec<(Vec<u8>, PatternId, usize)> = Vec::new();
+        for (id, p) in patterns.iter().enumerate() {
+            let (d, variants) = anchor_of(p);
+            let single = variants.len() == 1;
+            for key in variants {
+                let e = (key, id as PatternId, d);
+                if single && anchor_score(&e.0) < WEAK_ANCHOR {
+                    weak.push(e);
+                } else {
+                    strong.push(e);
+                }
+            }
+        }
+        let mut groups = Vec::new();
+        let mut anchors: Vec<Vec<u8>> = Vec::new();
+        let distinct = |entries: &[(Vec<u8>, PatternId, usize)]| {
+            let mut seen: HashMap<&[u8], ()> = HashMap::new();
+            let mut keys = Vec::new();
+            for (k, _, _) in entries {
+                if seen.insert(k.as_slice(), ()).is_none() {
+                    keys.push(k.clone());
+                }
+            }
+            keys
+        };
+        if !strong.is_empty() {
+            let keys = distinct(&strong);
+            groups.push(Group::build(&keys, &strong)?);
+            anchors.extend(keys);
+        }
+        for key in distinct(&weak) {
+            let members: Vec<_> = weak.iter().filter(|(k, _, _)| *k == key).cloned().collect();
+            groups.push(Group::build(std::slice::from_ref(&key), &members)?);
+            anchors.push(key);
+        }
+        Ok(CpuEngine {
+            patterns: patterns.to_vec(),
+            groups,
+            anchors,
+        })
+    }
+
+    /// Number of distinct anchor literals the prefilters search for.
+    pub fn anchor_count(&self) -> usize {
+        self.anchors.len()
+    }
+
+    /// The distinct anchor literals (what the prefilters look for).
+    pub fn anchors(&self) -> &[Vec<u8>] {
+        &self.anchors
+    }
+
+    /// Number of passes over each haystack (one shared pass plus one per weak anchor).
+    pub fn passes(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Is the SIMD (Teddy) prefilter in use on this CPU and pattern set?
+    pub fn uses_simd(&self) -> bool {
+        self.groups
+            .iter()
+            .any(|g| matches!(g.prefilter, Prefilter::Teddy(_)))
+    }
+}
+
+fn anchor_score(key: &[u8]) -> f32 {
+    key.iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            if i > 0 && key[i - 1] == b {
+                0.05
+            } else {
+                selectivity(b)
+            }
+        })
+        .sum()
+}
+
+/// How much a byte narrows the search: bytes that fill free space (00, FF)
+/// and text (lowercase, space) are common on disks; others are not.
+fn selectivity(b: u8) -> f32 {
+    match b {
+        0x00 => 0.2,
+        0xFF => 0.5,
+        b' ' | b'a'..=b'z' | b'0'..=b'9' => 0.6,
+        _ => 1.0,
+    }
+}
+
+/// The most selective window (at most MAX_ANCHOR bytes) of exact bytes:
+/// (start, bytes). Runs of one repeated byte score as a single byte.
+fn best_exact_window(p: &Pattern) -> Option<(usize, Vec<u8>)> {
+    let classes = p.classes();
+    let mut best: Option<(f32, usize, usize)> = None;
+    for start in 0..classes.len() {
+        let mut end = start;
+        while end < classes.len() && end - start < MAX_ANCHOR {
+            if classes[end].exact().is_none() {
+                break;
+            }
+            end += 1;
+            let window: Vec<u8> = classes[start..end]
+                .iter()
+                .filter_map(|c| c.exact())
+                .collect();
+            let score = anchor_score(&window);
+            if best.is_none_or(|(s, _, _)| score > s + 1e-6) {
+                best = Some((score, start, end));
+            }
+        }
+    }
+    best.map(|(_, s, e)| (s, classes[s..e].iter().filter_map(|c| c.exact()).collect()))
+}
+
 /// Chooses a pattern's anchor: (distance from the pattern start, key variants).
 fn anchor_of(p: &Pattern) -> (usize, Vec<Vec<u8>>) {
-    if let Some((start, run)) = p.longest_exact_run() {
-        let len = run.len().min(MAX_ANCHOR);
-        return (start, vec![run[..len].to_vec()]);
+    if let Some((start, run)) = best_exact_window(p) {
+        return (start, vec![run]);
     }
     // No exact byte: longest run of non-wildcard classes, case variants expanded.
     let classes = p.classes();
@@ -166,20 +283,22 @@ impl Engine for CpuEngine {
 
     fn search(&self, hay: &[u8], out: &mut Vec<Hit>) -> Result<(), EngineError> {
         let first = out.len();
-        let mut from = 0;
-        while from < hay.len() {
-            let Some(q) = self.next_candidate(hay, from) else {
-                break;
-            };
-            for &(id, d) in &self.by_first_byte[hay[q] as usize] {
-                if q >= d && self.patterns[id as usize].matches_at(hay, q - d) {
-                    out.push(Hit {
-                        pos: q - d,
-                        pattern: id,
-                    });
+        for g in &self.groups {
+            let mut from = 0;
+            while from < hay.len() {
+                let Some(q) = g.next_candidate(hay, from) else {
+                    break;
+                };
+                for &(id, d) in &g.by_first_byte[hay[q] as usize] {
+                    if q >= d && self.patterns[id as usize].matches_at(hay, q - d) {
+                        out.push(Hit {
+                            pos: q - d,
+                            pattern: id,
+                        });
+                    }
                 }
+                from = q + 1;
             }
-            from = q + 1;
         }
         out[first..].sort_unstable();
         Ok(())
@@ -226,6 +345,17 @@ mod tests {
         let (a, b) = both(&p, hay);
         assert_eq!(a, b);
         assert_eq!(a.len(), 5);
+    }
+
+    #[test]
+    fn anchors_avoid_free_space_bytes() {
+        let bmp = Pattern::parse(r#""BM" ?? ?? ?? ?? 00 00 00 00"#).unwrap();
+        assert_eq!(anchor_of(&bmp), (0, vec![b"BM".to_vec()]));
+        let png = Pattern::parse(r#"89 "PNG" 0D 0A 1A 0A"#).unwrap();
+        assert_eq!(anchor_of(&png), (0, vec![b"\x89PNG\r\n\x1a\n".to_vec()]));
+        let zeros = Pattern::parse("00 00 00 00 00 00 00 00 00 00 01").unwrap();
+        let (d, keys) = anchor_of(&zeros);
+        assert_eq!((d + keys[0].len(), keys[0].last()), (11, Some(&1)));
     }
 
     #[test]

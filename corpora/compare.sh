@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Run PhotoRec and foremost on IMAGE, time them, and score each against TRUTH.
+#
+# usage: corpora/compare.sh IMAGE TRUTH OUTBASE
+#
+# Writes OUTBASE/photorec/ (recup.N/ folders, photorec.log), OUTBASE/foremost/
+# (per-type folders, audit.txt), OUTBASE/<tool>.console.txt (tool output),
+# OUTBASE/<tool>.score.json, and prints one score table per tool.
+# OUTBASE/photorec and OUTBASE/foremost are deleted first if they exist.
+#
+# Environment (defaults in brackets):
+#   PHOTOREC_TYPES  PhotoRec file families to enable  [jpg,png,gif,pdf,zip]
+#   FOREMOST_TYPES  foremost -t list                  [jpg,png,gif,pdf,zip]
+#   SCORE_TYPES     truth types those cover, for the SELECTED row
+#                   [jpeg,png,gif,pdf,zip,docx,xlsx,odt]  (zip covers OOXML/ODF)
+#   PHOTOREC_EXT2   1 to add PhotoRec's mode_ext2 option on ext2/ext4 images [0]
+#   TOOLS           which tools to run                [photorec foremost]
+set -euo pipefail
+
+if [ $# -ne 3 ]; then
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+fi
+HERE=$(cd "$(dirname "$0")" && pwd)
+IMAGE=$(realpath "$1")
+TRUTH=$(realpath "$2")
+mkdir -p "$3"
+OUTBASE=$(realpath "$3")
+[ -f "$IMAGE" ] || { echo "compare.sh: no image $IMAGE" >&2; exit 2; }
+[ -f "$TRUTH" ] || { echo "compare.sh: no truth $TRUTH" >&2; exit 2; }
+
+PHOTOREC_TYPES=${PHOTOREC_TYPES:-jpg,png,gif,pdf,zip}
+FOREMOST_TYPES=${FOREMOST_TYPES:-jpg,png,gif,pdf,zip}
+SCORE_TYPES=${SCORE_TYPES:-jpeg,png,gif,pdf,zip,docx,xlsx,odt}
+TOOLS=${TOOLS:-photorec foremost}
+
+now() { date +%s.%N; }
+elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$2"; }
+
+run_photorec() {
+    command -v photorec >/dev/null || { echo "photorec not installed (apt-get install testdisk)" >&2; return 1; }
+    local dir="$OUTBASE/photorec" opts="paranoid" enable="" t
+    rm -rf "$dir"; mkdir -p "$dir"
+    if [ "${PHOTOREC_EXT2:-0}" = 1 ] && grep -q '"fs": "ext[24]"' "$TRUTH"; then
+        opts="paranoid,mode_ext2"
+    fi
+    for t in ${PHOTOREC_TYPES//,/ }; do enable="$enable,$t,enable"; done
+    local cmd="partition_none,options,$opts,fileopt,everything,disable$enable,wholespace,search"
+    local t0 t1
+    t0=$(now)
+    (cd "$dir" && photorec /log /d "$dir/recup" /cmd "$IMAGE" "$cmd" \
+        </dev/null >"$OUTBASE/photorec.console.txt" 2>&1)
+    t1=$(now)
+    echo "photorec /cmd $cmd" >"$OUTBASE/photorec.cmd.txt"
+    python3 "$HERE/score.py" "$TRUTH" "$dir" --image "$IMAGE" --tool photorec \
+        --seconds "$(elapsed "$t0" "$t1")" --types "$SCORE_TYPES" --json "$OUTBASE/photorec.score.json"
+}
+
+run_foremost() {
+    command -v foremost >/dev/null || { echo "foremost not installed (apt-get install foremost)" >&2; return 1; }
+    local dir="$OUTBASE/foremost" t0 t1
+    rm -rf "$dir"
+    t0=$(now)
+    foremost -t "$FOREMOST_TYPES" -i "$IMAGE" -o "$dir" </dev/null >"$OUTBASE/foremost.console.txt" 2>&1
+    t1=$(now)
+    python3 "$HERE/score.py" "$TRUTH" "$dir" --image "$IMAGE" --tool foremost \
+        --seconds "$(elapsed "$t0" "$t1")" --types "$SCORE_TYPES" --json "$OUTBASE/foremost.score.json"
+}
+
+status=0
+for tool in $TOOLS; do
+    case "$tool" in
+        photorec) run_photorec || status=1 ;;
+        foremost) run_foremost || status=1 ;;
+        *) echo "compare.sh: unknown tool $tool" >&2; status=2 ;;
+    esac
+    echo
+done
+exit $status
