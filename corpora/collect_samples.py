@@ -71,7 +71,7 @@ SAMPLES = [
     ("readxl-datasets.xlsx", "xlsx", "r-cran-readxl", "/usr/lib/R/site-library/readxl/extdata/datasets.xlsx", "MIT", "copy"),
     ("readxl-deaths.xlsx", "xlsx", "r-cran-readxl", "/usr/lib/R/site-library/readxl/extdata/deaths.xlsx", "MIT", "copy"),
     # GZIP
-    ("testdisk-changelog.gz", "gzip", "testdisk", "/usr/share/doc/testdisk/changelog.gz", "GPL-2+", "copy"),
+    ("testdisk-changelog.gz", "gzip", "testdisk", "/usr/share/doc/testdisk/changelog.gz", "GPL-2", "copy"),
     ("forensics-samples-changelog.gz", "gzip", "forensics-samples-files", "/usr/share/doc/forensics-samples-files/changelog.gz", "MIT", "copy"),
     # SQLite
     ("rsqlite-datasets.sqlite", "sqlite", "r-cran-rsqlite", "/usr/lib/R/site-library/RSQLite/db/datasets.sqlite", "LGPL-2+", "copy"),

@@ -13,7 +13,9 @@
 #   FOREMOST_TYPES  foremost -t list                  [jpg,png,gif,pdf,zip]
 #   SCORE_TYPES     truth types those cover, for the SELECTED row
 #                   [jpeg,png,gif,pdf,zip,docx,xlsx,odt]  (zip covers OOXML/ODF)
-#   PHOTOREC_EXT2   1 to add PhotoRec's mode_ext2 option on ext2/ext4 images [0]
+#   PHOTOREC_EXT2   auto: add PhotoRec's mode_ext2 option when the truth says
+#                   ext2 (PhotoRec's documented mode for ext2/ext3, which follows
+#                   indirect blocks); 1: always; 0: never          [auto]
 #   TOOLS           which tools to run                [photorec foremost]
 set -euo pipefail
 
@@ -22,12 +24,12 @@ if [ $# -ne 3 ]; then
     exit 2
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
+[ -f "$1" ] || { echo "compare.sh: no image $1" >&2; exit 2; }
+[ -f "$2" ] || { echo "compare.sh: no truth $2" >&2; exit 2; }
 IMAGE=$(realpath "$1")
 TRUTH=$(realpath "$2")
 mkdir -p "$3"
 OUTBASE=$(realpath "$3")
-[ -f "$IMAGE" ] || { echo "compare.sh: no image $IMAGE" >&2; exit 2; }
-[ -f "$TRUTH" ] || { echo "compare.sh: no truth $TRUTH" >&2; exit 2; }
 
 PHOTOREC_TYPES=${PHOTOREC_TYPES:-jpg,png,gif,pdf,zip}
 FOREMOST_TYPES=${FOREMOST_TYPES:-jpg,png,gif,pdf,zip}
@@ -41,9 +43,10 @@ run_photorec() {
     command -v photorec >/dev/null || { echo "photorec not installed (apt-get install testdisk)" >&2; return 1; }
     local dir="$OUTBASE/photorec" opts="paranoid" enable="" t
     rm -rf "$dir"; mkdir -p "$dir"
-    if [ "${PHOTOREC_EXT2:-0}" = 1 ] && grep -q '"fs": "ext[24]"' "$TRUTH"; then
-        opts="paranoid,mode_ext2"
-    fi
+    case "${PHOTOREC_EXT2:-auto}" in
+        1) opts="paranoid,mode_ext2" ;;
+        auto) if grep -q '"fs": "ext2"' "$TRUTH"; then opts="paranoid,mode_ext2"; fi ;;
+    esac
     for t in ${PHOTOREC_TYPES//,/ }; do enable="$enable,$t,enable"; done
     local cmd="partition_none,options,$opts,fileopt,everything,disable$enable,wholespace,search"
     local t0 t1
@@ -51,7 +54,8 @@ run_photorec() {
     (cd "$dir" && photorec /log /d "$dir/recup" /cmd "$IMAGE" "$cmd" \
         </dev/null >"$OUTBASE/photorec.console.txt" 2>&1)
     t1=$(now)
-    echo "photorec /cmd $cmd" >"$OUTBASE/photorec.cmd.txt"
+    echo "photorec /cmd IMAGE $cmd" >"$OUTBASE/photorec.cmd.txt"
+    echo "photorec /log /d $dir/recup /cmd $IMAGE $cmd"
     python3 "$HERE/score.py" "$TRUTH" "$dir" --image "$IMAGE" --tool photorec \
         --seconds "$(elapsed "$t0" "$t1")" --types "$SCORE_TYPES" --json "$OUTBASE/photorec.score.json"
 }
@@ -60,6 +64,7 @@ run_foremost() {
     command -v foremost >/dev/null || { echo "foremost not installed (apt-get install foremost)" >&2; return 1; }
     local dir="$OUTBASE/foremost" t0 t1
     rm -rf "$dir"
+    echo "foremost -t $FOREMOST_TYPES -i $IMAGE -o $dir"
     t0=$(now)
     foremost -t "$FOREMOST_TYPES" -i "$IMAGE" -o "$dir" </dev/null >"$OUTBASE/foremost.console.txt" 2>&1
     t1=$(now)

@@ -27,7 +27,6 @@ dumpe2fs (e2fsprogs); fsck.vfat / e2fsck are run read-only as a sanity check.
 """
 
 import argparse
-import bisect
 import hashlib
 import json
 import os
@@ -331,9 +330,12 @@ MUTATORS = {
 
 
 def jpeg_thumbnails(data):
-    """Return (offset, length) of JPEG thumbnails embedded in APP1/Exif segments."""
+    """Return (offset, length) of JPEG thumbnails embedded in APP1/Exif segments.
+
+    Walks the APPn/COM segments after SOI; a thumbnail runs from the first SOI
+    inside an Exif segment to the last EOI inside it."""
     out, pos = [], 2
-    while pos + 4 <= len(data) and data[pos] == 0xFF and 0xE0 <= data[pos + 1] <= 0xEF:
+    while pos + 4 <= len(data) and data[pos] == 0xFF and (0xE0 <= data[pos + 1] <= 0xEF or data[pos + 1] == 0xFE):
         seglen = struct.unpack(">H", data[pos + 2:pos + 4])[0]
         seg_end = min(len(data), pos + 2 + seglen)
         if data[pos + 1] == 0xE1 and data[pos + 4:pos + 10] == b"Exif\0\0":
@@ -356,6 +358,10 @@ def fill_previous_content(img, rng, samples, n_decoys, align):
     `align`. Decoys are spread evenly over the image (one per slot)."""
     size = len(img)
     text_pool = random_text(rng, 256 * 1024)
+    zlib_pool = []  # zlib streams of text slices, reused (compressing per segment is slow)
+    for _ in range(64):
+        o = rng.randrange(len(text_pool) - 65536)
+        zlib_pool.append(zlib.compress(text_pool[o:o + rng.randint(4096, 65536)], rng.choice([1, 6, 9])))
     elves = [s["data"] for s in samples if s["type"] == "elf"]
     decoy_srcs = [s for s in samples if len(s["data"]) >= 4096]
     slot = size // (n_decoys + 1) if n_decoys else size + 1
@@ -389,8 +395,7 @@ def fill_previous_content(img, rng, samples, n_decoys, align):
         elif kind == "zlib":
             parts, total = [], 0
             while total < n:
-                o = rng.randrange(len(text_pool) - 65536)
-                c = zlib.compress(text_pool[o:o + rng.randint(4096, 65536)], 6)
+                c = rng.choice(zlib_pool)
                 parts.append(c)
                 total += len(c)
             chunk = b"".join(parts)
@@ -463,8 +468,10 @@ class FreeSpace:
 def place_unallocated(imgf, plant, space, rng, nfrag):
     """Write plant's data into free space in nfrag pieces; set its fragments.
 
-    Pieces are cut at unit boundaries; with nfrag > 1 the order on disk is
-    ascending ("in-order") or not ("out-of-order"), chosen at random."""
+    Pieces are cut at unit boundaries and share one free region with 1-64
+    units of old data between them, laid out in file order ("in-order") or
+    shuffled ("out-of-order"), about half each. Without such a region each
+    piece goes wherever there is room."""
     data, unit = plant["data"], space.unit
     units = (len(data) + unit - 1) // unit
     nfrag = max(1, min(nfrag, units))
@@ -473,7 +480,6 @@ def place_unallocated(imgf, plant, space, rng, nfrag):
     pieces = [(bounds[i], bounds[i + 1]) for i in range(nfrag)]
     sizes = [(b - a + unit - 1) // unit for a, b in pieces]
     offsets = [None] * nfrag
-    order = None
     if nfrag > 1:
         # One region holding every piece with gaps of old data between them,
         # pieces laid out in file order or in a shuffled order.
@@ -493,15 +499,12 @@ def place_unallocated(imgf, plant, space, rng, nfrag):
             offsets[i] = space.allocate(n, rng)
             if offsets[i] is None:
                 raise BuildError(f"no free space left for {plant['name']}")
-    if nfrag > 1:
-        order = "in-order" if offsets == sorted(offsets) else "out-of-order"
     frags = []
     for (a, b), off in zip(pieces, offsets):
         imgf.seek(off)
         imgf.write(data[a:b])
         frags.append([off, b - a])
     plant["fragments"] = merge_ranges(frags)
-    plant["fragment_order"] = order
 
 
 # ---------------------------------------------------------------------------
@@ -843,21 +846,17 @@ def file_pos_to_offset(fragments, pos):
 
 
 def ext_free_runs(img_path):
-    """Free block runs [(start, count)] from dumpe2fs group descriptors."""
-    out = run(["dumpe2fs", img_path])
+    """Free block runs [(start, count)] from dumpe2fs's per-group "Free blocks:" lines."""
     runs = []
-    for line in out.splitlines():
-        line = line.strip()
-        if not line.startswith("Free blocks: ") or not re.search(r"\d-\d|,", line) and \
-                not re.fullmatch(r"Free blocks: \d+", line):
+    for line in run(["dumpe2fs", img_path]).splitlines():
+        m = re.match(r"\s+Free blocks: (.*)$", line)  # group lines are indented, the header's is not
+        if not m:
             continue
-        body = line[len("Free blocks: "):]
-        for part in body.split(","):
+        for part in m.group(1).split(","):
             part = part.strip()
-            if not part:
-                continue
-            a, _, b = part.partition("-")
-            runs.append((int(a), int(b or a) - int(a) + 1))
+            if part:
+                a, _, b = part.partition("-")
+                runs.append((int(a), int(b or a) - int(a) + 1))
     return runs
 
 
@@ -896,27 +895,31 @@ def choose_plants(samples, rng, budget):
 
 
 def assign_names_and_status(plants, rng, args, cluster_guess):
-    """Give every plant a status, a path (fs files) and a fragment count."""
-    for i, p in enumerate(plants):
-        units = (len(p["data"]) + cluster_guess - 1) // cluster_guess
-        r = rng.random()
-        if args.fs == "raw":
-            p["status"] = "unallocated"
-        elif r < args.deleted_fraction:
-            p["status"] = "deleted"
-        elif r < args.deleted_fraction + args.unallocated_fraction:
+    """Give every plant a status, a path, an mtime and a fragment count.
+
+    Counts are exact: round(fraction x number of files) deleted, unallocated
+    and fragmented (fragmented ones chosen among files of at least 4 clusters;
+    on FAT half of them stay in the file system, fragmented through the FAT)."""
+    n = len(plants)
+    order = list(range(n))
+    rng.shuffle(order)
+    n_del = round(args.deleted_fraction * n)
+    n_una = round(args.unallocated_fraction * n)
+    for rank, i in enumerate(order):
+        p = plants[i]
+        if args.fs == "raw" or n_del <= rank < n_del + n_una:
             p["status"] = "unallocated"
         else:
-            p["status"] = "allocated"
+            p["status"] = "deleted" if rank < n_del else "allocated"
         p["nfrag"] = 1
-        if units >= 4 and rng.random() < args.fragmented_fraction:
-            p["nfrag"] = rng.choice([2, 3])
-            # FAT: half of them fragmented inside the file system (allocated or
-            # deleted); the rest, and all on ext/raw, in unallocated space.
-            if args.fs == "fat32" and p["status"] != "unallocated" and rng.random() < 0.5:
-                p["fs_frag"] = True
-            else:
-                p["status"] = "unallocated"
+    eligible = [p for p in plants if (len(p["data"]) + cluster_guess - 1) // cluster_guess >= 4]
+    for p in rng.sample(eligible, min(len(eligible), round(args.fragmented_fraction * n))):
+        p["nfrag"] = rng.choice([2, 3])
+        if args.fs == "fat32" and p["status"] != "unallocated" and rng.random() < 0.5:
+            p["fs_frag"] = True
+        else:
+            p["status"] = "unallocated"
+    for p in plants:
         stem, ext = os.path.splitext(p["sample"])
         base = stem if p["variant"] == "original" else f"{stem}_copy{p['variant'].split()[-1]}"
         folder = TYPE_DIRS.get(p["type"], "misc") if rng.random() < 0.75 else ""
@@ -1058,7 +1061,8 @@ def main(argv=None):
     ap.add_argument("--samples", default=os.path.join(HERE, "samples"), help="samples folder with MANIFEST.tsv")
     ap.add_argument("--fill", type=float, default=0.15, help="fraction of the image taken by planted files (default: %(default)s)")
     ap.add_argument("--fragmented-fraction", type=float, default=0.15,
-                    help="fraction of files written in 2-3 fragments to unallocated space (default: %(default)s)")
+                    help="fraction of files split into 2-3 fragments: on fat32 half of them inside the "
+                         "file system (FAT chain), the others written to unallocated space (default: %(default)s)")
     ap.add_argument("--deleted-fraction", type=float, default=0.25, help="fraction of files deleted (default: %(default)s)")
     ap.add_argument("--unallocated-fraction", type=float, default=0.1,
                     help="fraction of files written contiguously to unallocated space (default: %(default)s)")
@@ -1067,6 +1071,15 @@ def main(argv=None):
                     help="bytes per cluster/block (fat32: mkfs.vfat's choice; ext: 4096; raw: 4096)")
     ap.add_argument("--quiet", action="store_true", help="print nothing on success")
     args = ap.parse_args(argv)
+    if args.fs == "fat32":
+        need = 65525 * (args.cluster_size or 512) + (2 << 20)  # FAT32's minimum cluster count
+        if args.size < need:
+            ap.error(f"fat32 with {args.cluster_size or 512}-byte clusters needs --size >= {need >> 20} MiB")
+    if min(args.fill, args.fragmented_fraction, args.deleted_fraction, args.unallocated_fraction) < 0 or \
+            args.deleted_fraction + args.unallocated_fraction > 1 or args.fill > 0.9:
+        ap.error("fractions must be >= 0, deleted + unallocated <= 1, fill <= 0.9")
+    if args.cluster_size and (args.cluster_size & (args.cluster_size - 1) or args.cluster_size < 512):
+        ap.error("--cluster-size must be a power of two >= 512")
     for tool in {"fat32": ["mkfs.vfat", "mcopy", "mdel", "mmd", "fsck.vfat"],
                  "ext2": ["mke2fs", "debugfs", "dumpe2fs", "e2fsck"],
                  "ext4": ["mke2fs", "debugfs", "dumpe2fs", "e2fsck"], "raw": []}[args.fs]:

@@ -39,7 +39,7 @@ REPORT_FILES = {"report.jsonl", "report.xml", "audit.txt", "photorec.log", "phot
 EXT_TYPES = {
     "jpg": "jpeg", "jpeg": "jpeg", "jfif": "jpeg", "png": "png", "gif": "gif", "bmp": "bmp",
     "tif": "tiff", "tiff": "tiff", "pdf": "pdf", "zip": "zip", "jar": "zip", "docx": "docx",
-    "xlsx": "xlsx", "pptx": "pptx", "odt": "odt", "ods": "ods", "odp": "odp", "sxw": "odt",
+    "xlsx": "xlsx", "pptx": "pptx", "odt": "odt", "ods": "ods", "odp": "odp", "sxw": "odt", "sx": "odt",
     "gz": "gzip", "gzip": "gzip", "tgz": "gzip", "sqlite": "sqlite", "sqlite3": "sqlite", "db": "sqlite",
     "wav": "wav", "riff": "wav", "ogg": "ogg", "oga": "ogg", "mp3": "mp3", "flac": "flac",
     "elf": "elf", "so": "elf", "exe": "pe", "dll": "pe", "mp4": "mp4", "mov": "mp4", "avi": "avi",
@@ -353,8 +353,9 @@ def fmt_pct(x):
     return "-" if x is None else f"{100 * x:.0f}%"
 
 
-def print_table(m, title, out=sys.stdout):
-    """Print the metrics as a fixed-width table."""
+def print_table(m, title, out=None):
+    """Print the metrics as a fixed-width table (to out, default stdout)."""
+    out = out or sys.stdout
     cols = ["truth", "exact", "recall", "frag", "frag_ok", "outputs", "o_exact", "dup",
             "partial", "overlong", "decoy", "embedded", "unmatched", "unm_hdr", "precision"]
     print(title, file=out)

@@ -15,6 +15,7 @@
 //!
 //! The evidence is opened read-only and never written.
 
+pub mod bench;
 pub mod carve;
 pub mod catalogue;
 pub mod engine;

@@ -127,6 +127,43 @@ enum Command {
         #[arg(short = 'o', long, value_name = "DIR")]
         output: PathBuf,
     },
+    /// Measure engines and I/O backends on this machine: throughput, stages, sweep
+    #[command(
+        after_help = "Examples:\n  gpucarve bench disk.dd\n  gpucarve bench disk.dd --engines cpu,gpu --io all --block-sizes 1MiB,4MiB,16MiB --threads 1,2 --repeat 5\n  gpucarve bench disk.dd --json > bench.json --plot bench.svg\n  sudo gpucarve bench /dev/sdb --drop-caches   # cold cache"
+    )]
+    Bench {
+        /// Raw image (dd) or block device
+        image: PathBuf,
+        #[command(flatten)]
+        catalogue: CatalogueArgs,
+        /// Engines to compare: cpu, gpu (GPU rows say why when no device exists)
+        #[arg(long, value_delimiter = ',', default_value = "cpu,gpu")]
+        engines: Vec<String>,
+        /// I/O backends: all, or a list of buffered, mmap, direct, uring
+        #[arg(long, value_delimiter = ',', default_value = "buffered")]
+        io: Vec<String>,
+        /// Block sizes to sweep
+        #[arg(long, value_delimiter = ',', value_parser = parse_size_arg, default_value = "8MiB")]
+        block_sizes: Vec<usize>,
+        /// Thread counts to sweep (0 = all cores)
+        #[arg(long, value_delimiter = ',', default_value = "0")]
+        threads: Vec<usize>,
+        /// Runs per configuration (medians are reported)
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+        /// Drop the page cache before every run (needs root)
+        #[arg(long)]
+        drop_caches: bool,
+        /// Skip the aho-corasick and ripgrep baselines
+        #[arg(long)]
+        no_baselines: bool,
+        /// Print JSON instead of a table
+        #[arg(long)]
+        json: bool,
+        /// Draw MiB/s against block size to this SVG file
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
+    },
     /// List the signature catalogue
     #[command(
         after_help = "Examples:\n  gpucarve signatures\n  gpucarve signatures --signatures my.toml --types jpeg"
@@ -385,6 +422,77 @@ fn run_extract(
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
+fn run_bench(
+    image: &Path,
+    catalogue: &CatalogueArgs,
+    engines: &[String],
+    io: &[String],
+    block_sizes: &[usize],
+    threads: &[usize],
+    repeat: usize,
+    drop_caches: bool,
+    no_baselines: bool,
+    json: bool,
+    plot: Option<&Path>,
+) -> Result<(), String> {
+    let cat = load_catalogue(catalogue)?;
+    let engines = engines
+        .iter()
+        .map(|e| e.parse::<EngineChoice>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let io = if io.iter().any(|s| s == "all") {
+        IoMode::ALL.to_vec()
+    } else {
+        io.iter()
+            .map(|s| s.parse::<IoMode>())
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    if drop_caches {
+        gpucarve::bench::drop_caches()?;
+    }
+    let opts = gpucarve::bench::BenchOptions {
+        engines,
+        io,
+        block_sizes: block_sizes.to_vec(),
+        threads: threads.to_vec(),
+        repeat,
+        drop_caches,
+        mem_bytes: 256 << 20,
+        baselines: !no_baselines,
+    };
+    let report = gpucarve::bench::run(image, &cat, &opts, &mut |line| {
+        if !json {
+            println!("{line}");
+        }
+    })?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        for m in &report.missing {
+            println!("not measured: {m}");
+        }
+        if let Some(b) = &report.best {
+            println!("fastest: {b}");
+        }
+        for b in &report.baselines {
+            println!(
+                "baseline: {:<58} {:>9.1} MiB/s  {}",
+                b.name, b.mib_s, b.note
+            );
+        }
+        println!("peak RSS: {} KiB", gpucarve::bench::peak_rss_kib());
+    }
+    if let Some(p) = plot {
+        std::fs::write(p, gpucarve::bench::plot_svg(&report))
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
 fn run_signatures(args: &CatalogueArgs) -> Result<(), String> {
     let cat = load_catalogue(args)?;
     let mut out = String::new();
@@ -429,6 +537,31 @@ fn main() -> ExitCode {
             *quiet,
         ),
         Command::Signatures { catalogue } => run_signatures(catalogue),
+        Command::Bench {
+            image,
+            catalogue,
+            engines,
+            io,
+            block_sizes,
+            threads,
+            repeat,
+            drop_caches,
+            no_baselines,
+            json,
+            plot,
+        } => run_bench(
+            image,
+            catalogue,
+            engines,
+            io,
+            block_sizes,
+            threads,
+            *repeat,
+            *drop_caches,
+            *no_baselines,
+            *json,
+            plot.as_deref(),
+        ),
         Command::Carve {
             image,
             output,

@@ -112,12 +112,21 @@ impl<F: FnMut(&BlockSpec, &[Match]) -> Result<(), String>> MatchSink for F {
 
 /// Effective block size: requested size, capped so a block plus its overlap
 /// fits the engine's largest haystack, aligned for `O_DIRECT`.
-pub fn effective_block_size(requested: usize, overlap: usize, engine: &dyn Engine) -> usize {
-    let mut bs = requested.max(DIRECT_ALIGN);
+pub fn effective_block_size(
+    requested: usize,
+    overlap: usize,
+    engine: &dyn Engine,
+) -> Result<usize, SourceError> {
+    if requested == 0 || !requested.is_multiple_of(DIRECT_ALIGN) {
+        return Err(SourceError::Settings(format!(
+            "block size {requested} must be a positive multiple of {DIRECT_ALIGN} bytes"
+        )));
+    }
+    let mut bs = requested;
     if let Some(max) = engine.max_haystack_len() {
         bs = bs.min(max.saturating_sub(overlap));
     }
-    (bs / DIRECT_ALIGN * DIRECT_ALIGN).max(DIRECT_ALIGN)
+    Ok((bs / DIRECT_ALIGN * DIRECT_ALIGN).max(DIRECT_ALIGN))
 }
 
 /// Keeps the hits `block` owns (those starting before `owned_len`) as absolute matches.
@@ -155,7 +164,7 @@ pub fn scan(
     } else {
         opts.threads
     };
-    let block_size = effective_block_size(opts.block_size, overlap, engines.primary);
+    let block_size = effective_block_size(opts.block_size, overlap, engines.primary)?;
     let plan = BlockPlan::new(image.len(), block_size, overlap)?;
     let queue = threads + 1;
     let pool = BufferPool::new(threads + queue + 2, plan.buffer_capacity());

@@ -1,0 +1,591 @@
+//! `gpucarve bench`: throughput of engines and I/O backends on the
+//! examiner's own image and hardware, with a stage profile and a sweep.
+//!
+//! For every configuration (engine × I/O backend × block size × threads) it
+//! measures, `repeat` times, and reports medians with the spread:
+//! * the I/O ceiling: the same backend reading and discarding every block;
+//! * the scan end to end (read → engine → merge), with the time each stage
+//!   was busy, the bottleneck named, and the ratio to the I/O ceiling;
+//! * the engine alone on data already in memory (the first `mem_bytes` of the
+//!   image, searched block by block on the same number of threads).
+//!
+//! Baselines measured in the same run: aho-corasick's overlapping search over
+//! the CPU engine's anchors (in memory, one thread), and `rg -a -c -F` over
+//! the image when ripgrep is installed. Nothing here asserts a speed.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::catalogue::Catalogue;
+use crate::engine::{Engine, EngineChoice, Hit, build_engines};
+use crate::scan::{Engines, Match, ScanOptions, scan};
+use crate::source::{BlockPlan, BlockSpec, BufferPool, Image, IoMode, open_reader};
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub engines: Vec<EngineChoice>,
+    pub io: Vec<IoMode>,
+    pub block_sizes: Vec<usize>,
+    pub threads: Vec<usize>,
+    pub repeat: usize,
+    pub drop_caches: bool,
+    /// Bytes of the image loaded for the in-memory engine measurement.
+    pub mem_bytes: usize,
+    pub baselines: bool,
+}
+
+/// Median and spread of repeated timings, in seconds.
+#[derive(Clone, Debug, Serialize)]
+pub struct Timing {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Timing {
+    fn of(mut v: Vec<f64>) -> Timing {
+        v.sort_by(f64::total_cmp);
+        let median = if v.is_empty() { 0.0 } else { v[v.len() / 2] };
+        Timing {
+            median,
+            min: v.first().copied().unwrap_or(0.0),
+            max: v.last().copied().unwrap_or(0.0),
+        }
+    }
+}
+
+/// One configuration's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchRow {
+    pub engine: String,
+    pub io: String,
+    pub block_size: usize,
+    pub threads: usize,
+    pub mib: f64,
+    pub wall: Timing,
+    pub mib_s: f64,
+    pub matches: u64,
+    pub matches_s: f64,
+    /// Read-and-discard with the same backend and block size.
+    pub io_ceiling_mib_s: f64,
+    pub ratio_to_io_ceiling: f64,
+    /// Engine alone, data in memory, same threads.
+    pub engine_mem_mib_s: f64,
+    pub ratio_to_engine_mem: f64,
+    /// Stage busy times (seconds, medians): reading, searching (summed over threads), merging.
+    pub read_s: f64,
+    pub search_s: f64,
+    pub merge_s: f64,
+    pub bottleneck: String,
+    /// Peak resident memory of the process after this row (KiB).
+    pub peak_rss_kib: u64,
+}
+
+/// A baseline measured in the same run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Baseline {
+    pub name: String,
+    pub mib_s: f64,
+    pub note: String,
+}
+
+/// Everything `bench` measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    pub image: String,
+    pub image_bytes: u64,
+    pub patterns: usize,
+    pub cpus: usize,
+    pub rows: Vec<BenchRow>,
+    pub baselines: Vec<Baseline>,
+    /// Engines that could not run, and why.
+    pub missing: Vec<String>,
+    pub best: Option<String>,
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}
+
+/// Peak resident set size of this process (VmHWM), in KiB.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Drops the page cache (needs root): cold-cache measurements.
+pub fn drop_caches() -> Result<(), String> {
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| {
+        format!(
+            "--drop-caches needs the right to write /proc/sys/vm/drop_caches (run as root): {e}"
+        )
+    })
+}
+
+fn io_ceiling(image: &Image, io: IoMode, block_size: usize, overlap: usize) -> Result<f64, String> {
+    let plan = BlockPlan::new(image.len(), block_size, overlap).map_err(|e| e.to_string())?;
+    let pool = BufferPool::new(8, plan.buffer_capacity());
+    let mut reader = open_reader(image, io, &mut |_| {}).map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let mut n = 0u64;
+    reader
+        .read_blocks(&plan, &pool, &mut |b| {
+            n += b.spec.owned_len as u64;
+            // Touch one byte per page so mmap really faults its pages in.
+            let s = b.bytes();
+            let mut acc = 0u8;
+            for i in (0..s.len()).step_by(4096) {
+                acc ^= s[i];
+            }
+            std::hint::black_box(acc);
+            true
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// The engine over in-memory blocks on `threads` threads; returns MiB/s.
+fn engine_in_memory(
+    engine: &dyn Engine,
+    data: &[u8],
+    block_size: usize,
+    overlap: usize,
+    threads: usize,
+) -> f64 {
+    let plan = match BlockPlan::new(data.len() as u64, block_size, overlap) {
+        Ok(p) => p,
+        Err(_) => return 0.0,
+    };
+    let blocks: Vec<BlockSpec> = plan.blocks().collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                let mut hits: Vec<Hit> = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(b) = blocks.get(i) else { break };
+                    hits.clear();
+                    let start = b.offset as usize;
+                    let _ = engine.search(&data[start..start + b.data_len], &mut hits);
+                }
+            });
+        }
+    });
+    mib(data.len() as u64) / t.elapsed().as_secs_f64().max(1e-9)
+}
+
+/// Runs the benchmark. `progress` receives one line per finished measurement.
+pub fn run(
+    image_path: &Path,
+    catalogue: &Catalogue,
+    opts: &BenchOptions,
+    progress: &mut dyn FnMut(String),
+) -> Result<BenchReport, String> {
+    let image = Image::open(image_path).map_err(|e| e.to_string())?;
+    let set = catalogue.compile();
+    let overlap = set.max_len().saturating_sub(1);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut report = BenchReport {
+        image: image_path.display().to_string(),
+        image_bytes: image.len(),
+        patterns: set.patterns.len(),
+        cpus,
+        rows: Vec::new(),
+        baselines: Vec::new(),
+        missing: Vec::new(),
+        best: None,
+    };
+    let mem_len = (image.len() as usize).min(opts.mem_bytes);
+    let mut mem = vec![0u8; mem_len];
+    image.read_at(0, &mut mem).map_err(|e| e.to_string())?;
+    let repeat = opts.repeat.max(1);
+
+    for choice in &opts.engines {
+        let engines = match build_engines(&set.patterns, choice, &mut |_| {}) {
+            Ok(e) => e,
+            Err(e) => {
+                let name = match choice {
+                    EngineChoice::Gpu { .. } => "gpu",
+                    EngineChoice::Cpu => "cpu",
+                    EngineChoice::Auto => "auto",
+                };
+                report.missing.push(format!("{name}: {e}"));
+                progress(format!("{name}: not measured: {e}"));
+                continue;
+            }
+        };
+        for &io in &opts.io {
+            for &bs in &opts.block_sizes {
+                for &threads in &opts.threads {
+                    let threads = if threads == 0 { cpus } else { threads };
+                    let (mut walls, mut reads, mut searches, mut merges, mut ceilings) =
+                        (vec![], vec![], vec![], vec![], vec![]);
+                    let mut matches = 0;
+                    let mut backend = io.as_str().to_string();
+                    let mut block_size = bs;
+                    for _ in 0..repeat {
+                        if opts.drop_caches {
+                            drop_caches()?;
+                        }
+                        ceilings.push(io_ceiling(&image, io, bs, overlap)?);
+                        if opts.drop_caches {
+                            drop_caches()?;
+                        }
+                        let mut count = 0u64;
+                        let mut sink = |_: &BlockSpec, m: &[Match]| {
+                            count += m.len() as u64;
+                            Ok(())
+                        };
+                        let so = ScanOptions {
+                            block_size: bs,
+                            io,
+                            threads,
+                        };
+                        let st = scan(
+                            &image,
+                            Engines {
+                                primary: engines.primary.as_ref(),
+                                fallback: engines.fallback.as_deref(),
+                            },
+                            overlap,
+                            &so,
+                            &mut sink,
+                            &mut |_| {},
+                            &mut |_| {},
+                        )
+                        .map_err(|e| e.to_string())?;
+                        walls.push(st.wall.as_secs_f64());
+                        reads.push(st.read.as_secs_f64());
+                        searches.push(st.search.as_secs_f64());
+                        merges.push(st.sink.as_secs_f64());
+                        matches = count;
+                        backend = st.io_backend.clone();
+                        block_size = st.block_size;
+                    }
+                    let wall = Timing::of(walls);
+                    let size = mib(image.len());
+                    let mib_s = size / wall.median.max(1e-9);
+                    let ceiling = size / Timing::of(ceilings).median.max(1e-9);
+                    let mem_mib_s = engine_in_memory(
+                        engines.primary.as_ref(),
+                        &mem,
+                        block_size,
+                        overlap,
+                        threads,
+                    );
+                    let (read_s, search_s, merge_s) = (
+                        Timing::of(reads).median,
+                        Timing::of(searches).median,
+                        Timing::of(merges).median,
+                    );
+                    // Busy fraction of each stage's capacity: the fullest is the bottleneck.
+                    let stages = [
+                        ("read", read_s / wall.median.max(1e-9)),
+                        (
+                            "search",
+                            search_s / (wall.median.max(1e-9) * threads as f64),
+                        ),
+                        ("merge", merge_s / wall.median.max(1e-9)),
+                    ];
+                    let bottleneck = stages
+                        .iter()
+                        .max_by(|a, b| a.1.total_cmp(&b.1))
+                        .map(|s| format!("{} ({:.0}% busy)", s.0, s.1 * 100.0))
+                        .unwrap_or_default();
+                    let row = BenchRow {
+                        engine: engines.primary.name(),
+                        io: backend,
+                        block_size,
+                        threads,
+                        mib: size,
+                        mib_s,
+                        matches,
+                        matches_s: matches as f64 / wall.median.max(1e-9),
+                        io_ceiling_mib_s: ceiling,
+                        ratio_to_io_ceiling: mib_s / ceiling.max(1e-9),
+                        engine_mem_mib_s: mem_mib_s,
+                        ratio_to_engine_mem: mib_s / mem_mib_s.max(1e-9),
+                        read_s,
+                        search_s,
+                        merge_s,
+                        bottleneck,
+                        peak_rss_kib: peak_rss_kib(),
+                        wall,
+                    };
+                    progress(format_row(&row));
+                    report.rows.push(row);
+                }
+            }
+        }
+    }
+    report.best = report
+        .rows
+        .iter()
+        .max_by(|a, b| a.mib_s.total_cmp(&b.mib_s))
+        .map(|r| {
+            format!(
+                "{} --io {} --block-size {} --threads {}: {:.0} MiB/s",
+                r.engine, r.io, r.block_size, r.threads, r.mib_s
+            )
+        });
+    if opts.baselines {
+        report.baselines = baselines(image_path, &set.patterns, &mem)?;
+    }
+    Ok(report)
+}
+
+fn baselines(
+    image_path: &Path,
+    patterns: &[crate::pattern::Pattern],
+    mem: &[u8],
+) -> Result<Vec<Baseline>, String> {
+    let mut out = Vec::new();
+    let cpu = crate::engine::cpu::CpuEngine::new(patterns).map_err(|e| e.to_string())?;
+    let mut hits = Vec::new();
+    let t = Instant::now();
+    let _ = cpu.search(mem, &mut hits);
+    out.push(Baseline {
+        name: "gpucarve cpu engine, in memory, 1 thread".into(),
+        mib_s: mib(mem.len() as u64) / t.elapsed().as_secs_f64().max(1e-9),
+        note: format!(
+            "{} matches over {:.0} MiB",
+            hits.len(),
+            mib(mem.len() as u64)
+        ),
+    });
+    let ac = aho_corasick::AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::Standard)
+        .build(cpu.anchors())
+        .map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let n = ac.find_overlapping_iter(mem).count();
+    out.push(Baseline {
+        name: "aho-corasick overlapping (Standard), in memory, 1 thread".into(),
+        mib_s: mib(mem.len() as u64) / t.elapsed().as_secs_f64().max(1e-9),
+        note: format!("{n} anchor matches, same anchors as the cpu engine"),
+    });
+    // ripgrep counting the same literals over the image file. Literals with
+    // non-UTF-8 bytes cannot go through -F, so each is a byte regex of hex
+    // escapes under (?-u), which ripgrep turns back into a literal set.
+    let dir = std::env::temp_dir().join(format!("gpucarve-bench-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let pat_file: PathBuf = dir.join("patterns.txt");
+    let text: String = cpu
+        .anchors()
+        .iter()
+        .map(|l| {
+            // ripgrep is line-oriented and refuses `\n` in a pattern: keep the longest piece without one.
+            let piece = l
+                .split(|&b| b == b'\n')
+                .max_by_key(|p| p.len())
+                .unwrap_or(&[]);
+            let hex: String = piece.iter().map(|b| format!("\\x{b:02X}")).collect();
+            format!("(?-u){hex}\n")
+        })
+        .collect();
+    let _ = std::fs::write(&pat_file, text);
+    let t = Instant::now();
+    match std::process::Command::new("rg")
+        .args(["-a", "-c", "--no-config", "-f"])
+        .arg(&pat_file)
+        .arg(image_path)
+        .output()
+    {
+        Ok(o) => {
+            let secs = t.elapsed().as_secs_f64();
+            let size = std::fs::metadata(image_path).map(|m| m.len()).unwrap_or(0);
+            out.push(Baseline {
+                name: "ripgrep rg -a -c (same literals as (?-u) hex, whole image)".into(),
+                mib_s: mib(size) / secs.max(1e-9),
+                note: if o.status.success() {
+                    format!(
+                        "{} matching lines (rg counts lines, not matches)",
+                        String::from_utf8_lossy(&o.stdout).trim()
+                    )
+                } else {
+                    format!(
+                        "rg failed: {}",
+                        String::from_utf8_lossy(&o.stderr)
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                    )
+                },
+            });
+        }
+        Err(e) => out.push(Baseline {
+            name: "ripgrep".into(),
+            mib_s: 0.0,
+            note: format!("not run: {e} (apt-get install ripgrep)"),
+        }),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(out)
+}
+
+/// One table line for a row.
+pub fn format_row(r: &BenchRow) -> String {
+    format!(
+        "{:<14} {:<9} {:>9} {:>3}t  {:>9.1} MiB/s (±{:>4.1}%)  io-ceiling {:>8.1} ({:>4.0}%)  engine-mem {:>8.1} ({:>4.0}%)  {:>9} matches  read {:>6.2}s search {:>6.2}s merge {:>5.2}s  bottleneck: {}",
+        r.engine,
+        r.io,
+        human_size(r.block_size as u64),
+        r.threads,
+        r.mib_s,
+        if r.wall.median > 0.0 {
+            (r.wall.max - r.wall.min) / r.wall.median * 50.0
+        } else {
+            0.0
+        },
+        r.io_ceiling_mib_s,
+        r.ratio_to_io_ceiling * 100.0,
+        r.engine_mem_mib_s,
+        r.ratio_to_engine_mem * 100.0,
+        r.matches,
+        r.read_s,
+        r.search_s,
+        r.merge_s,
+        r.bottleneck
+    )
+}
+
+/// `4MiB`, `512KiB`, `123B`.
+pub fn human_size(b: u64) -> String {
+    if b >= 1 << 30 && b.is_multiple_of(1 << 30) {
+        format!("{}GiB", b >> 30)
+    } else if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+        format!("{}MiB", b >> 20)
+    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
+        format!("{}KiB", b >> 10)
+    } else {
+        format!("{b}B")
+    }
+}
+
+/// An SVG line chart of MiB/s against block size, one line per engine/io/threads.
+pub fn plot_svg(report: &BenchReport) -> String {
+    use std::collections::BTreeMap;
+    use std::fmt::Write as _;
+    let (w, h, l, r, t, b) = (760.0, 420.0, 70.0, 220.0, 30.0, 50.0);
+    let mut series: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for row in &report.rows {
+        series
+            .entry(format!("{} {} {}t", row.engine, row.io, row.threads))
+            .or_default()
+            .push(((row.block_size as f64).log2(), row.mib_s));
+    }
+    let xs: Vec<f64> = series.values().flatten().map(|p| p.0).collect();
+    let (xmin, xmax) = (
+        xs.iter().copied().fold(f64::MAX, f64::min),
+        xs.iter().copied().fold(f64::MIN, f64::max),
+    );
+    let ymax = series.values().flatten().map(|p| p.1).fold(1.0, f64::max) * 1.1;
+    let xspan = if xmax > xmin { xmax - xmin } else { 1.0 };
+    let px = |x: f64| l + (x - xmin) / xspan * (w - l - r);
+    let py = |y: f64| h - b - y / ymax * (h - t - b);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n<text x='{l}' y='18'>gpucarve bench: {} ({:.0} MiB)</text>\n",
+        crate::report::dfxml::escape(&report.image),
+        mib(report.image_bytes)
+    );
+    let _ = writeln!(
+        s,
+        "<line x1='{l}' y1='{}' x2='{}' y2='{}' stroke='black'/>",
+        h - b,
+        w - r,
+        h - b
+    );
+    let _ = writeln!(
+        s,
+        "<line x1='{l}' y1='{t}' x2='{l}' y2='{}' stroke='black'/>",
+        h - b
+    );
+    for i in 0..=4 {
+        let y = ymax * f64::from(i) / 4.0;
+        let _ = writeln!(
+            s,
+            "<text x='{}' y='{}' text-anchor='end'>{y:.0}</text>",
+            l - 6.0,
+            py(y) + 4.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<text x='14' y='{}' transform='rotate(-90 14 {})'>MiB/s</text>",
+        h / 2.0,
+        h / 2.0
+    );
+    let mut ticks: Vec<f64> = xs.clone();
+    ticks.sort_by(f64::total_cmp);
+    ticks.dedup();
+    for x in ticks {
+        let _ = writeln!(
+            s,
+            "<text x='{}' y='{}' text-anchor='middle'>{}</text>",
+            px(x),
+            h - b + 16.0,
+            human_size(x.exp2().round() as u64)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<text x='{}' y='{}' text-anchor='middle'>block size</text>",
+        (l + w - r) / 2.0,
+        h - 10.0
+    );
+    let colours = [
+        "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    ];
+    for (i, (name, mut pts)) in series.into_iter().enumerate() {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let c = colours[i % colours.len()];
+        let path: Vec<String> = pts
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "<polyline fill='none' stroke='{c}' stroke-width='2' points='{}'/>",
+            path.join(" ")
+        );
+        for &(x, y) in &pts {
+            let _ = writeln!(
+                s,
+                "<circle cx='{:.1}' cy='{:.1}' r='3' fill='{c}'/>",
+                px(x),
+                py(y)
+            );
+        }
+        let ly = t + 16.0 * i as f64;
+        let _ = writeln!(
+            s,
+            "<rect x='{}' y='{}' width='12' height='3' fill='{c}'/>",
+            w - r + 10.0,
+            ly + 4.0
+        );
+        let _ = writeln!(
+            s,
+            "<text x='{}' y='{}'>{}</text>",
+            w - r + 28.0,
+            ly + 9.0,
+            crate::report::dfxml::escape(&name)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
