@@ -281,9 +281,9 @@ mod tests {
     #[test]
     fn first_next_last_and_max_size() {
         for (mode, expect) in [
-            ("first", vec![(10, 22), (50, 100)]),
-            ("next", vec![(10, 20), (50, 100)]),
-            ("last", vec![(10, 42), (50, 100)]),
+            ("first", vec![(10, 12), (50, 100)]),
+            ("next", vec![(10, 10), (50, 100)]),
+            ("last", vec![(10, 32), (50, 100)]),
         ] {
             let c = cat(mode);
             let mut r = FooterRules::new(&c);

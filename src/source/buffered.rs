@@ -46,25 +46,18 @@ pub(crate) fn fill_block(
     Ok(Block::pooled(spec, buf))
 }
 
-/// The `buffered` backend.
+/// The `buffered` backend: positioned reads through the medium (any container).
 pub struct BufferedReader {
-    file: File,
+    media: std::sync::Arc<dyn super::Media>,
     path: PathBuf,
 }
 
 impl BufferedReader {
-    pub fn new(image: &Image) -> Result<BufferedReader, SourceError> {
-        let file = image
-            .file()
-            .try_clone()
-            .map_err(|source| SourceError::Open {
-                path: image.path().to_path_buf(),
-                source,
-            })?;
-        Ok(BufferedReader {
-            file,
+    pub fn new(image: &Image) -> BufferedReader {
+        BufferedReader {
+            media: image.media(),
             path: image.path().to_path_buf(),
-        })
+        }
     }
 }
 
@@ -80,9 +73,9 @@ impl BlockReader for BufferedReader {
         deliver: &mut dyn FnMut(Block) -> bool,
     ) -> Result<(), SourceError> {
         for spec in plan.blocks() {
-            let file = &self.file;
+            let media = &self.media;
             let block = fill_block(&self.path, spec, pool, spec.data_len, &mut |b| {
-                pread_full(file, spec.offset, b)
+                media.read_at(spec.offset, b)
             })?;
             if !deliver(block) {
                 break;

@@ -44,7 +44,7 @@ pub fn open(
                 "{}: O_DIRECT refused ({e}); falling back to buffered reads",
                 image.path().display()
             ));
-            Ok(Box::new(BufferedReader::new(image)?))
+            Ok(Box::new(BufferedReader::new(image)))
         }
     }
 }

@@ -23,7 +23,10 @@ impl MmapReader {
         // process truncates the image while it is mapped, reads past the new end
         // fault (SIGBUS); evidence images are not modified during an examination,
         // and the other backends exist for media where that cannot be guaranteed.
-        let map = unsafe { MmapOptions::new().len(len).map(image.file()) }.map_err(|source| {
+        let file = image
+            .raw_file()
+            .ok_or_else(|| SourceError::Settings("mmap needs a plain raw file".into()))?;
+        let map = unsafe { MmapOptions::new().len(len).map(file) }.map_err(|source| {
             SourceError::Open {
                 path: image.path().to_path_buf(),
                 source,

@@ -74,14 +74,59 @@ pub enum SourceError {
 pub enum ImageKind {
     RegularFile,
     BlockDevice,
+    /// A container or a set of files presenting one logical medium (split raw, E01, gzip).
+    Container,
 }
 
-/// A raw image opened read-only.
+/// The logical medium behind an image: random access to its bytes.
+///
+/// Offsets are offsets in the logical medium, whatever the container.
+pub trait Media: Send + Sync + fmt::Debug {
+    /// Length of the logical medium in bytes.
+    fn len(&self) -> u64;
+    /// Reads up to `buf.len()` bytes at `offset`; fewer only at the end of the medium.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize>;
+    /// The one plain file behind the medium, when there is one: enables the
+    /// mmap, O_DIRECT and io_uring backends.
+    fn raw_file(&self) -> Option<&File> {
+        None
+    }
+    /// One line for reports: what the container is.
+    fn describe(&self) -> String;
+    /// True for a medium of no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A plain raw file or block device.
 #[derive(Debug)]
-pub struct Image {
-    path: PathBuf,
+struct RawMedia {
     file: File,
     len: u64,
+}
+
+impl Media for RawMedia {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (self.len.saturating_sub(offset)).min(buf.len() as u64) as usize;
+        buffered::pread_full(&self.file, offset, &mut buf[..n])
+    }
+    fn raw_file(&self) -> Option<&File> {
+        Some(&self.file)
+    }
+    fn describe(&self) -> String {
+        "raw".into()
+    }
+}
+
+/// An image opened read-only: a path and the logical medium behind it.
+#[derive(Debug, Clone)]
+pub struct Image {
+    path: PathBuf,
+    media: Arc<dyn Media>,
     kind: ImageKind,
 }
 
@@ -114,17 +159,30 @@ impl Image {
         };
         let file = File::open(path).map_err(|e| io_open_error(&p, e))?;
         let len = match kind {
-            ImageKind::RegularFile => meta.len(),
             ImageKind::BlockDevice => device_len(&file).map_err(|e| io_open_error(&p, e))?,
+            _ => meta.len(),
         };
         if len == 0 {
             return Err(SourceError::Empty { path: p });
         }
         Ok(Image {
             path: p,
-            file,
-            len,
+            media: Arc::new(RawMedia { file, len }),
             kind,
+        })
+    }
+
+    /// An image over any medium (containers, segment sets).
+    pub fn from_media(path: &Path, media: Arc<dyn Media>) -> Result<Image, SourceError> {
+        if media.is_empty() {
+            return Err(SourceError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(Image {
+            path: path.to_path_buf(),
+            media,
+            kind: ImageKind::Container,
         })
     }
 
@@ -132,27 +190,33 @@ impl Image {
         &self.path
     }
     pub fn len(&self) -> u64 {
-        self.len
+        self.media.len()
     }
     /// Always false for an opened image (empty images are refused); for clippy.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.media.is_empty()
     }
     pub fn kind(&self) -> ImageKind {
         self.kind
     }
-    /// The read-only file handle.
-    pub fn file(&self) -> &File {
-        &self.file
+    /// The plain file behind the image, when it is one.
+    pub fn raw_file(&self) -> Option<&File> {
+        self.media.raw_file()
+    }
+    /// The medium, shared.
+    pub fn media(&self) -> Arc<dyn Media> {
+        Arc::clone(&self.media)
     }
 
-    /// Reads exactly `buf.len()` bytes at `offset` (fewer only at the end of the image).
+    /// Reads `buf.len()` bytes at `offset` (fewer only at the end of the image).
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, SourceError> {
-        buffered::pread_full(&self.file, offset, buf).map_err(|source| SourceError::Read {
-            path: self.path.clone(),
-            offset,
-            source,
-        })
+        self.media
+            .read_at(offset, buf)
+            .map_err(|source| SourceError::Read {
+                path: self.path.clone(),
+                offset,
+                source,
+            })
     }
 }
 
@@ -477,7 +541,7 @@ pub fn open_reader(
     warn: &mut dyn FnMut(String),
 ) -> Result<Box<dyn BlockReader>, SourceError> {
     Ok(match mode {
-        IoMode::Buffered => Box::new(buffered::BufferedReader::new(image)?),
+        IoMode::Buffered => Box::new(buffered::BufferedReader::new(image)),
         IoMode::Mmap => Box::new(mmap::MmapReader::new(image)?),
         IoMode::Direct => direct::open(image, warn)?,
         IoMode::Uring => uring::open(image, warn)?,

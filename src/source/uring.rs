@@ -48,7 +48,7 @@ pub fn open(
                 "{}: O_DIRECT refused ({e}); io_uring falls back to buffered reads",
                 image.path().display()
             ));
-            Ok(Box::new(super::buffered::BufferedReader::new(image)?))
+            Ok(Box::new(super::buffered::BufferedReader::new(image)))
         }
     }
 }
