@@ -16,7 +16,9 @@
 #   PHOTOREC_EXT2   auto: add PhotoRec's mode_ext2 option when the truth says
 #                   ext2 (PhotoRec's documented mode for ext2/ext3, which follows
 #                   indirect blocks); 1: always; 0: never          [auto]
-#   TOOLS           which tools to run                [photorec foremost]
+#   TOOLS           which tools to run      [gpucarve photorec foremost scalpel]
+#   GPUCARVE        the gpucarve binary     [target/release/gpucarve]
+#   GPUCARVE_TYPES  gpucarve --types list   [jpeg,png,gif,pdf,zip]
 set -euo pipefail
 
 if [ $# -ne 3 ]; then
@@ -34,7 +36,9 @@ OUTBASE=$(realpath "$3")
 PHOTOREC_TYPES=${PHOTOREC_TYPES:-jpg,png,gif,pdf,zip}
 FOREMOST_TYPES=${FOREMOST_TYPES:-jpg,png,gif,pdf,zip}
 SCORE_TYPES=${SCORE_TYPES:-jpeg,png,gif,pdf,zip,docx,xlsx,odt}
-TOOLS=${TOOLS:-photorec foremost}
+TOOLS=${TOOLS:-gpucarve photorec foremost scalpel}
+GPUCARVE=${GPUCARVE:-$HERE/../target/release/gpucarve}
+GPUCARVE_TYPES=${GPUCARVE_TYPES:-jpeg,png,gif,pdf,zip}
 
 now() { date +%s.%N; }
 elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$2"; }
@@ -72,11 +76,39 @@ run_foremost() {
         --seconds "$(elapsed "$t0" "$t1")" --types "$SCORE_TYPES" --json "$OUTBASE/foremost.score.json"
 }
 
+run_gpucarve() {
+    [ -x "$GPUCARVE" ] || { echo "gpucarve not built ($GPUCARVE): cargo build --release" >&2; return 1; }
+    local dir="$OUTBASE/gpucarve" t0 t1
+    rm -rf "$dir"
+    echo "gpucarve carve $IMAGE -o $dir --types $GPUCARVE_TYPES"
+    t0=$(now)
+    "$GPUCARVE" carve "$IMAGE" -o "$dir" --types "$GPUCARVE_TYPES" -q </dev/null >"$OUTBASE/gpucarve.console.txt" 2>&1
+    t1=$(now)
+    python3 "$HERE/score.py" "$TRUTH" "$dir" --image "$IMAGE" --tool gpucarve \
+        --seconds "$(elapsed "$t0" "$t1")" --types "$SCORE_TYPES" --json "$OUTBASE/gpucarve.score.json"
+}
+
+run_scalpel() {
+    command -v scalpel >/dev/null || { echo "scalpel not installed (apt-get install scalpel)" >&2; return 1; }
+    local dir="$OUTBASE/scalpel" conf="$OUTBASE/scalpel.conf" t0 t1
+    rm -rf "$dir"
+    # scalpel's shipped configuration with the jpg/png/gif/pdf/zip rules enabled.
+    sed -E 's/^#[[:space:]]*((jpg|png|gif|pdf|zip)[[:space:]])/\1/' /etc/scalpel/scalpel.conf >"$conf"
+    echo "scalpel -c $conf -o $dir $IMAGE"
+    t0=$(now)
+    scalpel -c "$conf" -o "$dir" "$IMAGE" </dev/null >"$OUTBASE/scalpel.console.txt" 2>&1
+    t1=$(now)
+    python3 "$HERE/score.py" "$TRUTH" "$dir" --image "$IMAGE" --tool scalpel \
+        --seconds "$(elapsed "$t0" "$t1")" --types "$SCORE_TYPES" --json "$OUTBASE/scalpel.score.json"
+}
+
 status=0
 for tool in $TOOLS; do
     case "$tool" in
         photorec) run_photorec || status=1 ;;
         foremost) run_foremost || status=1 ;;
+        gpucarve) run_gpucarve || status=1 ;;
+        scalpel) run_scalpel || status=1 ;;
         *) echo "compare.sh: unknown tool $tool" >&2; status=2 ;;
     esac
     echo

@@ -137,8 +137,12 @@ def hash_with_prefixes(path, cut_sizes):
     return pos, h.hexdigest(), {k: v for k, v in prefixes.items() if k < pos}
 
 
-def collect_outputs(outdir, excludes):
-    """All regular output files under outdir (report files excluded), plus report-only entries."""
+def collect_outputs(outdir, excludes, include_unwritten=False):
+    """All regular output files under outdir (report files excluded), plus
+    report-only entries (found but not written) when include_unwritten is set.
+
+    By default only files on disk count, so every tool is scored on what it
+    delivers to the examiner."""
     by_path, no_file = read_report(outdir)
     outputs = []
     for root, dirs, files in os.walk(outdir):
@@ -153,7 +157,7 @@ def collect_outputs(outdir, excludes):
             e = by_path.get(rel)
             outputs.append({"path": rel, "full": full, "report": e,
                             "type": guess_type(rel, e.get("type") if e else None)})
-    for e in no_file:
+    for e in no_file if include_unwritten else []:
         if e.get("sha256"):
             outputs.append({"path": None, "full": None, "report": e, "type": e.get("type") or "other",
                             "size": int(e.get("length") or 0), "sha256": e["sha256"]})
@@ -397,6 +401,8 @@ def main(argv=None):
     ap.add_argument("--tool", default=None, help="name shown in the title")
     ap.add_argument("--seconds", type=float, default=None, help="run time to show in the title and JSON")
     ap.add_argument("--exclude", action="append", default=[], help="glob of output files to ignore (repeatable)")
+    ap.add_argument("--report-entries", action="store_true",
+                    help="also score gpucarve report.jsonl entries whose file was not written")
     ap.add_argument("--json", help="write full results (metrics, every output's class) to this file")
     args = ap.parse_args(argv)
     if not os.path.isfile(args.truth):
@@ -410,7 +416,7 @@ def main(argv=None):
     except (OSError, ValueError, KeyError) as e:
         ap.error(f"cannot read truth: {e}")
     types = set(args.types.split(",")) if args.types else None
-    outputs = collect_outputs(args.outdir, args.exclude)
+    outputs = collect_outputs(args.outdir, args.exclude, args.report_entries)
     classify(outputs, truth, image)
     m = compute_metrics(truth, outputs, types)
     nbytes = sum(o["size"] for o in outputs)
