@@ -11,9 +11,10 @@
 //! * [`naive::NaiveEngine`]: the brute-force oracle every other engine is tested against;
 //! * [`cpu::CpuEngine`]: SIMD prefilter (aho-corasick/Teddy) to candidate positions, then exact verification;
 //! * [`pfac`]: the failureless automaton table shared by the GPU shader and its CPU reference;
-//! * `gpu` (feature `gpu`): the PFAC compute shader through Vulkan.
+//! * [`gpu::GpuEngine`]: the PFAC compute shader through Vulkan (loaded at run time).
 
 pub mod cpu;
+pub mod gpu;
 pub mod naive;
 pub mod pfac;
 
@@ -46,6 +47,13 @@ pub trait Engine: Send + Sync {
     /// Appends every hit in `haystack` to `out`, sorted by (pos, pattern).
     /// `out` is not cleared first.
     fn search(&self, haystack: &[u8], out: &mut Vec<Hit>) -> Result<(), EngineError>;
+
+    /// The largest haystack the engine searches efficiently in one go (a
+    /// GPU's input buffer); the pipeline keeps its blocks, overlap included,
+    /// no larger. `None`: no limit.
+    fn max_haystack_len(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Longest pattern length; the pipeline's block overlap is this minus one.

@@ -101,12 +101,17 @@ impl PfacTable {
     /// Builds the table, failing when it would need more than `max_states`
     /// states. `max_states` is also clamped so that every state id fits in 31
     /// bits and `state * 256 + byte` fits in a `u32` (the shader's index).
-    pub fn build_with_limit(patterns: &[Pattern], max_states: usize) -> Result<PfacTable, EngineError> {
+    pub fn build_with_limit(
+        patterns: &[Pattern],
+        max_states: usize,
+    ) -> Result<PfacTable, EngineError> {
         if patterns.is_empty() {
             return Err(EngineError::Build("no patterns to search for".into()));
         }
         if patterns.len() > (u32::MAX >> 1) as usize {
-            return Err(EngineError::Build("too many patterns for the PFAC table".into()));
+            return Err(EngineError::Build(
+                "too many patterns for the PFAC table".into(),
+            ));
         }
         let max_states = max_states.clamp(1, 1 << 24);
         let classes: Vec<&[ByteClass]> = patterns.iter().map(Pattern::classes).collect();
@@ -164,7 +169,12 @@ impl PfacTable {
 
             out_start.push(outputs.len() as u32);
             let before = outputs.len();
-            outputs.extend(alive.iter().copied().filter(|&p| classes[p as usize].len() == depth));
+            outputs.extend(
+                alive
+                    .iter()
+                    .copied()
+                    .filter(|&p| classes[p as usize].len() == depth),
+            );
             out_count.push((outputs.len() - before) as u32);
 
             wildcard.clear();
@@ -186,7 +196,11 @@ impl PfacTable {
                 }
             }
             let flag = |t: u32, has_output: &[bool]| {
-                if has_output[t as usize] { t | HAS_OUTPUT } else { t }
+                if has_output[t as usize] {
+                    t | HAS_OUTPUT
+                } else {
+                    t
+                }
             };
             // Bytes that only wildcards accept all lead to the same state.
             let wildcard_target = if wildcard.is_empty() {
@@ -195,8 +209,7 @@ impl PfacTable {
                 let t = intern(depth + 1, &wildcard, &mut states, &mut has_output)?;
                 flag(t, &has_output)
             };
-            for b in 0..256 {
-                let exact = &by_byte[b];
+            for exact in &by_byte {
                 let t = if exact.is_empty() {
                     wildcard_target
                 } else {
@@ -256,7 +269,10 @@ impl PfacTable {
 
     /// Bytes of the whole table as uploaded to a device.
     pub fn table_bytes(&self) -> usize {
-        4 * (self.transitions.len() + self.out_start.len() + self.out_count.len() + self.outputs.len())
+        4 * (self.transitions.len()
+            + self.out_start.len()
+            + self.out_count.len()
+            + self.outputs.len())
     }
 
     /// The patterns entered in `state` (in increasing id order).
@@ -363,8 +379,16 @@ mod tests {
 
     #[test]
     fn wildcards_and_case_folding() {
-        let ci = |s: &str| Pattern::new(s.bytes().map(|b| ByteClass::literal(b, true)).collect()).unwrap();
-        let mut p = pats(&[r#"?? ?? ?? ?? "ftyp""#, "FF D8 FF ??", "FF ?? FF", "FF D8", r#"?? "B""#]);
+        let ci = |s: &str| {
+            Pattern::new(s.bytes().map(|b| ByteClass::literal(b, true)).collect()).unwrap()
+        };
+        let mut p = pats(&[
+            r#"?? ?? ?? ?? "ftyp""#,
+            "FF D8 FF ??",
+            "FF ?? FF",
+            "FF D8",
+            r#"?? "B""#,
+        ]);
         p.push(ci("html"));
         p.push(ci("<?xml"));
         let hay = b"\0\0\0\x18ftypFF\xff\xd8\xff\xe0\xff\xd8\xff <HtMl> <?XmL html HTML AB";
@@ -396,7 +420,10 @@ mod tests {
         let p = pats(&["00 ?? ?? 01", "?? 00 ?? 02", "?? ?? 00 03", "01 ?? ?? 04"]);
         let full = PfacTable::build(&p).unwrap();
         let err = PfacTable::build_with_limit(&p, full.state_count() - 1).unwrap_err();
-        assert!(matches!(err, EngineError::Build(ref m) if m.contains("states")), "{err}");
+        assert!(
+            matches!(err, EngineError::Build(ref m) if m.contains("states")),
+            "{err}"
+        );
         assert!(PfacTable::build(&[]).is_err());
     }
 
