@@ -21,6 +21,9 @@
 //               write (out(s)[j], start) to hits[k + j] for each j
 //                   where k + j < capacity
 //
+// A pattern with k leading wildcards is in the table without them; the host
+// reports its hits at start - k (and drops those before the haystack).
+//
 // The counter keeps counting past `capacity`: the host compares it with the
 // capacity and, when it is larger, runs the same range again with a larger
 // buffer (or split into smaller ranges), so a hit is never lost.
@@ -53,9 +56,7 @@ layout(std430, set = 0, binding = 3) readonly buffer Outputs {
     uint outputs[];
 };
 
-// The hit counter and the hit records. A record is (pattern, start): read
-// on the host as one little-endian u64 it is start << 32 | pattern, so
-// sorting the u64s sorts the hits by (pos, pattern).
+// The hit counter and the hit records, (pattern, walk start) each.
 // `saturated` is set once the counter has passed 2^31: a 32-bit counter
 // could then wrap, so the host no longer trusts it and splits the range.
 layout(std430, set = 0, binding = 4) buffer Results {

@@ -195,8 +195,11 @@ pub struct GpuEngine {
     /// Held while submitting (see `dispatch`).
     submit: Mutex<()>,
     slot_bytes: usize,
-    /// Longest pattern minus one: how far a walk can read past its start.
+    /// Longest walk minus one: how far a walk can read past its start.
     overlap: usize,
+    /// Per pattern: leading wildcards, subtracted from the walk's start.
+    shifts: Vec<u32>,
+    max_shift: u64,
     patterns: usize,
     /// Largest results buffer, in records.
     max_capacity: u64,
@@ -250,11 +253,11 @@ impl GpuEngine {
 
         let slot_bytes =
             (config.slot_bytes.min(MAX_SLOT_BYTES) as u64).min(max_buffer) as usize & !3;
-        let overlap = table.max_pattern_len().saturating_sub(1);
+        let overlap = table.max_depth().saturating_sub(1);
         if slot_bytes <= overlap {
             return Err(GpuError::Build(format!(
                 "a pattern of {} bytes does not fit the {slot_bytes}-byte input buffer",
-                table.max_pattern_len()
+                table.max_depth()
             )));
         }
         let max_capacity = ((max_buffer.min(MAX_RESULT_BYTES) / 8).saturating_sub(1))
@@ -323,6 +326,8 @@ impl GpuEngine {
             submit: Mutex::new(()),
             slot_bytes,
             overlap,
+            shifts: table.shifts().to_vec(),
+            max_shift: table.max_shift() as u64,
             patterns: patterns.len(),
             max_capacity,
             max_groups,
@@ -516,8 +521,16 @@ impl GpuEngine {
         Ok((header[1] == 0).then_some(u64::from(header[0])))
     }
 
-    /// Appends the first `count` records of the slot to `packed`.
-    fn read_hits(&self, slot: &Slot, count: u64, packed: &mut Vec<u64>) -> Result<(), EngineError> {
+    /// Appends the first `count` records of the slot to `packed`, as
+    /// `(pos - base + max_shift) << 32 | pattern`, which sorts by (pos,
+    /// pattern); `base` is the haystack offset of the window.
+    fn read_hits(
+        &self,
+        slot: &Slot,
+        count: u64,
+        base: usize,
+        packed: &mut Vec<u64>,
+    ) -> Result<(), EngineError> {
         if count == 0 {
             return Ok(());
         }
@@ -526,13 +539,19 @@ impl GpuEngine {
             .clone()
             .slice(RESULT_HEADER_WORDS..RESULT_HEADER_WORDS + 2 * count);
         let words = records.read().map_err(device_err("cannot read the hits"))?;
-        // A record is (pattern, pos); as one little-endian u64 it is
-        // pos << 32 | pattern, which sorts by (pos, pattern).
-        packed.extend(
-            words
-                .chunks_exact(2)
-                .map(|r| u64::from(r[1]) << 32 | u64::from(r[0])),
-        );
+        // A record is (pattern, walk start). The pattern begins `shift`
+        // bytes before the walk's start (its leading wildcards); a pattern
+        // that would begin before the haystack is no hit.
+        let base = base as u64;
+        for r in words.chunks_exact(2) {
+            let (pattern, start) = (r[0], u64::from(r[1]));
+            let shift = u64::from(self.shifts.get(pattern as usize).copied().ok_or_else(|| {
+                EngineError::Device(format!("the device reported unknown pattern {pattern}"))
+            })?);
+            if base + start >= shift {
+                packed.push((start + self.max_shift - shift) << 32 | u64::from(pattern));
+            }
+        }
         Ok(())
     }
 
@@ -563,7 +582,7 @@ impl GpuEngine {
             let count = self.dispatch(slot, len, begin, end)?;
             match count {
                 Some(count) if count <= slot.capacity => {
-                    self.read_hits(slot, count, &mut packed)?;
+                    self.read_hits(slot, count, base, &mut packed)?;
                     continue;
                 }
                 // Too many for this buffer, but one buffer could hold them:
@@ -588,8 +607,9 @@ impl GpuEngine {
             ranges.push((begin, mid));
         }
         packed.sort_unstable();
+        let max_shift = self.max_shift as usize;
         out.extend(packed.iter().map(|&x| Hit {
-            pos: base + (x >> 32) as usize,
+            pos: base + (x >> 32) as usize - max_shift,
             pattern: x as PatternId,
         }));
         Ok(())

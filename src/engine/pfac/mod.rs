@@ -44,6 +44,18 @@
 //! reported, so every hit lies wholly inside the haystack, as the
 //! [`Engine`](super::Engine) contract requires.
 //!
+//! # Leading wildcards
+//!
+//! A pattern that starts with `k` wildcards (`?? ?? ?? ?? "ftyp"`) would keep
+//! *every* walk alive for `k` bytes and multiply the states (each first byte
+//! would meet a different set of other patterns). Such a pattern matches at
+//! `p` exactly when its remainder (`"ftyp"`) matches at `p + k` and `p >= 0`,
+//! so the automaton is built from the remainders, and a hit of pattern `id`
+//! found by the walk from `i` is reported at `i - shift[id]`, and dropped
+//! when `i < shift[id]`. The end of the haystack needs no extra check: the
+//! remainder ends where the pattern does. The shader reports walk starts; the
+//! host applies the shift ([`PfacTable::shifts`]).
+//!
 //! # Flat layout (shared with `shaders/pfac.comp`)
 //!
 //! * `transitions[s * 256 + b]`: the state after reading byte `b` in state
@@ -82,8 +94,10 @@ pub struct PfacTable {
     out_start: Vec<u32>,
     out_count: Vec<u32>,
     outputs: Vec<u32>,
+    shifts: Vec<u32>,
     patterns: usize,
     max_len: usize,
+    max_depth: usize,
 }
 
 /// One DFA state during construction.
@@ -114,7 +128,22 @@ impl PfacTable {
             ));
         }
         let max_states = max_states.clamp(1, 1 << 24);
-        let classes: Vec<&[ByteClass]> = patterns.iter().map(Pattern::classes).collect();
+        // Leading wildcards become shifts; the automaton sees the rest.
+        let shifts: Vec<u32> = patterns
+            .iter()
+            .map(|p| {
+                p.classes()
+                    .iter()
+                    .take_while(|&&c| c == ByteClass::Any)
+                    .count() as u32
+            })
+            .collect();
+        let classes: Vec<&[ByteClass]> = patterns
+            .iter()
+            .zip(&shifts)
+            .map(|(p, &k)| &p.classes()[k as usize..])
+            .collect();
+        let max_depth = classes.iter().map(|c| c.len()).max().unwrap_or(0);
 
         let mut states: Vec<Building> = Vec::new();
         let mut index: HashMap<(usize, Box<[PatternId]>), u32> = HashMap::new();
@@ -227,8 +256,10 @@ impl PfacTable {
             out_start,
             out_count,
             outputs,
+            shifts,
             patterns: patterns.len(),
             max_len: super::max_pattern_len(patterns),
+            max_depth,
         })
     }
 
@@ -242,9 +273,26 @@ impl PfacTable {
         self.patterns
     }
 
-    /// Longest pattern: no walk goes deeper than this.
+    /// Longest pattern, leading wildcards included.
     pub fn max_pattern_len(&self) -> usize {
         self.max_len
+    }
+
+    /// Longest pattern without its leading wildcards: no walk reads more
+    /// bytes than this.
+    pub fn max_depth(&self) -> usize {
+        self.max_depth
+    }
+
+    /// Per pattern: its leading wildcards, i.e. how far before the walk's
+    /// start the pattern begins (see the module documentation).
+    pub fn shifts(&self) -> &[u32] {
+        &self.shifts
+    }
+
+    /// The largest shift.
+    pub fn max_shift(&self) -> usize {
+        self.shifts.iter().copied().max().unwrap_or(0) as usize
     }
 
     /// `states × 256` transitions (see the module documentation).
@@ -284,7 +332,8 @@ impl PfacTable {
     }
 
     /// Walks the automaton from `start`, calling `report(pattern)` for every
-    /// pattern matching at `start` (shortest pattern first).
+    /// pattern whose remainder (after its leading wildcards) matches at
+    /// `start`, shortest first. The pattern itself starts `shift` earlier.
     #[inline]
     pub fn walk(&self, haystack: &[u8], start: usize, mut report: impl FnMut(PatternId)) {
         let mut state = START;
@@ -301,14 +350,19 @@ impl PfacTable {
     }
 
     /// The CPU reference of the GPU shader: one PFAC walk from every start
-    /// position, in order. Appends every hit to `out`, sorted by (pos, pattern).
+    /// position, shifts applied on the host as the GPU engine does. Appends
+    /// every hit to `out`, sorted by (pos, pattern).
     pub fn search_reference(&self, haystack: &[u8], out: &mut Vec<Hit>) {
-        for pos in 0..haystack.len() {
-            let first = out.len();
-            self.walk(haystack, pos, |pattern| out.push(Hit { pos, pattern }));
-            // Outputs come by depth (shorter patterns first), not by id.
-            out[first..].sort_unstable();
+        let first = out.len();
+        for start in 0..haystack.len() {
+            self.walk(haystack, start, |pattern| {
+                if let Some(pos) = start.checked_sub(self.shifts[pattern as usize] as usize) {
+                    out.push(Hit { pos, pattern });
+                }
+            });
         }
+        // Walks report by depth and shift, not in (pos, pattern) order.
+        out[first..].sort_unstable();
     }
 }
 
@@ -396,6 +450,22 @@ mod tests {
         assert!(hits.iter().any(|h| h.pattern == 0 && h.pos == 0));
         // A pattern running past the end is not reported.
         check(&p, b"\xff\xd8\xff");
+    }
+
+    #[test]
+    fn leading_wildcards_are_shifts() {
+        let p = pats(&[r#"?? ?? ?? ?? "ftyp""#, r#""ftyp""#, "?? 41", "?? ?? 41 ??"]);
+        let t = PfacTable::build(&p).unwrap();
+        assert_eq!(t.shifts(), &[4, 0, 1, 2]);
+        assert_eq!(
+            (t.max_depth(), t.max_pattern_len(), t.max_shift()),
+            (4, 8, 4)
+        );
+        // root, f, ft, fty, ftyp (two outputs), A, A?
+        assert_eq!(t.state_count(), 7);
+        check(&p, b"ftyp\0\0\0\x18ftypAAAftyp");
+        check(&p, b"AAAA");
+        check(&p, b"");
     }
 
     #[test]
