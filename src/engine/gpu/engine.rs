@@ -631,8 +631,10 @@ impl Engine for GpuEngine {
             .as_mut()
             .ok_or_else(|| EngineError::Device("slot pool corrupted".into()))?;
         // One window when the haystack fits the slot (the normal case);
-        // otherwise overlapping windows, each owning the starts before its
-        // last `overlap` bytes (the next window re-reads those).
+        // otherwise overlapping windows, each owning the walk starts before
+        // its last `overlap` bytes (the next window re-reads those).
+        let first = out.len();
+        let mut windows = 0;
         let mut begin = 0;
         while begin < haystack.len() {
             let end = (begin + self.slot_bytes).min(haystack.len());
@@ -642,7 +644,13 @@ impl Engine for GpuEngine {
                 end - self.overlap
             };
             self.search_window(slot, &haystack[begin..end], starts_end - begin, begin, out)?;
+            windows += 1;
             begin = starts_end;
+        }
+        // A pattern with leading wildcards found early in one window can
+        // begin before hits the previous window reported.
+        if windows > 1 {
+            out[first..].sort_unstable();
         }
         Ok(())
     }
