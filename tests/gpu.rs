@@ -438,21 +438,33 @@ fn haystack_longer_than_the_slot_is_searched_in_windows() {
 fn concurrent_searches_share_the_slots() {
     let p = signatures();
     let Some(g) = gpu(&p) else { return };
-    let cpu = CpuEngine::new(&p).unwrap();
+    let g = std::sync::Arc::new(g);
+    let cpu = std::sync::Arc::new(CpuEngine::new(&p).unwrap());
     let mut rng = Rng(99);
-    let blocks: Vec<Vec<u8>> = (0..12)
+    // A few large blocks and many small ones: many submissions from
+    // several threads at once (vulkano 0.35 could deadlock there, see
+    // GpuEngine::dispatch), more threads than slots.
+    let mut blocks: Vec<Vec<u8>> = (0..12)
         .map(|i| planted(&mut rng, &p, 100_000 + 997 * i, 300))
         .collect();
-    std::thread::scope(|s| {
-        for chunk in blocks.chunks(3) {
-            let (g, cpu) = (&g, &cpu);
-            s.spawn(move || {
-                for hay in chunk {
-                    assert_eq!(run(g, hay), run(cpu, hay));
-                }
-            });
-        }
-    });
+    blocks.extend((0..400).map(|i| planted(&mut rng, &p, 1 + 37 * i, 4)));
+    let (done, finished) = std::sync::mpsc::channel();
+    for t in 0..4 {
+        let mine: Vec<Vec<u8>> = blocks.iter().skip(t).step_by(4).cloned().collect();
+        let (g, cpu, done) = (g.clone(), cpu.clone(), done.clone());
+        std::thread::spawn(move || {
+            let ok = mine.iter().all(|hay| run(&*g, hay) == run(&*cpu, hay));
+            let _ = done.send(ok);
+        });
+    }
+    // A watchdog rather than a join: a deadlock fails the test instead of
+    // hanging it.
+    for _ in 0..4 {
+        let ok = finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("concurrent searches did not finish within 60 s (deadlock?)");
+        assert!(ok, "a concurrent GPU search differed from the CPU engine");
+    }
 }
 
 fn class() -> impl Strategy<Value = ByteClass> {
