@@ -22,16 +22,6 @@ mod common;
 
 const LEN: usize = 32 << 20;
 
-fn literals(patterns: &[Pattern]) -> Vec<Vec<u8>> {
-    let mut v: Vec<Vec<u8>> = patterns
-        .iter()
-        .filter_map(|p| p.longest_exact_run().map(|(_, r)| r))
-        .collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
 fn bench(c: &mut Criterion) {
     let data = common::disk_like(LEN, 7);
     let sets: Vec<(&str, Vec<Pattern>)> = vec![
@@ -72,6 +62,36 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("aho_corasick_leftmost/{name}"), |b| {
             b.iter(|| leftmost.find_iter(&data).count())
         });
+    }
+    // The PFAC shader, where a Vulkan device exists (lavapipe runs it on the CPU).
+    // Smaller data: lavapipe manages about 0.1 GiB/s.
+    let gpu_len = 8 << 20;
+    g.throughput(Throughput::Bytes(gpu_len as u64));
+    for (name, patterns) in &sets {
+        let config = gpucarve::engine::gpu::GpuConfig {
+            slot_bytes: gpu_len,
+            ..Default::default()
+        };
+        match gpucarve::engine::gpu::GpuEngine::with_config(
+            patterns,
+            Default::default(),
+            true,
+            config,
+        ) {
+            Ok(engine) => {
+                let mut hits = Vec::new();
+                g.bench_function(format!("pfac_gpu/{name}"), |b| {
+                    b.iter(|| {
+                        hits.clear();
+                        engine
+                            .search(&data[..gpu_len], &mut hits)
+                            .unwrap_or_else(|e| panic!("{e}"));
+                        hits.len()
+                    })
+                });
+            }
+            Err(e) => eprintln!("search/pfac_gpu/{name}: skipped, no Vulkan device: {e}"),
+        }
     }
     g.finish();
 }

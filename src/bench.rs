@@ -214,7 +214,17 @@ pub fn run(
     let repeat = opts.repeat.max(1);
 
     for choice in &opts.engines {
-        let engines = match build_engines(&set.patterns, choice, &mut |_| {}) {
+        let engines = match build_engines(
+            &set.patterns,
+            choice,
+            opts.block_sizes
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(crate::scan::DEFAULT_BLOCK_SIZE)
+                + overlap,
+            &mut |_| {},
+        ) {
             Ok(e) => e,
             Err(e) => {
                 let name = match choice {

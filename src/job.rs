@@ -60,8 +60,13 @@ impl CarveJob {
         let image = Image::open(&self.image).map_err(|e| e.to_string())?;
         refuse_output_on_image(&self.out_dir, &self.image)?;
         let set = self.catalogue.compile();
-        let engines =
-            build_engines(&set.patterns, &self.engine, warn).map_err(|e| e.to_string())?;
+        let engines = build_engines(
+            &set.patterns,
+            &self.engine,
+            self.scan.block_size + set.max_len().saturating_sub(1),
+            warn,
+        )
+        .map_err(|e| e.to_string())?;
         let mut out =
             OutputDir::create(&self.out_dir, self.force, image.len()).map_err(|e| e.to_string())?;
         let started = SystemTime::now();

@@ -164,6 +164,11 @@ enum Command {
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
     },
+    /// List Vulkan devices (index, name, type, driver, memory heaps), or say why there are none
+    #[command(
+        after_help = "Examples:\n  gpucarve devices\n  gpucarve scan disk.dd --device 0          # use device 0 (implies --engine gpu)\n  gpucarve scan disk.dd --device nvidia     # first device whose name contains 'nvidia'"
+    )]
+    Devices,
     /// List the signature catalogue
     #[command(
         after_help = "Examples:\n  gpucarve signatures\n  gpucarve signatures --signatures my.toml --types jpeg"
@@ -236,8 +241,13 @@ fn run_scan(
         },
         None => args.engine.clone(),
     };
-    let engines =
-        build_engines(&set.patterns, &choice, &mut |m| warn(m)).map_err(|e| e.to_string())?;
+    let engines = build_engines(
+        &set.patterns,
+        &choice,
+        args.block_size + set.max_len().saturating_sub(1),
+        &mut |m| warn(m),
+    )
+    .map_err(|e| e.to_string())?;
     let out: Box<dyn Write> = match output {
         Some(p) => {
             check_not_image(p, image)?;
@@ -493,6 +503,19 @@ fn run_bench(
     Ok(())
 }
 
+fn run_devices() -> Result<(), String> {
+    let devices = gpucarve::engine::gpu::list_devices().map_err(|e| e.to_string())?;
+    for d in &devices {
+        println!("{d}");
+    }
+    if devices.iter().all(|d| d.software) {
+        println!(
+            "note: only software devices: --engine auto uses the CPU engine; --engine gpu or --device runs the shader on them"
+        );
+    }
+    Ok(())
+}
+
 fn run_signatures(args: &CatalogueArgs) -> Result<(), String> {
     let cat = load_catalogue(args)?;
     let mut out = String::new();
@@ -537,6 +560,7 @@ fn main() -> ExitCode {
             *quiet,
         ),
         Command::Signatures { catalogue } => run_signatures(catalogue),
+        Command::Devices => run_devices(),
         Command::Bench {
             image,
             catalogue,

@@ -11,9 +11,10 @@
 //! * [`naive::NaiveEngine`]: the brute-force oracle every other engine is tested against;
 //! * [`cpu::CpuEngine`]: SIMD prefilter (aho-corasick/Teddy) to candidate positions, then exact verification;
 //! * [`pfac`]: the failureless automaton table shared by the GPU shader and its CPU reference;
-//! * `gpu` (feature `gpu`): the PFAC compute shader through Vulkan.
+//! * [`gpu::GpuEngine`]: the PFAC compute shader through Vulkan (loaded at run time).
 
 pub mod cpu;
+pub mod gpu;
 pub mod naive;
 pub mod pfac;
 
@@ -47,8 +48,9 @@ pub trait Engine: Send + Sync {
     /// `out` is not cleared first.
     fn search(&self, haystack: &[u8], out: &mut Vec<Hit>) -> Result<(), EngineError>;
 
-    /// Largest haystack this engine accepts (a GPU's storage buffer range);
-    /// the pipeline sizes its blocks below it. `None`: no limit.
+    /// The largest haystack the engine searches efficiently in one go (a
+    /// GPU's input buffer); the pipeline keeps its blocks, overlap included,
+    /// no larger. `None`: no limit.
     fn max_haystack_len(&self) -> Option<usize> {
         None
     }
@@ -90,24 +92,68 @@ pub struct EngineSet {
     pub fallback: Option<Box<dyn Engine>>,
 }
 
-/// Builds the engines for `choice`. Notes about the choice go to `note`.
+/// Builds the engines for `choice`. `haystack_len` is the largest haystack
+/// the pipeline will pass (block + overlap): GPU buffers are sized to it.
+/// Notes about the choice go to `note`.
 pub fn build_engines(
     patterns: &[Pattern],
     choice: &EngineChoice,
+    haystack_len: usize,
     note: &mut dyn FnMut(String),
 ) -> Result<EngineSet, EngineError> {
     let cpu =
         || -> Result<Box<dyn Engine>, EngineError> { Ok(Box::new(cpu::CpuEngine::new(patterns)?)) };
+    let gpu = |device: gpu::DeviceChoice, allow_software: bool| {
+        let config = gpu::GpuConfig {
+            slot_bytes: haystack_len.max(1 << 16),
+            slots: std::thread::available_parallelism().map_or(2, |n| n.get()) + 1,
+            ..gpu::GpuConfig::default()
+        };
+        gpu::GpuEngine::with_config(patterns, device, allow_software, config)
+    };
     match choice {
-        EngineChoice::Cpu | EngineChoice::Auto => {
-            let _ = note;
+        EngineChoice::Cpu => Ok(EngineSet {
+            primary: cpu()?,
+            fallback: None,
+        }),
+        EngineChoice::Auto => match gpu(gpu::DeviceChoice::Auto, false) {
+            Ok(g) => Ok(EngineSet {
+                primary: Box::new(g),
+                fallback: Some(cpu()?),
+            }),
+            Err(e) => {
+                // No loader, no driver, no device or only a software rasteriser:
+                // the CPU engine is the expected choice, not worth a warning.
+                if !matches!(
+                    e,
+                    gpu::GpuError::NoLoader
+                        | gpu::GpuError::NoDriver
+                        | gpu::GpuError::NoComputeDevice
+                        | gpu::GpuError::SoftwareOnly(_)
+                ) {
+                    note(format!(
+                        "GPU engine unavailable ({e}); using the CPU engine"
+                    ));
+                }
+                Ok(EngineSet {
+                    primary: cpu()?,
+                    fallback: None,
+                })
+            }
+        },
+        EngineChoice::Gpu { device } => {
+            let d = match device.as_deref() {
+                None => gpu::DeviceChoice::Auto,
+                Some(s) => match s.parse::<usize>() {
+                    Ok(i) => gpu::DeviceChoice::Index(i),
+                    Err(_) => gpu::DeviceChoice::NameContains(s.to_string()),
+                },
+            };
+            let g = gpu(d, true).map_err(|e| EngineError::Device(e.to_string()))?;
             Ok(EngineSet {
-                primary: cpu()?,
-                fallback: None,
+                primary: Box::new(g),
+                fallback: Some(cpu()?),
             })
         }
-        EngineChoice::Gpu { .. } => Err(EngineError::Device(
-            "this build has no GPU engine yet".into(),
-        )),
     }
 }

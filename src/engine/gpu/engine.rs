@@ -1,0 +1,773 @@
+//! [`GpuEngine`]: device, pipeline, table buffers and the slot pool.
+
+use std::fmt::Display;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use vulkano::buffer::{Buffer, BufferCreateInfo, BufferUsage, Subbuffer};
+use vulkano::command_buffer::allocator::StandardCommandBufferAllocator;
+use vulkano::command_buffer::{AutoCommandBufferBuilder, CommandBufferUsage, CopyBufferInfo};
+use vulkano::descriptor_set::allocator::StandardDescriptorSetAllocator;
+use vulkano::descriptor_set::{DescriptorSet, WriteDescriptorSet};
+use vulkano::device::{Device, DeviceCreateInfo, Queue, QueueCreateInfo};
+use vulkano::memory::allocator::{AllocationCreateInfo, MemoryTypeFilter, StandardMemoryAllocator};
+use vulkano::pipeline::compute::ComputePipelineCreateInfo;
+use vulkano::pipeline::layout::PipelineDescriptorSetLayoutCreateInfo;
+use vulkano::pipeline::{
+    ComputePipeline, Pipeline, PipelineBindPoint, PipelineLayout, PipelineShaderStageCreateInfo,
+};
+use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
+use vulkano::sync::{self, GpuFuture};
+
+use super::{DeviceChoice, DeviceInfo, GpuError, choose, one_line, open_instance};
+use crate::engine::pfac::PfacTable;
+use crate::engine::{Engine, EngineError, Hit, PatternId};
+use crate::pattern::Pattern;
+
+/// SPIR-V of `shaders/pfac.comp`, compiled (or copied) by `build.rs`.
+static PFAC_SPIRV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/pfac.spv"));
+
+/// `local_size_x` of the shader.
+const WORKGROUP_SIZE: u64 = 64;
+/// Start offsets each invocation handles, at least, in its grid-stride loop
+/// (fewer, fuller invocations; the loop makes any count correct).
+const STARTS_PER_INVOCATION: u64 = 16;
+/// Workgroups per dispatch never exceed this (the minimum every Vulkan
+/// device supports for `maxComputeWorkGroupCount[0]`).
+const MAX_GROUPS: u32 = 65_535;
+/// A haystack is at most 1 GiB whatever the device allows: positions are
+/// 32-bit in the shader and `start + stride` must not wrap.
+const MAX_SLOT_BYTES: usize = 1 << 30;
+/// Results buffers never exceed this, whatever the device allows.
+const MAX_RESULT_BYTES: u64 = 512 << 20;
+/// Words before the hit records in the results buffer: the hit counter and
+/// the "counter passed 2^31" flag.
+const RESULT_HEADER_WORDS: u64 = 2;
+
+/// Tuning of a [`GpuEngine`]; `Default` suits the scan pipeline.
+#[derive(Clone, Debug)]
+pub struct GpuConfig {
+    /// Concurrent searches (each with its own buffers); at least 1.
+    pub slots: usize,
+    /// Input buffer size of each slot, i.e. the largest haystack searched in
+    /// one dispatch; clamped to the device's `maxStorageBufferRange`.
+    pub slot_bytes: usize,
+    /// Hit records each slot's results buffer holds before it first grows.
+    pub initial_hit_capacity: usize,
+    /// Most records a results buffer may grow to; clamped to the device's
+    /// `maxStorageBufferRange` and 512 MiB. Past it, dispatches are split.
+    pub max_hit_capacity: usize,
+    /// Cap on the PFAC automaton's states (see [`PfacTable::build_with_limit`]).
+    pub max_states: usize,
+}
+
+impl Default for GpuConfig {
+    fn default() -> GpuConfig {
+        GpuConfig {
+            slots: 3,
+            slot_bytes: 128 << 20,
+            initial_hit_capacity: 1 << 16,
+            max_hit_capacity: usize::MAX,
+            max_states: crate::engine::pfac::DEFAULT_MAX_STATES,
+        }
+    }
+}
+
+/// The buffers of one in-flight search.
+struct Slot {
+    /// Host-visible copy of the haystack (`slot_bytes`, a multiple of 4).
+    input: Subbuffer<[u8]>,
+    /// `[hit_count, saturated, (pattern, pos) × capacity]`, host-visible.
+    results: Subbuffer<[u32]>,
+    /// Records `results` holds.
+    capacity: u64,
+    /// Bindings 0..=4 of the shader for this slot's buffers.
+    set: Arc<DescriptorSet>,
+}
+
+/// Free slots; `search` blocks until one is free.
+struct SlotPool {
+    free: Mutex<Vec<Slot>>,
+    returned: Condvar,
+}
+
+impl SlotPool {
+    fn lock(&self) -> MutexGuard<'_, Vec<Slot>> {
+        // A panicking holder cannot leave the Vec inconsistent (push/pop only).
+        self.free.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn take(&self) -> Lease<'_> {
+        let mut free = self.lock();
+        loop {
+            if let Some(slot) = free.pop() {
+                return Lease {
+                    pool: self,
+                    slot: Some(slot),
+                };
+            }
+            free = self
+                .returned
+                .wait(free)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// A slot taken from the pool; given back on drop, errors and panics included.
+struct Lease<'a> {
+    pool: &'a SlotPool,
+    slot: Option<Slot>,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            self.pool.lock().push(slot);
+            self.pool.returned.notify_one();
+        }
+    }
+}
+
+/// Maps any vulkano error of a search to [`EngineError::Device`].
+fn device_err<E: Display>(what: &'static str) -> impl FnOnce(E) -> EngineError {
+    move |e| EngineError::Device(format!("{what}: {}", one_line(e)))
+}
+
+/// Maps any vulkano error of the setup to [`GpuError::Init`].
+fn init_err<E: Display>(what: &'static str) -> impl FnOnce(E) -> GpuError {
+    move |e| GpuError::Init(format!("{what}: {}", one_line(e)))
+}
+
+/// PFAC on a Vulkan device.
+///
+/// # Buffers
+///
+/// Built once per engine:
+/// * the table (transitions, per-state output ranges, output pattern ids),
+///   uploaded through a staging buffer into device-local memory, read-only
+///   and shared by every search;
+/// * `slots` slots, each with a host-visible input buffer, a host-visible
+///   results buffer (hit counter + records) and a descriptor set binding
+///   them with the table.
+///
+/// # Concurrency
+///
+/// Worker threads call [`Engine::search`] concurrently; each takes a free
+/// slot (blocking while all are busy), copies its haystack into the slot's
+/// input buffer, submits one dispatch on the shared queue and waits on its
+/// fence, then reads the hits back. With three slots and three or more
+/// workers, the copy-in of block N+1, the dispatch of block N and the
+/// read-back of block N−1 overlap. The input buffer asks for memory that is
+/// both device-local and host-visible (resizable BAR, integrated GPUs,
+/// llvmpipe), and falls back to plain host-visible memory, which the shader
+/// then reads across the bus.
+///
+/// A discrete GPU without host-visible VRAM would do better with a
+/// transfer-queue path: a host-visible staging buffer per slot, a
+/// device-local input buffer, and a `copy_buffer` submitted on a dedicated
+/// transfer queue family (DMA engine), signalling a semaphore that the
+/// compute submission waits on; the copy of block N+1 then runs on the DMA
+/// engine while the compute queue works on block N, and the shader reads
+/// VRAM instead of PCIe. It needs queue-family ownership transfers (or
+/// concurrent sharing) of the input buffers and a second queue; it is not
+/// done here because no such device was available to measure it on.
+///
+/// # Overflow
+///
+/// The shader counts every hit but writes only those that fit. When the
+/// count exceeds the slot's capacity, the slot's results buffer grows to the
+/// next power of two above the count (and stays grown for later blocks) and
+/// the dispatch runs again. When even the largest buffer the device allows
+/// cannot hold the hits, the range of start offsets is halved and each half
+/// runs separately, so every hit is always delivered, however dense.
+pub struct GpuEngine {
+    name: String,
+    info: DeviceInfo,
+    queue: Arc<Queue>,
+    pipeline: Arc<ComputePipeline>,
+    memory: Arc<StandardMemoryAllocator>,
+    descriptors: Arc<StandardDescriptorSetAllocator>,
+    commands: Arc<StandardCommandBufferAllocator>,
+    /// Transitions, out ranges (start, count interleaved), outputs.
+    table: [Subbuffer<[u32]>; 3],
+    states: usize,
+    pool: SlotPool,
+    /// Held while submitting (see `dispatch`).
+    submit: Mutex<()>,
+    slot_bytes: usize,
+    /// Longest walk minus one: how far a walk can read past its start.
+    overlap: usize,
+    /// Per pattern: leading wildcards, subtracted from the walk's start.
+    shifts: Vec<u32>,
+    max_shift: u64,
+    patterns: usize,
+    /// Largest results buffer, in records.
+    max_capacity: u64,
+    max_groups: u32,
+}
+
+impl GpuEngine {
+    /// Builds the table for `patterns` and sets up the device chosen by
+    /// `choice`. `allow_software` lets a CPU-type device (llvmpipe) run the
+    /// engine: true for an explicit `--engine gpu`, false for `--engine auto`.
+    pub fn new(
+        patterns: &[Pattern],
+        choice: DeviceChoice,
+        allow_software: bool,
+    ) -> Result<GpuEngine, GpuError> {
+        GpuEngine::with_config(patterns, choice, allow_software, GpuConfig::default())
+    }
+
+    /// [`new`](Self::new) with explicit tuning.
+    pub fn with_config(
+        patterns: &[Pattern],
+        choice: DeviceChoice,
+        allow_software: bool,
+        config: GpuConfig,
+    ) -> Result<GpuEngine, GpuError> {
+        let table = PfacTable::build_with_limit(patterns, config.max_states)
+            .map_err(|e| GpuError::Build(e.to_string()))?;
+
+        let instance = open_instance()?;
+        let chosen = choose(&instance, &choice, allow_software)?;
+        let props = chosen.device.properties();
+        let max_range = u64::from(props.max_storage_buffer_range);
+        let max_alloc = props.max_memory_allocation_size.unwrap_or(u64::MAX);
+        let max_buffer = max_range.min(max_alloc);
+        let max_groups = props.max_compute_work_group_count[0].clamp(1, MAX_GROUPS);
+
+        let too_big = |what: &str, bytes: usize| {
+            GpuError::Build(format!(
+                "the PFAC {what} ({} KiB) exceeds what {} can bind in one buffer ({} KiB); use fewer patterns or the CPU engine",
+                bytes >> 10,
+                chosen.info.name,
+                max_buffer >> 10
+            ))
+        };
+        if (table.transitions().len() * 4) as u64 > max_buffer {
+            return Err(too_big("transition table", table.transitions().len() * 4));
+        }
+        if (table.outputs().len() * 4) as u64 > max_buffer {
+            return Err(too_big("output list", table.outputs().len() * 4));
+        }
+
+        let slot_bytes =
+            (config.slot_bytes.min(MAX_SLOT_BYTES) as u64).min(max_buffer) as usize & !3;
+        let overlap = table.max_depth().saturating_sub(1);
+        if slot_bytes <= overlap {
+            return Err(GpuError::Build(format!(
+                "a pattern of {} bytes does not fit the {slot_bytes}-byte input buffer",
+                table.max_depth()
+            )));
+        }
+        let max_capacity = ((max_buffer.min(MAX_RESULT_BYTES) / 8).saturating_sub(1))
+            .min(config.max_hit_capacity as u64);
+        if max_capacity < patterns.len() as u64 {
+            return Err(GpuError::Build(format!(
+                "{} patterns can all match at one offset, more than a results buffer of {} can hold",
+                patterns.len(),
+                chosen.info.name
+            )));
+        }
+
+        let (device, mut queues) = Device::new(
+            chosen.device.clone(),
+            DeviceCreateInfo {
+                queue_create_infos: vec![QueueCreateInfo {
+                    queue_family_index: chosen.queue_family,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        )
+        .map_err(init_err("cannot open the Vulkan device"))?;
+        let queue = queues
+            .next()
+            .ok_or_else(|| GpuError::Init("the Vulkan device returned no queue".into()))?;
+
+        let pipeline = create_pipeline(&device)?;
+        let memory = Arc::new(StandardMemoryAllocator::new_default(device.clone()));
+        let descriptors = Arc::new(StandardDescriptorSetAllocator::new(
+            device.clone(),
+            Default::default(),
+        ));
+        let commands = Arc::new(StandardCommandBufferAllocator::new(
+            device.clone(),
+            Default::default(),
+        ));
+
+        let ranges: Vec<u32> = table
+            .out_start()
+            .iter()
+            .zip(table.out_count())
+            .flat_map(|(&s, &c)| [s, c])
+            .collect();
+        let table_buffers = upload_table(
+            &memory,
+            &commands,
+            &queue,
+            [table.transitions(), &ranges, table.outputs()],
+        )?;
+
+        let mut engine = GpuEngine {
+            name: format!("gpu:{}", chosen.info.name),
+            info: chosen.info,
+            queue,
+            pipeline,
+            memory,
+            descriptors,
+            commands,
+            table: table_buffers,
+            states: table.state_count(),
+            pool: SlotPool {
+                free: Mutex::new(Vec::new()),
+                returned: Condvar::new(),
+            },
+            submit: Mutex::new(()),
+            slot_bytes,
+            overlap,
+            shifts: table.shifts().to_vec(),
+            max_shift: table.max_shift() as u64,
+            patterns: patterns.len(),
+            max_capacity,
+            max_groups,
+        };
+        let capacity =
+            (config.initial_hit_capacity as u64).clamp(patterns.len() as u64, max_capacity);
+        let mut slots = Vec::new();
+        for _ in 0..config.slots.max(1) {
+            slots.push(
+                engine
+                    .new_slot(capacity)
+                    .map_err(|e| GpuError::Init(e.to_string()))?,
+            );
+        }
+        engine.pool.free = Mutex::new(slots);
+        Ok(engine)
+    }
+
+    /// The device the engine runs on.
+    pub fn device_info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Number of states of the PFAC automaton.
+    pub fn state_count(&self) -> usize {
+        self.states
+    }
+
+    /// The largest haystack one dispatch searches: the slot input buffer,
+    /// itself bounded by `maxStorageBufferRange` (128 MiB on llvmpipe). The
+    /// pipeline should pass blocks no larger than this; a larger haystack is
+    /// still searched correctly, in overlapping windows.
+    pub fn max_haystack_len(&self) -> usize {
+        self.slot_bytes
+    }
+
+    fn new_slot(&self, capacity: u64) -> Result<Slot, EngineError> {
+        let input = Buffer::new_slice::<u8>(
+            self.memory.clone(),
+            BufferCreateInfo {
+                usage: BufferUsage::STORAGE_BUFFER,
+                ..Default::default()
+            },
+            AllocationCreateInfo {
+                memory_type_filter: MemoryTypeFilter::PREFER_DEVICE
+                    | MemoryTypeFilter::HOST_SEQUENTIAL_WRITE,
+                ..Default::default()
+            },
+            self.slot_bytes as u64,
+        )
+        .map_err(device_err("cannot allocate an input buffer"))?;
+        let (results, set) = self.new_results(&input, capacity)?;
+        Ok(Slot {
+            input,
+            results,
+            capacity,
+            set,
+        })
+    }
+
+    /// A results buffer for `capacity` records and the descriptor set binding it.
+    fn new_results(
+        &self,
+        input: &Subbuffer<[u8]>,
+        capacity: u64,
+    ) -> Result<(Subbuffer<[u32]>, Arc<DescriptorSet>), EngineError> {
+        let results = Buffer::new_slice::<u32>(
+            self.memory.clone(),
+            BufferCreateInfo {
+                usage: BufferUsage::STORAGE_BUFFER,
+                ..Default::default()
+            },
+            AllocationCreateInfo {
+                memory_type_filter: MemoryTypeFilter::PREFER_DEVICE
+                    | MemoryTypeFilter::HOST_RANDOM_ACCESS,
+                ..Default::default()
+            },
+            RESULT_HEADER_WORDS + 2 * capacity,
+        )
+        .map_err(device_err("cannot allocate a results buffer"))?;
+        let layout = self
+            .pipeline
+            .layout()
+            .set_layouts()
+            .first()
+            .ok_or_else(|| EngineError::Device("the PFAC pipeline has no descriptor set".into()))?
+            .clone();
+        let [transitions, ranges, outputs] = &self.table;
+        let set = DescriptorSet::new(
+            self.descriptors.clone(),
+            layout,
+            [
+                WriteDescriptorSet::buffer(0, input.clone()),
+                WriteDescriptorSet::buffer(1, transitions.clone()),
+                WriteDescriptorSet::buffer(2, ranges.clone()),
+                WriteDescriptorSet::buffer(3, outputs.clone()),
+                WriteDescriptorSet::buffer(4, results.clone()),
+            ],
+            [],
+        )
+        .map_err(device_err("cannot create a descriptor set"))?;
+        Ok((results, set))
+    }
+
+    /// Replaces the slot's results buffer with one for at least `count` records.
+    fn grow(&self, slot: &mut Slot, count: u64) -> Result<(), EngineError> {
+        let capacity = count
+            .next_power_of_two()
+            .max(slot.capacity * 2)
+            .min(self.max_capacity);
+        let (results, set) = self.new_results(&slot.input, capacity)?;
+        slot.results = results;
+        slot.set = set;
+        slot.capacity = capacity;
+        Ok(())
+    }
+
+    /// Runs the shader over starts `begin..end` of the haystack (of `len`
+    /// bytes) already in the slot's input buffer. Returns the hit counter,
+    /// or `None` when it passed 2^31 (its true value is then unknown).
+    fn dispatch(
+        &self,
+        slot: &Slot,
+        len: u32,
+        begin: u32,
+        end: u32,
+    ) -> Result<Option<u64>, EngineError> {
+        {
+            let header = slot.results.clone().slice(0..RESULT_HEADER_WORDS);
+            let mut header = header
+                .write()
+                .map_err(device_err("cannot reset the hit counter"))?;
+            header.fill(0);
+        }
+        let capacity = u32::try_from(slot.capacity).unwrap_or(u32::MAX);
+        let layout = self.pipeline.layout().clone();
+        let mut builder = AutoCommandBufferBuilder::primary(
+            self.commands.clone(),
+            self.queue.queue_family_index(),
+            CommandBufferUsage::OneTimeSubmit,
+        )
+        .map_err(device_err("cannot allocate a command buffer"))?;
+        builder
+            .bind_pipeline_compute(self.pipeline.clone())
+            .map_err(device_err("bind pipeline"))?
+            .bind_descriptor_sets(
+                PipelineBindPoint::Compute,
+                layout.clone(),
+                0,
+                slot.set.clone(),
+            )
+            .map_err(device_err("bind descriptor set"))?
+            .push_constants(layout, 0, [len, begin, end, capacity])
+            .map_err(device_err("push constants"))?;
+        let groups = u64::from(end - begin)
+            .div_ceil(WORKGROUP_SIZE * STARTS_PER_INVOCATION)
+            .clamp(1, u64::from(self.max_groups)) as u32;
+        // SAFETY: vulkano's shader safety requirements ask that the shader
+        // stay inside the bound buffers. It does: haystack words are read
+        // only for byte indices < `len` <= slot_bytes (the input buffer's
+        // size, a multiple of 4); every state index comes from the table,
+        // whose transitions only name states < state count (asserted by the
+        // pfac tests), and output ranges index within `outputs`; records are
+        // written only at indices < `capacity`, the number the results
+        // buffer holds after its two header words. `end <= len` (callers).
+        unsafe { builder.dispatch([groups, 1, 1]) }.map_err(device_err("dispatch"))?;
+        let commands = builder
+            .build()
+            .map_err(device_err("cannot build the command buffer"))?;
+        let future = {
+            // vulkano 0.35 locks the state of every buffer of a submission
+            // at once, in an order that differs between descriptor sets;
+            // two threads submitting concurrently (sharing the table
+            // buffers) can deadlock. Submissions are therefore serialised;
+            // they take microseconds, and the waits below stay concurrent.
+            // (Without this lock, 6 of 30 runs of the concurrent test in
+            // tests/gpu.rs deadlocked in `States::from_submit_infos`.)
+            let _submitting = self.submit.lock().unwrap_or_else(PoisonError::into_inner);
+            sync::now(self.queue.device().clone())
+                .then_execute(self.queue.clone(), commands)
+                .map_err(device_err("cannot submit"))?
+                .then_signal_fence_and_flush()
+                .map_err(device_err("cannot submit"))?
+        };
+        future
+            .wait(None)
+            .map_err(device_err("the search failed on the device"))?;
+        drop(future);
+        let header = slot.results.clone().slice(0..RESULT_HEADER_WORDS);
+        let header = header
+            .read()
+            .map_err(device_err("cannot read the hit counter"))?;
+        Ok((header[1] == 0).then_some(u64::from(header[0])))
+    }
+
+    /// Appends the first `count` records of the slot to `packed`, as
+    /// `(pos - base + max_shift) << 32 | pattern`, which sorts by (pos,
+    /// pattern); `base` is the haystack offset of the window.
+    fn read_hits(
+        &self,
+        slot: &Slot,
+        count: u64,
+        base: usize,
+        packed: &mut Vec<u64>,
+    ) -> Result<(), EngineError> {
+        if count == 0 {
+            return Ok(());
+        }
+        let records = slot
+            .results
+            .clone()
+            .slice(RESULT_HEADER_WORDS..RESULT_HEADER_WORDS + 2 * count);
+        let words = records.read().map_err(device_err("cannot read the hits"))?;
+        // A record is (pattern, walk start). The pattern begins `shift`
+        // bytes before the walk's start (its leading wildcards); a pattern
+        // that would begin before the haystack is no hit.
+        let base = base as u64;
+        for r in words.chunks_exact(2) {
+            let (pattern, start) = (r[0], u64::from(r[1]));
+            let shift = u64::from(self.shifts.get(pattern as usize).copied().ok_or_else(|| {
+                EngineError::Device(format!("the device reported unknown pattern {pattern}"))
+            })?);
+            if base + start >= shift {
+                packed.push((start + self.max_shift - shift) << 32 | u64::from(pattern));
+            }
+        }
+        Ok(())
+    }
+
+    /// Searches `window` (at most `slot_bytes`), reporting only hits that
+    /// start in `0..starts_end`, with positions offset by `base`.
+    fn search_window(
+        &self,
+        slot: &mut Slot,
+        window: &[u8],
+        starts_end: usize,
+        base: usize,
+        out: &mut Vec<Hit>,
+    ) -> Result<(), EngineError> {
+        let len = u32::try_from(window.len())
+            .map_err(|_| EngineError::Device("window over 4 GiB".into()))?;
+        let starts_end = u32::try_from(starts_end.min(window.len())).unwrap_or(len);
+        {
+            let padded = window.len().next_multiple_of(4) as u64;
+            let input = slot.input.clone().slice(0..padded);
+            let mut input = input
+                .write()
+                .map_err(device_err("cannot write the input buffer"))?;
+            input[..window.len()].copy_from_slice(window);
+        }
+        let mut packed: Vec<u64> = Vec::new();
+        let mut ranges = vec![(0u32, starts_end)];
+        while let Some((begin, end)) = ranges.pop() {
+            let count = self.dispatch(slot, len, begin, end)?;
+            match count {
+                Some(count) if count <= slot.capacity => {
+                    self.read_hits(slot, count, base, &mut packed)?;
+                    continue;
+                }
+                // Too many for this buffer, but one buffer could hold them:
+                // grow (for good) and run the same range again.
+                Some(count) if count <= self.max_capacity && self.grow(slot, count).is_ok() => {
+                    ranges.push((begin, end));
+                    continue;
+                }
+                _ => {}
+            }
+            // More hits than the largest buffer holds (or it could not be
+            // allocated): split the start range.
+            if end - begin <= 1 {
+                return Err(EngineError::Device(format!(
+                    "more hits at offset {} than a results buffer of {} records can hold",
+                    base + begin as usize,
+                    slot.capacity
+                )));
+            }
+            let mid = begin + (end - begin) / 2;
+            ranges.push((mid, end));
+            ranges.push((begin, mid));
+        }
+        packed.sort_unstable();
+        let max_shift = self.max_shift as usize;
+        out.extend(packed.iter().map(|&x| Hit {
+            pos: base + (x >> 32) as usize - max_shift,
+            pattern: x as PatternId,
+        }));
+        Ok(())
+    }
+}
+
+impl Engine for GpuEngine {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn search(&self, haystack: &[u8], out: &mut Vec<Hit>) -> Result<(), EngineError> {
+        if haystack.is_empty() {
+            return Ok(());
+        }
+        let mut lease = self.pool.take();
+        let slot = lease
+            .slot
+            .as_mut()
+            .ok_or_else(|| EngineError::Device("slot pool corrupted".into()))?;
+        // One window when the haystack fits the slot (the normal case);
+        // otherwise overlapping windows, each owning the walk starts before
+        // its last `overlap` bytes (the next window re-reads those).
+        let first = out.len();
+        let mut windows = 0;
+        let mut begin = 0;
+        while begin < haystack.len() {
+            let end = (begin + self.slot_bytes).min(haystack.len());
+            let starts_end = if end == haystack.len() {
+                end
+            } else {
+                end - self.overlap
+            };
+            self.search_window(slot, &haystack[begin..end], starts_end - begin, begin, out)?;
+            windows += 1;
+            begin = starts_end;
+        }
+        // A pattern with leading wildcards found early in one window can
+        // begin before hits the previous window reported.
+        if windows > 1 {
+            out[first..].sort_unstable();
+        }
+        Ok(())
+    }
+
+    fn max_haystack_len(&self) -> Option<usize> {
+        Some(self.slot_bytes)
+    }
+}
+
+impl std::fmt::Debug for GpuEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuEngine")
+            .field("device", &self.info.name)
+            .field("states", &self.states)
+            .field("patterns", &self.patterns)
+            .field("slot_bytes", &self.slot_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Loads the SPIR-V and builds the compute pipeline (layout reflected from it).
+fn create_pipeline(device: &Arc<Device>) -> Result<Arc<ComputePipeline>, GpuError> {
+    let words = vulkano::shader::spirv::bytes_to_words(PFAC_SPIRV)
+        .map_err(init_err("corrupt PFAC SPIR-V"))?;
+    // SAFETY: the code is `shaders/pfac.comp` compiled by glslc or
+    // glslangValidator in build.rs (or the committed copy that
+    // .ci/check-spirv keeps identical to glslc's output), i.e. valid SPIR-V;
+    // vulkano still parses it and checks its capabilities against the device.
+    let module = unsafe { ShaderModule::new(device.clone(), ShaderModuleCreateInfo::new(&words)) }
+        .map_err(init_err("cannot load the PFAC shader"))?;
+    let entry = module
+        .entry_point("main")
+        .ok_or_else(|| GpuError::Init("the PFAC shader has no `main`".into()))?;
+    let stage = PipelineShaderStageCreateInfo::new(entry);
+    let layout_info = PipelineDescriptorSetLayoutCreateInfo::from_stages([&stage])
+        .into_pipeline_layout_create_info(device.clone())
+        .map_err(|e| GpuError::Init(format!("PFAC pipeline layout: {}", one_line(e.error))))?;
+    let layout = PipelineLayout::new(device.clone(), layout_info)
+        .map_err(init_err("PFAC pipeline layout"))?;
+    ComputePipeline::new(
+        device.clone(),
+        None,
+        ComputePipelineCreateInfo::stage_layout(stage, layout),
+    )
+    .map_err(init_err("cannot create the PFAC pipeline"))
+}
+
+/// Copies the table arrays into device-local buffers through staging buffers.
+fn upload_table(
+    memory: &Arc<StandardMemoryAllocator>,
+    commands: &Arc<StandardCommandBufferAllocator>,
+    queue: &Arc<Queue>,
+    parts: [&[u32]; 3],
+) -> Result<[Subbuffer<[u32]>; 3], GpuError> {
+    let mut builder = AutoCommandBufferBuilder::primary(
+        commands.clone(),
+        queue.queue_family_index(),
+        CommandBufferUsage::OneTimeSubmit,
+    )
+    .map_err(init_err("cannot allocate a command buffer"))?;
+    let mut out = Vec::with_capacity(3);
+    for data in parts {
+        // Buffers cannot be empty; a lone padding word is never read.
+        let len = data.len().max(1) as u64;
+        let staging = Buffer::new_slice::<u32>(
+            memory.clone(),
+            BufferCreateInfo {
+                usage: BufferUsage::TRANSFER_SRC,
+                ..Default::default()
+            },
+            AllocationCreateInfo {
+                memory_type_filter: MemoryTypeFilter::PREFER_HOST
+                    | MemoryTypeFilter::HOST_SEQUENTIAL_WRITE,
+                ..Default::default()
+            },
+            len,
+        )
+        .map_err(init_err("cannot allocate a staging buffer"))?;
+        {
+            let mut w = staging
+                .write()
+                .map_err(init_err("cannot write a staging buffer"))?;
+            w.fill(0);
+            w[..data.len()].copy_from_slice(data);
+        }
+        let table = Buffer::new_slice::<u32>(
+            memory.clone(),
+            BufferCreateInfo {
+                usage: BufferUsage::STORAGE_BUFFER | BufferUsage::TRANSFER_DST,
+                ..Default::default()
+            },
+            AllocationCreateInfo {
+                memory_type_filter: MemoryTypeFilter::PREFER_DEVICE,
+                ..Default::default()
+            },
+            len,
+        )
+        .map_err(init_err("cannot allocate the PFAC table"))?;
+        builder
+            .copy_buffer(CopyBufferInfo::buffers(staging, table.clone()))
+            .map_err(init_err("cannot record the table upload"))?;
+        out.push(table);
+    }
+    let upload = builder
+        .build()
+        .map_err(init_err("cannot record the table upload"))?;
+    sync::now(queue.device().clone())
+        .then_execute(queue.clone(), upload)
+        .map_err(init_err("cannot upload the PFAC table"))?
+        .then_signal_fence_and_flush()
+        .map_err(init_err("cannot upload the PFAC table"))?
+        .wait(None)
+        .map_err(init_err("cannot upload the PFAC table"))?;
+    let [a, b, c]: [Subbuffer<[u32]>; 3] = out
+        .try_into()
+        .map_err(|_| GpuError::Init("table upload lost a buffer".into()))?;
+    Ok([a, b, c])
+}
