@@ -37,7 +37,7 @@
 //!
 //! **Cluster size**: `--cluster-size`, else estimated from the starts of the
 //! complete files carved so far: the largest power of two (512 B … 1 MiB)
-//! modulo which at least 60% of them share the candidate's own phase; 512 when
+//! modulo which at least 75% of them share the candidate's own phase; 512 when
 //! fewer than 4 complete files are known. Splits and second starts are taken
 //! relative to the candidate's start, so a file system whose data area is not
 //! aligned to the cluster size in absolute terms works too.
@@ -110,6 +110,8 @@ pub struct Fragments {
     pub cluster_size: Option<u64>,
     pub limits: FragLimits,
     starts: Vec<u64>,
+    /// End of the furthest complete file (starts inside it are embedded files, not counted).
+    complete_end: u64,
 }
 
 /// Most complete-file starts remembered for the estimate.
@@ -121,6 +123,7 @@ impl Fragments {
             cluster_size: cluster_size.filter(|&c| c > 0),
             limits: FragLimits::default(),
             starts: Vec::new(),
+            complete_end: 0,
         }
     }
 
@@ -153,7 +156,10 @@ impl Fragments {
     ) -> (Option<Verdict>, Option<Vec<(u64, u64)>>) {
         let try_it = match &verdict {
             Some(v) if v.status == Status::Complete => {
-                self.note_complete(start);
+                if start >= self.complete_end {
+                    self.note_complete(start);
+                }
+                self.complete_end = self.complete_end.max(start.saturating_add(v.length));
                 false
             }
             Some(v) => v.status == Status::Partial && supported(validator),
@@ -181,7 +187,7 @@ impl Fragments {
     }
 }
 
-/// Largest power of two in 512..=1 MiB modulo which at least 60% of `starts`
+/// Largest power of two in 512..=1 MiB modulo which at least 75% of `starts`
 /// share `start`'s phase; 512 with fewer than 4 starts.
 pub fn estimate_cluster(starts: &[u64], start: u64) -> u64 {
     if starts.len() < 4 {
@@ -191,7 +197,7 @@ pub fn estimate_cluster(starts: &[u64], start: u64) -> u64 {
     let mut p = 512u64;
     while p <= 1 << 20 {
         let same = starts.iter().filter(|&&s| s % p == start % p).count();
-        if same * 10 >= starts.len() * 6 {
+        if same * 4 >= starts.len() * 3 {
             best = p;
         }
         p <<= 1;
@@ -284,7 +290,9 @@ fn read_exact(r: &dyn ByteReader, off: u64, buf: &mut [u8]) -> bool {
         let Some(dst) = buf.get_mut(done..) else {
             break;
         };
-        let got = r.read_at(off.saturating_add(done as u64), dst).min(dst.len());
+        let got = r
+            .read_at(off.saturating_add(done as u64), dst)
+            .min(dst.len());
         if got == 0 {
             break;
         }
@@ -501,6 +509,21 @@ fn for_each_piece(
     true
 }
 
+/// True when the second fragment is the tail of another copy of the file:
+/// the signature `sig` sits exactly `split` bytes before it (a contiguous
+/// copy starting there), so the join would only graft that copy's body onto
+/// this header.
+fn tail_of_copy(r: &dyn ByteReader, j: &TwoRuns, sig: &[u8]) -> bool {
+    let Some(copy) = j.b.checked_sub(j.split) else {
+        return false;
+    };
+    let mut buf = [0u8; 8];
+    let Some(dst) = buf.get_mut(..sig.len()) else {
+        return false;
+    };
+    copy != j.a && read_exact(r, copy, dst) && dst == sig
+}
+
 /// Runs the registered validator over a join; `Complete` past the split → the file's length.
 fn validate_join(name: &str, j: &TwoRuns, b: &mut Budget) -> Option<Verdict> {
     if !b.bytes(j.len.min(64 << 20)) {
@@ -518,7 +541,8 @@ mod png {
     fn plausible(h: &[u8; 8]) -> Option<(u64, [u8; 4])> {
         let len = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
         let ty = [h[4], h[5], h[6], h[7]];
-        (len <= 0x7fff_ffff && ty.iter().all(u8::is_ascii_alphabetic)).then_some((u64::from(len), ty))
+        (len <= 0x7fff_ffff && ty.iter().all(u8::is_ascii_alphabetic))
+            .then_some((u64::from(len), ty))
     }
 
     /// Walks the chunks; returns the offset of the first chunk that fails
@@ -686,7 +710,7 @@ mod png {
                 ok.then(|| c.finalize())?
             }
         };
-        if crc != u32::from_be_bytes(stored) {
+        if crc != u32::from_be_bytes(stored) || tail_of_copy(j.r, j, SIG) {
             return None;
         }
         let v = validate_join("png", j, b)?;
@@ -745,7 +769,7 @@ mod zip {
                 return last.map(|l| (l, pos.min(max_len)));
             }
             if &h[..4] == CDH {
-                return None;
+                return cd_break(r, start, pos, max_len);
             }
             if &h[..4] != LFH {
                 return last.map(|l| (l, pos));
@@ -787,11 +811,36 @@ mod zip {
         None
     }
 
+    /// The central-directory walk from `pos`: `None` when it reaches the
+    /// EOCD intact, else `(last good central header, break offset)`.
+    fn cd_break(r: &dyn ByteReader, start: u64, mut pos: u64, max_len: u64) -> Option<(u64, u64)> {
+        let mut last = None;
+        for _ in 0..65_536 {
+            let mut h = [0u8; 46];
+            let ok = pos + 46 <= max_len && read_exact(r, start + pos, &mut h);
+            if ok && &h[..4] == EOCD {
+                return None;
+            }
+            if !ok || &h[..4] != CDH {
+                return last.map(|l| (l, pos.min(max_len)));
+            }
+            last = Some(pos);
+            pos += 46 + le16(&h, 28) + le16(&h, 30) + le16(&h, 32);
+        }
+        None
+    }
+
     pub(super) enum Inflate {
         /// Stream ended: bytes consumed, bytes produced, CRC-32 of the output.
-        Ok { consumed: u64, out: u64, crc: u32 },
+        Ok {
+            consumed: u64,
+            out: u64,
+            crc: u32,
+        },
         /// Invalid data at about this input offset (relative to the data start).
-        Err { at: u64 },
+        Err {
+            at: u64,
+        },
         Budget,
     }
 
@@ -1016,7 +1065,7 @@ mod zip {
             });
             p += 46 + nl + xl + cl;
         }
-        if p != cd_end {
+        if p != cd_end || tail_of_copy(j.r, j, LFH) {
             return None;
         }
         // The entry spanning the split must be checked; then the others.
