@@ -138,10 +138,11 @@ fn fragmented(file: &[u8], split: usize, a: u64, b: u64, len: usize) -> Vec<u8> 
     image(len, &[(a, &file[..split]), (b, &file[split..])])
 }
 
-fn try_recover(name: &str, img: &Vec<u8>, start: u64) -> gpucarve::carve::fragments::Attempt {
+fn try_recover(name: &str, img: &[u8], start: u64) -> gpucarve::carve::fragments::Attempt {
+    let img = img.to_vec();
     recover(
         name,
-        img,
+        &img,
         start,
         img.len() as u64 - start,
         CL,

@@ -261,7 +261,7 @@ impl Budget {
     fn cand(&mut self) -> bool {
         self.cands += 1;
         if self.cands > self.lim.max_candidates
-            || (self.cands % 512 == 0 && self.t0.elapsed() > self.lim.max_time)
+            || (self.cands.is_multiple_of(512) && self.t0.elapsed() > self.lim.max_time)
         {
             self.exhausted = true;
         }
