@@ -97,6 +97,9 @@ enum Command {
         /// Also write files found inside other files (thumbnails, images in archives)
         #[arg(long)]
         keep_embedded: bool,
+        /// Cluster size in bytes for bifragment recovery (default: estimated from file starts)
+        #[arg(long, value_name = "BYTES", value_parser = parse_cluster_size)]
+        cluster_size: Option<u64>,
         /// Carve into a folder that already holds a carving, overwriting its reports
         #[arg(long)]
         force: bool,
@@ -316,6 +319,7 @@ fn run_carve(
     keep: &[Status],
     no_write: bool,
     keep_embedded: bool,
+    cluster_size: Option<u64>,
     force: bool,
     hash_image: bool,
     quiet: bool,
@@ -333,6 +337,7 @@ fn run_carve(
             write: !no_write,
             hash_unwritten: true,
             keep_embedded,
+            cluster_size,
         },
         force,
         hash_image,
@@ -594,6 +599,7 @@ fn main() -> ExitCode {
             keep,
             no_write,
             keep_embedded,
+            cluster_size,
             force,
             hash_image,
             quiet,
@@ -605,6 +611,7 @@ fn main() -> ExitCode {
             keep,
             *no_write,
             *keep_embedded,
+            *cluster_size,
             *force,
             *hash_image,
             *quiet,
@@ -624,4 +631,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--cluster-size`: a power of two of at least 512 bytes.
+fn parse_cluster_size(s: &str) -> Result<u64, String> {
+    let v: u64 = s.parse().map_err(|e| format!("{e}"))?;
+    if v < 512 || !v.is_power_of_two() {
+        return Err("must be a power of two of at least 512".into());
+    }
+    Ok(v)
 }

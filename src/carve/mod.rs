@@ -24,6 +24,7 @@
 //! file bytes are streamed through fixed buffers.
 
 pub mod extent;
+pub mod fragments;
 pub mod output;
 pub mod validators;
 
@@ -134,6 +135,8 @@ pub struct CarveOptions {
     pub hash_unwritten: bool,
     /// Write files found inside complete files as well.
     pub keep_embedded: bool,
+    /// Cluster size for bifragment recovery (`None`: estimated; see [`fragments`]).
+    pub cluster_size: Option<u64>,
 }
 
 impl Default for CarveOptions {
@@ -143,6 +146,7 @@ impl Default for CarveOptions {
             write: true,
             hash_unwritten: true,
             keep_embedded: false,
+            cluster_size: None,
         }
     }
 }
@@ -303,6 +307,10 @@ fn carve_events(
     let mut parents: Vec<Parent> = Vec::new();
     let mut seen_starts: BTreeMap<(u64, usize), ()> = BTreeMap::new();
     let mut resolved: Vec<(Candidate, extent::Extent)> = Vec::new();
+    // >>> bifragment recovery (fragments.rs): state and the runs of proven joins.
+    let mut frags = fragments::Fragments::new(opts.cluster_size);
+    let mut joined_runs: BTreeMap<(u64, usize), Vec<ByteRun>> = BTreeMap::new();
+    // <<< bifragment recovery
 
     for batch in rx {
         for ev in batch {
@@ -316,7 +324,16 @@ fn carve_events(
                     match &t.validator {
                         Some(v) => {
                             let max_len = t.max_size.min(image.len().saturating_sub(c.start));
-                            match validators::validate(v, &bytes, c.start, Limits { max_len }) {
+                            let verdict =
+                                validators::validate(v, &bytes, c.start, Limits { max_len });
+                            // >>> bifragment recovery: a Partial PNG/ZIP may be two fragments.
+                            let (verdict, runs) =
+                                frags.after_validate(v, &bytes, c.start, max_len, verdict);
+                            if let Some(runs) = runs {
+                                joined_runs.insert((c.start, c.type_index), to_byte_runs(&runs));
+                            }
+                            // <<< bifragment recovery
+                            match verdict {
                                 Some(verdict)
                                     if verdict.length >= t.min_size.min(max_len)
                                         && verdict.length > 0 =>
@@ -349,9 +366,11 @@ fn carve_events(
             if !resolved.is_empty() {
                 resolved.sort_by_key(|(c, _)| (c.start, c.type_index));
                 for (c, ext) in resolved.drain(..) {
+                    let runs = joined_runs.remove(&(c.start, c.type_index));
                     emit(
                         c,
                         ext,
+                        runs,
                         catalogue,
                         opts,
                         &bytes,
@@ -368,9 +387,11 @@ fn carve_events(
     rules.finish(image.len(), &mut resolved);
     resolved.sort_by_key(|(c, _)| (c.start, c.type_index));
     for (c, ext) in resolved.drain(..) {
+        let runs = joined_runs.remove(&(c.start, c.type_index));
         emit(
             c,
             ext,
+            runs,
             catalogue,
             opts,
             &bytes,
@@ -388,6 +409,7 @@ fn carve_events(
 fn emit(
     c: Candidate,
     ext: extent::Extent,
+    joined: Option<Vec<ByteRun>>,
     catalogue: &Catalogue,
     opts: &CarveOptions,
     bytes: &ImageBytes<'_>,
@@ -406,11 +428,16 @@ fn emit(
     totals.found += 1;
     let id = totals.found;
     let file_type = ext.subtype.clone().unwrap_or_else(|| t.name.clone());
-    let runs = vec![ByteRun {
-        file_offset: 0,
-        img_offset: c.start,
-        len: ext.length,
-    }];
+    // A proven bifragment join brings its own runs; its first run is what
+    // may hold embedded files.
+    let runs = joined.unwrap_or_else(|| {
+        vec![ByteRun {
+            file_offset: 0,
+            img_offset: c.start,
+            len: ext.length,
+        }]
+    });
+    let first_run_end = runs.first().map_or(c.start, |r| r.img_offset + r.len);
     let mut file = CarvedFile {
         id,
         file_type: file_type.clone(),
@@ -447,7 +474,7 @@ fn emit(
     if ext.status == Status::Complete && parent.is_none() {
         parents.push(Parent {
             start: c.start,
-            end: c.start + ext.length,
+            end: first_run_end,
             id,
         });
     }
@@ -459,6 +486,22 @@ fn emit(
     e.1 += file.length;
     report.file(&file).map_err(CarveError::Report)?;
     Ok(())
+}
+
+/// Byte runs of a proven join from `(image offset, length)` pairs.
+fn to_byte_runs(runs: &[(u64, u64)]) -> Vec<ByteRun> {
+    let mut file_offset = 0;
+    runs.iter()
+        .map(|&(img_offset, len)| {
+            let r = ByteRun {
+                file_offset,
+                img_offset,
+                len,
+            };
+            file_offset += len;
+            r
+        })
+        .collect()
 }
 
 /// File extension for a carved file: the subtype's own name when it is one

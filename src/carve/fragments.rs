@@ -1,0 +1,1173 @@
+//! Bifragment gap carving: recovering a file stored in two pieces.
+//!
+//! When a structure validator reports `Partial` for a PNG or ZIP (its
+//! structure breaks partway), the file may simply be fragmented: its first
+//! fragment runs from the header to a cluster boundary at or before the break,
+//! and its second fragment starts at a cluster-aligned position elsewhere (in
+//! order: after a gap following the first fragment; out of order: before the
+//! header). This module searches for that second fragment and accepts a join
+//! only when the format itself proves it:
+//!
+//! * **PNG**: our own chunk walk finds the chunk at which the CRC chain breaks
+//!   (`pos`). The split `S` (relative to the header) is a cluster multiple in
+//!   `[pos, pos + 12 + length)` (the breaking chunk spans the join; when its
+//!   header is itself foreign, `S ≤ pos + 8`). For every split the CRC of the
+//!   chunk's bytes before the split is computed once and kept; a candidate
+//!   second start `s2` is then tested cheaply (the joined chunk header is
+//!   plausible, the next chunk header after it is plausible, the chunk's CRC
+//!   continued over the bytes at `s2` matches the stored CRC) and finally the
+//!   full PNG validator must return `Complete` over the joined virtual file.
+//! * **ZIP**: our own local-header walk finds the entry in which the walk
+//!   breaks. Candidate end-of-central-directory records (`PK\5\6`) are searched
+//!   after the break (and before the header, out of order); each one fixes the
+//!   gap exactly (its position minus the central directory's end). For each
+//!   cluster-aligned split in the breaking entry, the joined file must have:
+//!   every central header parsed up to exactly the EOCD, every central
+//!   header's local-header offset landing on a `PK\3\4` with the same name, and
+//!   the CRC-32 of the entry spanning the split (stored or inflated with
+//!   flate2) equal to the central directory's; then every other stored or
+//!   deflated entry's CRC is checked while the byte budget lasts. When a ZIP
+//!   validator is registered and disagrees (`Partial`), the join is refused.
+//! * **JPEG**: no checksum. A join would need a baseline entropy decode across
+//!   it; that is not implemented yet, so fragmented JPEGs stay `partial`.
+//!
+//! A proven join becomes a `complete` file with two byte runs and a note
+//! `bifragment join proven by …`; the number of candidates tried is noted
+//! either way.
+//!
+//! **Cluster size**: `--cluster-size`, else estimated from the starts of the
+//! complete files carved so far: the largest power of two (512 B … 1 MiB)
+//! modulo which at least 75% of them share the candidate's own phase; 512 when
+//! fewer than 4 complete files are known. Splits and second starts are taken
+//! relative to the candidate's start, so a file system whose data area is not
+//! aligned to the cluster size in absolute terms works too.
+//!
+//! **Bounds** (per file, [`FragLimits`]): splits tried, gap searched (bytes
+//! either side), candidate (split, second start) pairs, bytes read for
+//! checksums and validation, and wall time. Reads go through a small block
+//! cache (fixed size); nothing is allocated in proportion to a length field
+//! (central directories are walked record by record; at most 65 535 entries,
+//! the 16-bit EOCD count).
+
+use std::time::{Duration, Instant};
+
+use super::validators::{self, ByteReader, Limits, Status, Verdict};
+
+/// Per-file bounds of the search.
+#[derive(Clone, Copy, Debug)]
+pub struct FragLimits {
+    /// Largest gap searched (bytes), after the first fragment and before the header.
+    pub max_gap: u64,
+    /// Most split points tried.
+    pub max_splits: u64,
+    /// Most (split, second start) candidates tried.
+    pub max_candidates: u64,
+    /// Most bytes read for checksums, inflation and full validation.
+    pub max_bytes: u64,
+    /// Wall-time cap.
+    pub max_time: Duration,
+}
+
+impl Default for FragLimits {
+    fn default() -> Self {
+        FragLimits {
+            max_gap: 64 << 20,
+            max_splits: 4096,
+            max_candidates: 4_000_000,
+            max_bytes: 512 << 20,
+            max_time: Duration::from_secs(3),
+        }
+    }
+}
+
+/// A proven two-fragment file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Joined {
+    /// `(image offset, length)` of each fragment, in file order.
+    pub runs: Vec<(u64, u64)>,
+    /// Total length.
+    pub length: u64,
+    pub subtype: Option<String>,
+    pub notes: Vec<String>,
+}
+
+/// The result of a recovery attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    pub joined: Option<Joined>,
+    /// Candidates tried, why it stopped (for the report).
+    pub note: String,
+}
+
+/// True for the validators this module can recover.
+pub fn supported(validator: &str) -> bool {
+    matches!(validator, "png" | "zip")
+}
+
+/// Carver-side state: the cluster-size estimate and the limits.
+#[derive(Clone, Debug)]
+pub struct Fragments {
+    pub cluster_size: Option<u64>,
+    pub limits: FragLimits,
+    starts: Vec<u64>,
+    /// End of the furthest complete file (starts inside it are embedded files, not counted).
+    complete_end: u64,
+}
+
+/// Most complete-file starts remembered for the estimate.
+const MAX_STARTS: usize = 1 << 16;
+
+impl Fragments {
+    pub fn new(cluster_size: Option<u64>) -> Self {
+        Fragments {
+            cluster_size: cluster_size.filter(|&c| c > 0),
+            limits: FragLimits::default(),
+            starts: Vec::new(),
+            complete_end: 0,
+        }
+    }
+
+    /// Records the start of a complete file (for the cluster-size estimate).
+    pub fn note_complete(&mut self, start: u64) {
+        if self.starts.len() < MAX_STARTS {
+            self.starts.push(start);
+        }
+    }
+
+    /// The cluster size to use for a candidate at `start`.
+    pub fn cluster_for(&self, start: u64) -> u64 {
+        if let Some(c) = self.cluster_size {
+            return c;
+        }
+        estimate_cluster(&self.starts, start)
+    }
+
+    /// The carver's hook: given the validator's verdict for a candidate,
+    /// tries a bifragment recovery when it is a `Partial` PNG/ZIP (or a ZIP
+    /// the validator rejected). Returns the verdict to use and, for a proven
+    /// join, its byte runs.
+    pub fn after_validate(
+        &mut self,
+        validator: &str,
+        r: &dyn ByteReader,
+        start: u64,
+        max_len: u64,
+        verdict: Option<Verdict>,
+    ) -> (Option<Verdict>, Option<Vec<(u64, u64)>>) {
+        let try_it = match &verdict {
+            Some(v) if v.status == Status::Complete => {
+                if start >= self.complete_end {
+                    self.note_complete(start);
+                }
+                self.complete_end = self.complete_end.max(start.saturating_add(v.length));
+                false
+            }
+            Some(v) => v.status == Status::Partial && supported(validator),
+            None => validator == "zip",
+        };
+        if !try_it {
+            return (verdict, None);
+        }
+        let cl = self.cluster_for(start);
+        let a = recover(validator, r, start, max_len, cl, &self.limits);
+        match (a.joined, verdict) {
+            (Some(j), _) => {
+                let mut v = Verdict::complete(j.length);
+                v.subtype = j.subtype;
+                v.notes = j.notes;
+                v.notes.push(a.note);
+                (Some(v), Some(j.runs))
+            }
+            (None, Some(mut v)) => {
+                v.notes.push(a.note);
+                (Some(v), None)
+            }
+            (None, None) => (None, None),
+        }
+    }
+}
+
+/// Largest power of two in 512..=1 MiB modulo which at least 75% of `starts`
+/// share `start`'s phase; 512 with fewer than 4 starts.
+pub fn estimate_cluster(starts: &[u64], start: u64) -> u64 {
+    if starts.len() < 4 {
+        return 512;
+    }
+    let mut best = 512;
+    let mut p = 512u64;
+    while p <= 1 << 20 {
+        let same = starts.iter().filter(|&&s| s % p == start % p).count();
+        if same * 4 >= starts.len() * 3 {
+            best = p;
+        }
+        p <<= 1;
+    }
+    best
+}
+
+/// Tries to recover the file of type `validator` whose header is at `start`.
+pub fn recover(
+    validator: &str,
+    r: &dyn ByteReader,
+    start: u64,
+    max_len: u64,
+    cluster: u64,
+    limits: &FragLimits,
+) -> Attempt {
+    let cluster = cluster.max(1);
+    let max_len = max_len.min(r.len().saturating_sub(start));
+    let mut b = Budget::new(*limits);
+    let joined = match validator {
+        "png" => png::recover(r, start, max_len, cluster, &mut b),
+        "zip" => zip::recover(r, start, max_len, cluster, &mut b),
+        _ => None,
+    };
+    let why = if joined.is_some() {
+        "join found"
+    } else if b.exhausted {
+        "search budget exhausted"
+    } else {
+        "no join proven"
+    };
+    Attempt {
+        joined,
+        note: format!(
+            "fragment search ({validator}, cluster {cluster}): {} candidates, {} bytes checked, {why}",
+            b.cands, b.bytes
+        ),
+    }
+}
+
+/// Counts candidates, bytes and time against the limits.
+struct Budget {
+    lim: FragLimits,
+    cands: u64,
+    bytes: u64,
+    t0: Instant,
+    exhausted: bool,
+}
+
+impl Budget {
+    fn new(lim: FragLimits) -> Self {
+        Budget {
+            lim,
+            cands: 0,
+            bytes: 0,
+            t0: Instant::now(),
+            exhausted: false,
+        }
+    }
+    /// Counts one candidate; false when a limit is reached.
+    fn cand(&mut self) -> bool {
+        self.cands += 1;
+        if self.cands > self.lim.max_candidates
+            || (self.cands.is_multiple_of(512) && self.t0.elapsed() > self.lim.max_time)
+        {
+            self.exhausted = true;
+        }
+        !self.exhausted
+    }
+    /// Counts `n` bytes read; false when a limit is reached.
+    fn bytes(&mut self, n: u64) -> bool {
+        self.bytes = self.bytes.saturating_add(n);
+        if self.bytes > self.lim.max_bytes || self.t0.elapsed() > self.lim.max_time {
+            self.exhausted = true;
+        }
+        !self.exhausted
+    }
+    fn ok(&self) -> bool {
+        !self.exhausted
+    }
+}
+
+/// Reads exactly `buf.len()` bytes at `off`.
+fn read_exact(r: &dyn ByteReader, off: u64, buf: &mut [u8]) -> bool {
+    let mut done = 0;
+    for _ in 0..4 {
+        if done == buf.len() {
+            break;
+        }
+        let Some(dst) = buf.get_mut(done..) else {
+            break;
+        };
+        let got = r
+            .read_at(off.saturating_add(done as u64), dst)
+            .min(dst.len());
+        if got == 0 {
+            break;
+        }
+        done += got;
+    }
+    done == buf.len()
+}
+
+/// A virtual file: `[a, a + split)` of the image, then bytes from `b` on, `len` bytes in all.
+#[derive(Clone, Copy)]
+pub struct TwoRuns<'a> {
+    r: &'a dyn ByteReader,
+    a: u64,
+    split: u64,
+    b: u64,
+    len: u64,
+}
+
+impl<'a> TwoRuns<'a> {
+    /// The join of `[a, a + split)` and `[b, …)`; its length is bounded by the
+    /// image, by `max_len` and, out of order (`b < a`), by the header.
+    pub fn new(r: &'a dyn ByteReader, a: u64, split: u64, b: u64, max_len: u64) -> Self {
+        let second = if b < a {
+            a - b
+        } else {
+            r.len().saturating_sub(b)
+        };
+        TwoRuns {
+            r,
+            a,
+            split,
+            b,
+            len: split.saturating_add(second).min(max_len),
+        }
+    }
+    /// Image offset of virtual offset `off`.
+    fn map(&self, off: u64) -> u64 {
+        if off < self.split {
+            self.a + off
+        } else {
+            self.b + (off - self.split)
+        }
+    }
+    /// The byte runs of the first `length` bytes.
+    fn runs(&self, length: u64) -> Vec<(u64, u64)> {
+        vec![
+            (self.a, self.split.min(length)),
+            (self.b, length.saturating_sub(self.split)),
+        ]
+    }
+}
+
+impl ByteReader for TwoRuns<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let off = offset + done as u64;
+            if off >= self.len {
+                break;
+            }
+            let piece_end = if off < self.split {
+                self.split
+            } else {
+                self.len
+            };
+            let want = usize::try_from(piece_end.min(self.len) - off)
+                .map_or(buf.len() - done, |w| w.min(buf.len() - done));
+            let got = self.r.read_at(self.map(off), &mut buf[done..done + want]);
+            if got == 0 {
+                break;
+            }
+            done += got.min(want);
+        }
+        done
+    }
+}
+
+/// Size of a cache block.
+const BLOCK: u64 = 256 * 1024;
+/// Blocks kept.
+const BLOCKS: usize = 16;
+
+/// A small read cache for the many tiny reads of the candidate prefilters.
+struct Cache<'a> {
+    r: &'a dyn ByteReader,
+    blocks: Vec<(u64, Vec<u8>)>,
+    next: usize,
+}
+
+impl<'a> Cache<'a> {
+    fn new(r: &'a dyn ByteReader) -> Self {
+        Cache {
+            r,
+            blocks: Vec::new(),
+            next: 0,
+        }
+    }
+    fn block(&mut self, base: u64) -> &[u8] {
+        if let Some(i) = self.blocks.iter().position(|(b, _)| *b == base) {
+            return &self.blocks[i].1;
+        }
+        let mut buf = vec![0u8; BLOCK as usize];
+        let mut n = 0;
+        while n < buf.len() {
+            let got = self.r.read_at(base + n as u64, &mut buf[n..]);
+            if got == 0 {
+                break;
+            }
+            n += got;
+        }
+        buf.truncate(n);
+        let i = if self.blocks.len() < BLOCKS {
+            self.blocks.push((base, buf));
+            self.blocks.len() - 1
+        } else {
+            let i = self.next;
+            self.blocks[i] = (base, buf);
+            self.next = (self.next + 1) % BLOCKS;
+            i
+        };
+        &self.blocks[i].1
+    }
+    /// Reads exactly `out.len()` bytes at image offset `off`.
+    fn read(&mut self, off: u64, out: &mut [u8]) -> bool {
+        let mut done = 0usize;
+        while done < out.len() {
+            let o = off + done as u64;
+            let base = o - o % BLOCK;
+            let blk = self.block(base);
+            let Some(src) = blk.get((o - base) as usize..) else {
+                return false;
+            };
+            if src.is_empty() {
+                return false;
+            }
+            let n = src.len().min(out.len() - done);
+            out[done..done + n].copy_from_slice(&src[..n]);
+            done += n;
+        }
+        true
+    }
+    /// Reads `out.len()` bytes at virtual offset `off` of the join `j`.
+    fn read_joined(&mut self, j: &TwoRuns, off: u64, out: &mut [u8]) -> bool {
+        if off.saturating_add(out.len() as u64) > j.len {
+            return false;
+        }
+        let mut done = 0usize;
+        while done < out.len() {
+            let o = off + done as u64;
+            let end = if o < j.split {
+                j.split.min(off + out.len() as u64)
+            } else {
+                off + out.len() as u64
+            };
+            let n = (end - o) as usize;
+            if !self.read(j.map(o), &mut out[done..done + n]) {
+                return false;
+            }
+            done += n;
+        }
+        true
+    }
+}
+
+/// Candidate second-fragment starts for a file at `start` split at `split`,
+/// nearest first: `start + split + g·cl` (in order) and `start − g·cl` (out of
+/// order), `g = 1, 2, …`, within `max_gap` and the image.
+fn second_starts(
+    start: u64,
+    split: u64,
+    cl: u64,
+    img_len: u64,
+    max_gap: u64,
+    g: u64,
+) -> [Option<u64>; 2] {
+    let gap = g.saturating_mul(cl);
+    if gap > max_gap {
+        return [None, None];
+    }
+    let fwd = start
+        .checked_add(split)
+        .and_then(|e| e.checked_add(gap))
+        .filter(|&s| s < img_len);
+    let back = start.checked_sub(gap);
+    [fwd, back]
+}
+
+/// Feeds `[off, off + n)` of `r` to `f` in 64 KiB pieces; false if short.
+fn for_each_piece(
+    r: &dyn ByteReader,
+    off: u64,
+    n: u64,
+    b: &mut Budget,
+    mut f: impl FnMut(&[u8]) -> bool,
+) -> bool {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut done = 0u64;
+    while done < n {
+        let want = (n - done).min(buf.len() as u64) as usize;
+        if !b.bytes(want as u64) {
+            return false;
+        }
+        if !read_exact(r, off + done, &mut buf[..want]) {
+            return false;
+        }
+        if !f(&buf[..want]) {
+            return false;
+        }
+        done += want as u64;
+    }
+    true
+}
+
+/// True when the second fragment is the tail of another copy of the file:
+/// the signature `sig` sits exactly `split` bytes before it (a contiguous
+/// copy starting there), so the join would only graft that copy's body onto
+/// this header.
+fn tail_of_copy(r: &dyn ByteReader, j: &TwoRuns, sig: &[u8]) -> bool {
+    let Some(copy) = j.b.checked_sub(j.split) else {
+        return false;
+    };
+    let mut buf = [0u8; 8];
+    let Some(dst) = buf.get_mut(..sig.len()) else {
+        return false;
+    };
+    copy != j.a && read_exact(r, copy, dst) && dst == sig
+}
+
+/// Runs the registered validator over a join; `Complete` past the split → the file's length.
+fn validate_join(name: &str, j: &TwoRuns, b: &mut Budget) -> Option<Verdict> {
+    if !b.bytes(j.len.min(64 << 20)) {
+        return None;
+    }
+    validators::validate(name, j, 0, Limits { max_len: j.len })
+}
+
+mod png {
+    //! PNG: the chunk whose CRC breaks spans the join.
+    use super::*;
+
+    const SIG: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
+
+    fn plausible(h: &[u8; 8]) -> Option<(u64, [u8; 4])> {
+        let len = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+        let ty = [h[4], h[5], h[6], h[7]];
+        (len <= 0x7fff_ffff && ty.iter().all(u8::is_ascii_alphabetic))
+            .then_some((u64::from(len), ty))
+    }
+
+    /// Walks the chunks; returns the offset of the first chunk that fails
+    /// (bad header, bad CRC, or past the window), or `None` for an intact
+    /// PNG or no PNG.
+    fn break_at(r: &dyn ByteReader, start: u64, max_len: u64, b: &mut Budget) -> Option<u64> {
+        let mut sig = [0u8; 8];
+        if !read_exact(r, start, &mut sig) || &sig != SIG {
+            return None;
+        }
+        let mut pos = 8u64;
+        for _ in 0..1_000_000 {
+            let mut h = [0u8; 8];
+            if pos + 8 > max_len || !read_exact(r, start + pos, &mut h) {
+                return Some(pos);
+            }
+            let Some((len, ty)) = plausible(&h) else {
+                return Some(pos);
+            };
+            let end = pos + 12 + len;
+            if end > max_len {
+                return Some(pos);
+            }
+            let mut crc = crc32fast::Hasher::new();
+            crc.update(&ty);
+            if !for_each_piece(r, start + pos + 8, len, b, |d| {
+                crc.update(d);
+                true
+            }) {
+                return None;
+            }
+            let mut stored = [0u8; 4];
+            if !read_exact(r, start + pos + 8 + len, &mut stored)
+                || crc.finalize() != u32::from_be_bytes(stored)
+            {
+                return Some(pos);
+            }
+            if &ty == b"IEND" {
+                return None;
+            }
+            pos = end;
+        }
+        None
+    }
+
+    pub(super) fn recover(
+        r: &dyn ByteReader,
+        start: u64,
+        max_len: u64,
+        cl: u64,
+        b: &mut Budget,
+    ) -> Option<Joined> {
+        let pos = break_at(r, start, max_len, b)?;
+        if pos < 33 {
+            return None;
+        }
+        let mut h = [0u8; 8];
+        let hdr = if read_exact(r, start + pos, &mut h) {
+            plausible(&h)
+        } else {
+            None
+        };
+        let hi = match hdr {
+            Some((len, _)) => (pos + 12 + len).min(max_len),
+            None => (pos + 9).min(max_len),
+        };
+        // Splits: cluster multiples in [pos, hi), with the CRC state of the
+        // breaking chunk's bytes before each (when its header is in fragment 1).
+        let mut splits: Vec<(u64, Option<crc32fast::Hasher>)> = Vec::new();
+        let first = pos.div_ceil(cl) * cl;
+        let mut crc = crc32fast::Hasher::new();
+        let mut crc_pos = pos + 4; // bytes [pos + 4, crc_pos) are in `crc`
+        let mut s = first;
+        while s < hi && (splits.len() as u64) < b.lim.max_splits {
+            let state = if s >= pos + 8 {
+                if hdr.is_none() {
+                    break;
+                }
+                let n = s - crc_pos;
+                let ok = for_each_piece(r, start + crc_pos, n, b, |d| {
+                    crc.update(d);
+                    true
+                });
+                if !ok {
+                    return None;
+                }
+                crc_pos = s;
+                Some(crc.clone())
+            } else {
+                None
+            };
+            splits.push((s, state));
+            s += cl;
+        }
+        if splits.is_empty() {
+            return None;
+        }
+        let mut cache = Cache::new(r);
+        let mut g = 1u64;
+        while b.ok() {
+            let mut any = false;
+            for (split, state) in &splits {
+                for s2 in second_starts(start, *split, cl, r.len(), b.lim.max_gap, g)
+                    .into_iter()
+                    .flatten()
+                {
+                    any = true;
+                    if !b.cand() {
+                        return None;
+                    }
+                    let j = TwoRuns::new(r, start, *split, s2, max_len);
+                    if let Some(found) = try_join(&j, pos, state.as_ref(), &mut cache, b) {
+                        return Some(found);
+                    }
+                }
+            }
+            if !any {
+                break;
+            }
+            g += 1;
+        }
+        None
+    }
+
+    fn try_join(
+        j: &TwoRuns,
+        pos: u64,
+        state: Option<&crc32fast::Hasher>,
+        cache: &mut Cache,
+        b: &mut Budget,
+    ) -> Option<Joined> {
+        let mut h = [0u8; 8];
+        if !cache.read_joined(j, pos, &mut h) {
+            return None;
+        }
+        let (len, ty) = plausible(&h)?;
+        let end = pos + 12 + len;
+        if &ty != b"IEND" && !cache.read_joined(j, end, &mut h) {
+            return None;
+        }
+        if &ty != b"IEND" {
+            plausible(&h)?;
+        }
+        // CRC of the chunk across the join.
+        let mut stored = [0u8; 4];
+        if !cache.read_joined(j, pos + 8 + len, &mut stored) {
+            return None;
+        }
+        let data_end = pos + 8 + len;
+        let crc = match state {
+            Some(st) if j.split <= data_end => {
+                let mut c = st.clone();
+                let ok = for_each_piece(j.r, j.b, data_end - j.split, b, |d| {
+                    c.update(d);
+                    true
+                });
+                ok.then(|| c.finalize())?
+            }
+            _ => {
+                let mut c = crc32fast::Hasher::new();
+                let ok = for_each_piece(j, pos + 4, len + 4, b, |d| {
+                    c.update(d);
+                    true
+                });
+                ok.then(|| c.finalize())?
+            }
+        };
+        if crc != u32::from_be_bytes(stored) || tail_of_copy(j.r, j, SIG) {
+            return None;
+        }
+        let v = validate_join("png", j, b)?;
+        if v.status != Status::Complete || v.length <= j.split {
+            return None;
+        }
+        let runs = j.runs(v.length);
+        if j.b < j.a && j.b + runs[1].1 > j.a {
+            return None;
+        }
+        Some(Joined {
+            runs,
+            length: v.length,
+            subtype: v.subtype,
+            notes: vec![format!(
+                "bifragment join proven by PNG chunk CRCs (chunk at {pos} spans the join) and a complete chunk walk; split at {}, second fragment at {}",
+                j.split, j.b
+            )],
+        })
+    }
+}
+
+mod zip {
+    //! ZIP: the EOCD fixes the gap; central-directory offsets and CRCs prove the split.
+    use super::*;
+
+    const LFH: &[u8; 4] = b"PK\x03\x04";
+    const CDH: &[u8; 4] = b"PK\x01\x02";
+    const EOCD: &[u8; 4] = b"PK\x05\x06";
+    /// Most EOCD records considered per file.
+    const MAX_EOCDS: usize = 64;
+    /// Most bytes of second fragment searched for its EOCD beyond the gap.
+    const MAX_TAIL: u64 = 64 << 20;
+
+    fn le16(b: &[u8], i: usize) -> u64 {
+        u64::from(u16::from_le_bytes([b[i], b[i + 1]]))
+    }
+    fn le32(b: &[u8], i: usize) -> u64 {
+        u64::from(u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]))
+    }
+
+    /// The local-header walk: `(last good local header, break offset)`, or
+    /// `None` when the walk reaches the central directory (not fragmented
+    /// in the entries) or is not a ZIP.
+    fn break_at(
+        r: &dyn ByteReader,
+        start: u64,
+        max_len: u64,
+        b: &mut Budget,
+    ) -> Option<(u64, u64)> {
+        let mut pos = 0u64;
+        let mut last: Option<u64> = None;
+        for _ in 0..65_536 {
+            let mut h = [0u8; 30];
+            if pos + 30 > max_len || !read_exact(r, start + pos, &mut h) {
+                return last.map(|l| (l, pos.min(max_len)));
+            }
+            if &h[..4] == CDH {
+                return cd_break(r, start, pos, max_len);
+            }
+            if &h[..4] != LFH {
+                return last.map(|l| (l, pos));
+            }
+            let flags = le16(&h, 6);
+            let method = le16(&h, 8);
+            let csize = le32(&h, 18);
+            let data = pos + 30 + le16(&h, 26) + le16(&h, 28);
+            let end = if flags & 8 != 0 && csize == 0 {
+                if method != 8 {
+                    return None;
+                }
+                // Inflate to find the end; an error means the split is before it.
+                let j = TwoRuns::new(r, start, max_len, start, max_len);
+                match inflate(&j, data, max_len - data.min(max_len), u64::MAX, b) {
+                    Inflate::Ok { consumed, .. } => {
+                        let mut sig = [0u8; 4];
+                        let dd = if read_exact(r, start + data + consumed, &mut sig)
+                            && &sig == b"PK\x07\x08"
+                        {
+                            16
+                        } else {
+                            12
+                        };
+                        data + consumed + dd
+                    }
+                    Inflate::Err { at } => return Some((pos, data + at)),
+                    Inflate::Budget => return None,
+                }
+            } else {
+                data + csize + if flags & 8 != 0 { 12 } else { 0 }
+            };
+            if end > max_len {
+                return Some((pos, max_len));
+            }
+            last = Some(pos);
+            pos = end;
+        }
+        None
+    }
+
+    /// The central-directory walk from `pos`: `None` when it reaches the
+    /// EOCD intact, else `(last good central header, break offset)`.
+    fn cd_break(r: &dyn ByteReader, start: u64, mut pos: u64, max_len: u64) -> Option<(u64, u64)> {
+        let mut last = None;
+        for _ in 0..65_536 {
+            let mut h = [0u8; 46];
+            let ok = pos + 46 <= max_len && read_exact(r, start + pos, &mut h);
+            if ok && &h[..4] == EOCD {
+                return None;
+            }
+            if !ok || &h[..4] != CDH {
+                return last.map(|l| (l, pos.min(max_len)));
+            }
+            last = Some(pos);
+            pos += 46 + le16(&h, 28) + le16(&h, 30) + le16(&h, 32);
+        }
+        None
+    }
+
+    pub(super) enum Inflate {
+        /// Stream ended: bytes consumed, bytes produced, CRC-32 of the output.
+        Ok {
+            consumed: u64,
+            out: u64,
+            crc: u32,
+        },
+        /// Invalid data at about this input offset (relative to the data start).
+        Err {
+            at: u64,
+        },
+        Budget,
+    }
+
+    /// Inflates raw deflate data at `off` of `r` (at most `max_in` bytes in,
+    /// `max_out` out); fixed buffers.
+    pub(super) fn inflate(
+        r: &dyn ByteReader,
+        off: u64,
+        max_in: u64,
+        max_out: u64,
+        b: &mut Budget,
+    ) -> Inflate {
+        let mut d = flate2::Decompress::new(false);
+        let mut inbuf = vec![0u8; 64 * 1024];
+        let mut outbuf = vec![0u8; 64 * 1024];
+        let mut crc = crc32fast::Hasher::new();
+        let mut fed = 0u64; // bytes read into inbuf so far (absolute count)
+        let mut have = 0usize; // valid bytes in inbuf
+        let mut used = 0usize; // bytes of inbuf consumed
+        loop {
+            if used == have {
+                let want = (max_in - fed).min(inbuf.len() as u64) as usize;
+                if !b.bytes(want as u64) {
+                    return Inflate::Budget;
+                }
+                have = r.read_at(off + fed, &mut inbuf[..want]).min(want);
+                used = 0;
+                fed += have as u64;
+            }
+            let before_in = d.total_in();
+            let before_out = d.total_out();
+            let res = d.decompress(
+                &inbuf[used..have],
+                &mut outbuf,
+                flate2::FlushDecompress::None,
+            );
+            let ate = (d.total_in() - before_in) as usize;
+            let made = (d.total_out() - before_out) as usize;
+            used += ate;
+            crc.update(&outbuf[..made]);
+            if d.total_out() > max_out {
+                return Inflate::Err { at: d.total_in() };
+            }
+            match res {
+                Ok(flate2::Status::StreamEnd) => {
+                    return Inflate::Ok {
+                        consumed: d.total_in(),
+                        out: d.total_out(),
+                        crc: crc.finalize(),
+                    };
+                }
+                Ok(_) => {
+                    if ate == 0 && made == 0 {
+                        // No progress: the input is exhausted (or stuck).
+                        return Inflate::Err { at: d.total_in() };
+                    }
+                }
+                Err(_) => return Inflate::Err { at: d.total_in() },
+            }
+        }
+    }
+
+    /// EOCD records in `[from, to)` of the image (at most [`MAX_EOCDS`]).
+    fn eocds(r: &dyn ByteReader, from: u64, to: u64, b: &mut Budget, out: &mut Vec<u64>) {
+        let finder = memchr::memmem::Finder::new(EOCD);
+        let mut buf = vec![0u8; 1 << 20];
+        let mut pos = from;
+        while pos < to && out.len() < MAX_EOCDS {
+            let want = (to - pos).min(buf.len() as u64) as usize;
+            if !b.bytes(want as u64) {
+                return;
+            }
+            let got = r.read_at(pos, &mut buf[..want]).min(want);
+            if got < 4 {
+                return;
+            }
+            for i in finder.find_iter(&buf[..got]) {
+                if out.len() < MAX_EOCDS {
+                    out.push(pos + i as u64);
+                }
+            }
+            if got < want {
+                return;
+            }
+            pos += got as u64 - 3;
+        }
+    }
+
+    pub(super) fn recover(
+        r: &dyn ByteReader,
+        start: u64,
+        max_len: u64,
+        cl: u64,
+        b: &mut Budget,
+    ) -> Option<Joined> {
+        let (last, brk) = break_at(r, start, max_len, b)?;
+        let first = (last + 1).div_ceil(cl) * cl;
+        let splits: Vec<u64> = (0..b.lim.max_splits)
+            .map(|k| first + k * cl)
+            .take_while(|&s| s <= brk)
+            .collect();
+        if splits.is_empty() {
+            return None;
+        }
+        // EOCD candidates: after the break (in order), before the header (out of order).
+        let mut found = Vec::new();
+        // The EOCD lies within max_gap plus the rest of the file (bounded) after the break.
+        let fwd_to = (start + brk)
+            .saturating_add(b.lim.max_gap)
+            .saturating_add(MAX_TAIL)
+            .min(start + max_len + b.lim.max_gap)
+            .min(r.len());
+        eocds(r, start + last, fwd_to, b, &mut found);
+        let back_from = start.saturating_sub(b.lim.max_gap);
+        let mut back = Vec::new();
+        eocds(r, back_from, start, b, &mut back);
+        back.reverse();
+        found.extend(back);
+        let mut cache = Cache::new(r);
+        for e in found {
+            let mut rec = [0u8; 22];
+            if !cache.read(e, &mut rec) {
+                continue;
+            }
+            let (disk, cd_disk) = (le16(&rec, 4), le16(&rec, 6));
+            let (n_disk, n) = (le16(&rec, 8), le16(&rec, 10));
+            let (cd_size, cd_off, clen) = (le32(&rec, 12), le32(&rec, 16), le16(&rec, 20));
+            if disk != 0 || cd_disk != 0 || n_disk != n || n == 0 || cd_size < 46 * n {
+                continue;
+            }
+            let cd_end = cd_off + cd_size;
+            let total = cd_end + 22 + clen;
+            if cd_end <= last || total > max_len || e + 22 + clen > r.len() {
+                continue;
+            }
+            // Gap D: e = start + cd_end + D.
+            let d = i128::from(e) - i128::from(start) - i128::from(cd_end);
+            if d == 0 || d % i128::from(cl) != 0 {
+                continue;
+            }
+            if d < 0 && d > -i128::from(total) {
+                continue;
+            }
+            for &split in &splits {
+                if split > cd_end {
+                    break;
+                }
+                if !b.cand() {
+                    return None;
+                }
+                let Ok(s2) = u64::try_from(i128::from(start) + i128::from(split) + d) else {
+                    continue;
+                };
+                let j = TwoRuns::new(r, start, split, s2, total);
+                if j.len != total {
+                    continue;
+                }
+                if let Some(found) = verify(&j, n, cd_off, cd_end, &mut cache, b) {
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+
+    struct Entry {
+        method: u64,
+        crc: u32,
+        csize: u64,
+        usize: u64,
+        data: u64,
+    }
+
+    /// Checks the joined archive; `Some` when the join is proven.
+    fn verify(
+        j: &TwoRuns,
+        n: u64,
+        cd_off: u64,
+        cd_end: u64,
+        cache: &mut Cache,
+        b: &mut Budget,
+    ) -> Option<Joined> {
+        let mut entries = Vec::new();
+        let mut p = cd_off;
+        for _ in 0..n {
+            let mut h = [0u8; 46];
+            if !cache.read_joined(j, p, &mut h) || &h[..4] != CDH {
+                return None;
+            }
+            let flags = le16(&h, 8);
+            let method = le16(&h, 10);
+            let crc = le32(&h, 16) as u32;
+            let (csize, usize) = (le32(&h, 20), le32(&h, 24));
+            let (nl, xl, cl) = (le16(&h, 28), le16(&h, 30), le16(&h, 32));
+            let local = le32(&h, 42);
+            if local >= cd_off || flags & 1 != 0 {
+                return None;
+            }
+            let mut lh = [0u8; 30];
+            if !cache.read_joined(j, local, &mut lh) || &lh[..4] != LFH || le16(&lh, 26) != nl {
+                return None;
+            }
+            // Names equal (first 256 bytes).
+            let k = nl.min(256) as usize;
+            let (mut n1, mut n2) = ([0u8; 256], [0u8; 256]);
+            if !cache.read_joined(j, p + 46, &mut n1[..k])
+                || !cache.read_joined(j, local + 30, &mut n2[..k])
+                || n1[..k] != n2[..k]
+            {
+                return None;
+            }
+            let data = local + 30 + nl + le16(&lh, 28);
+            if data + csize > cd_off {
+                return None;
+            }
+            entries.push(Entry {
+                method,
+                crc,
+                csize,
+                usize,
+                data,
+            });
+            p += 46 + nl + xl + cl;
+        }
+        if p != cd_end || tail_of_copy(j.r, j, LFH) {
+            return None;
+        }
+        // The entry spanning the split must be checked; then the others.
+        let spans = |e: &Entry| e.data < j.split && j.split < e.data + e.csize;
+        let mut spanning = 0;
+        for e in entries.iter().filter(|e| spans(e)) {
+            if !crc_ok(j, e, b)? {
+                return None;
+            }
+            spanning += 1;
+        }
+        let mut checked = spanning;
+        for e in entries.iter().filter(|e| !spans(e)) {
+            if !b.ok() {
+                break;
+            }
+            match crc_ok(j, e, b) {
+                Some(true) => checked += 1,
+                Some(false) => return None,
+                None if !b.ok() => break,
+                None => {}
+            }
+        }
+        let v = validate_join("zip", j, b);
+        let subtype = match v {
+            Some(v) if v.status == Status::Complete && v.length == j.len => v.subtype,
+            Some(_) => return None,
+            None => None,
+        };
+        let runs = j.runs(j.len);
+        if j.b < j.a && j.b + runs[1].1 > j.a {
+            return None;
+        }
+        Some(Joined {
+            runs,
+            length: j.len,
+            subtype,
+            notes: vec![format!(
+                "bifragment join proven by ZIP central directory offsets ({n} entries land on their local headers) and {checked} entry CRC-32s; split at {}, second fragment at {}",
+                j.split, j.b
+            )],
+        })
+    }
+
+    /// CRC check of one entry: `Some(ok)`, or `None` when it cannot be checked
+    /// (other method, budget).
+    fn crc_ok(j: &TwoRuns, e: &Entry, b: &mut Budget) -> Option<bool> {
+        match e.method {
+            0 => {
+                if e.csize != e.usize {
+                    return Some(false);
+                }
+                let mut c = crc32fast::Hasher::new();
+                let ok = for_each_piece(j, e.data, e.csize, b, |d| {
+                    c.update(d);
+                    true
+                });
+                if !ok {
+                    return if b.ok() { Some(false) } else { None };
+                }
+                Some(c.finalize() == e.crc)
+            }
+            8 => match inflate(j, e.data, e.csize, e.usize, b) {
+                Inflate::Ok { consumed, out, crc } => {
+                    Some(consumed == e.csize && out == e.usize && crc == e.crc)
+                }
+                Inflate::Err { .. } => Some(false),
+                Inflate::Budget => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_estimate() {
+        let starts: Vec<u64> = (1..20).map(|i| i * 4096).chain([512 * 3]).collect();
+        assert_eq!(estimate_cluster(&starts, 8192), 4096);
+        assert_eq!(estimate_cluster(&starts[..2], 8192), 512);
+        // Data area not aligned: phase 1024 modulo 4096.
+        let starts: Vec<u64> = (1..20).map(|i| i * 4096 + 1024).collect();
+        assert_eq!(estimate_cluster(&starts, 5 * 4096 + 1024), 4096);
+    }
+
+    #[test]
+    fn two_runs_reads_across_the_join() {
+        let img: Vec<u8> = (0..100u8).collect();
+        let j = TwoRuns::new(&img, 10, 5, 50, 12);
+        let mut buf = [0u8; 12];
+        assert_eq!(j.read_at(0, &mut buf), 12);
+        assert_eq!(buf, [10, 11, 12, 13, 14, 50, 51, 52, 53, 54, 55, 56]);
+        let mut c = Cache::new(&img);
+        let mut b2 = [0u8; 4];
+        assert!(c.read_joined(&j, 3, &mut b2));
+        assert_eq!(b2, [13, 14, 50, 51]);
+        assert!(!c.read_joined(&j, 10, &mut b2));
+        // Out of order: the second piece ends at the header.
+        let j = TwoRuns::new(&img, 50, 5, 40, 1000);
+        assert_eq!(j.len(), 15);
+    }
+}

@@ -1,0 +1,339 @@
+//! Bifragment gap carving (`src/carve/fragments.rs`): hand-built images with
+//! a PNG or ZIP split in two at cluster boundaries, recovered exactly; joins
+//! that are not proven stay partial.
+
+use std::io::Write;
+use std::process::Command;
+
+use gpucarve::carve::fragments::{FragLimits, Fragments, recover};
+use gpucarve::carve::validators::{Limits, Status, validate};
+use sha2::{Digest, Sha256};
+
+const CL: u64 = 512;
+
+/// Deterministic pseudo-random bytes (xorshift).
+fn noise(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+fn png_chunk(out: &mut Vec<u8>, ty: &[u8; 4], data: &[u8]) {
+    out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    out.extend_from_slice(ty);
+    out.extend_from_slice(data);
+    let mut h = crc32fast::Hasher::new();
+    h.update(ty);
+    h.update(data);
+    out.extend_from_slice(&h.finalize().to_be_bytes());
+}
+
+/// A PNG of a few KiB: IHDR, text, several IDAT chunks of noise, IEND
+/// (the validator checks the chunk chain and CRCs, not the pixels).
+fn png(seed: u64, idats: usize, idat_len: usize) -> Vec<u8> {
+    let mut v = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&64u32.to_be_bytes());
+    ihdr.extend_from_slice(&64u32.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    png_chunk(&mut v, b"IHDR", &ihdr);
+    png_chunk(&mut v, b"tEXt", b"Comment\0fragment test");
+    for i in 0..idats {
+        png_chunk(&mut v, b"IDAT", &noise(seed + i as u64, idat_len));
+    }
+    png_chunk(&mut v, b"IEND", b"");
+    v
+}
+
+/// A ZIP with stored and deflated entries.
+fn zip(seed: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    let mut n = 0u16;
+    for i in 0..6u64 {
+        let name = format!("dir/entry-{i}.txt");
+        let raw: Vec<u8> = if i % 2 == 0 {
+            noise(seed * 10 + i, 900 + 300 * i as usize)
+        } else {
+            (0..4000 + 500 * i)
+                .map(|k| b"hello fragment world "[(k % 21) as usize])
+                .collect()
+        };
+        let crc = crc32fast::hash(&raw);
+        let (method, data) = if i % 2 == 0 {
+            (0u16, raw.clone())
+        } else {
+            let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+            z.write_all(&raw).unwrap();
+            (8u16, z.finish().unwrap())
+        };
+        let local = out.len() as u32;
+        out.extend_from_slice(b"PK\x03\x04");
+        out.extend_from_slice(&20u16.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(&method.to_le_bytes());
+        out.extend_from_slice(&[0, 0, 0x21, 0]);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(&data);
+        central.extend_from_slice(b"PK\x01\x02");
+        central.extend_from_slice(&20u16.to_le_bytes());
+        central.extend_from_slice(&20u16.to_le_bytes());
+        central.extend_from_slice(&0u16.to_le_bytes());
+        central.extend_from_slice(&method.to_le_bytes());
+        central.extend_from_slice(&[0, 0, 0x21, 0]);
+        central.extend_from_slice(&crc.to_le_bytes());
+        central.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        central.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        central.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        central.extend_from_slice(&[0; 12]);
+        central.extend_from_slice(&local.to_le_bytes());
+        central.extend_from_slice(name.as_bytes());
+        n += 1;
+    }
+    let cd_off = out.len() as u32;
+    out.extend_from_slice(&central);
+    out.extend_from_slice(b"PK\x05\x06\0\0\0\0");
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&(central.len() as u32).to_le_bytes());
+    out.extend_from_slice(&cd_off.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
+}
+
+/// An image of `len` noise bytes with `pieces` `(image offset, bytes)` written in.
+fn image(len: usize, pieces: &[(u64, &[u8])]) -> Vec<u8> {
+    let mut img = noise(0xfeed, len);
+    for (off, b) in pieces {
+        let o = *off as usize;
+        img[o..o + b.len()].copy_from_slice(b);
+    }
+    img
+}
+
+/// The bytes of `runs` in the image.
+fn assemble(img: &[u8], runs: &[(u64, u64)]) -> Vec<u8> {
+    runs.iter()
+        .flat_map(|&(o, l)| img[o as usize..(o + l) as usize].iter().copied())
+        .collect()
+}
+
+fn sha(b: &[u8]) -> Vec<u8> {
+    Sha256::digest(b).to_vec()
+}
+
+/// `file` split after `split` bytes; first piece at `a`, second at `b`.
+fn fragmented(file: &[u8], split: usize, a: u64, b: u64, len: usize) -> Vec<u8> {
+    image(len, &[(a, &file[..split]), (b, &file[split..])])
+}
+
+fn try_recover(name: &str, img: &[u8], start: u64) -> gpucarve::carve::fragments::Attempt {
+    let img = img.to_vec();
+    recover(
+        name,
+        &img,
+        start,
+        img.len() as u64 - start,
+        CL,
+        &FragLimits::default(),
+    )
+}
+
+#[test]
+fn png_in_order_recovered_exactly() {
+    let p = png(1, 4, 3000);
+    let split = 5 * CL as usize; // inside the first IDAT
+    let (a, b) = (8 * CL, 8 * CL + split as u64 + 7 * CL);
+    let img = fragmented(&p, split, a, b, 64 * 1024);
+    let v = validate("png", &img, a, Limits { max_len: u64::MAX }).unwrap();
+    assert_eq!(v.status, Status::Partial);
+    let got = try_recover("png", &img, a);
+    let j = got.joined.expect(&got.note);
+    assert_eq!(
+        j.runs,
+        vec![(a, split as u64), (b, (p.len() - split) as u64)]
+    );
+    assert_eq!(sha(&assemble(&img, &j.runs)), sha(&p));
+    assert!(j.notes[0].starts_with("bifragment join proven by PNG"));
+}
+
+#[test]
+fn png_out_of_order_and_split_at_chunk_boundary() {
+    let p = png(2, 3, 4000);
+    let split = 9 * CL as usize;
+    let (a, b) = (40 * CL, 20 * CL);
+    let img = fragmented(&p, split, a, b, 64 * 1024);
+    let j = try_recover("png", &img, a).joined.unwrap();
+    assert_eq!(
+        j.runs,
+        vec![(a, split as u64), (b, (p.len() - split) as u64)]
+    );
+    assert_eq!(sha(&assemble(&img, &j.runs)), sha(&p));
+
+    // A PNG whose chunks end exactly on a cluster boundary: pad with a tEXt chunk.
+    let mut q = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = 64u32.to_be_bytes().to_vec();
+    ihdr.extend_from_slice(&64u32.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    png_chunk(&mut q, b"IHDR", &ihdr);
+    let pad = 2 * CL as usize - q.len() - 12;
+    png_chunk(&mut q, b"tEXt", &vec![b'a'; pad]);
+    assert_eq!(q.len(), 2 * CL as usize);
+    png_chunk(&mut q, b"IDAT", &noise(9, 3000));
+    png_chunk(&mut q, b"IEND", b"");
+    let img = fragmented(&q, 2 * CL as usize, 4 * CL, 10 * CL, 32 * 1024);
+    let j = try_recover("png", &img, 4 * CL).joined.unwrap();
+    assert_eq!(sha(&assemble(&img, &j.runs)), sha(&q));
+}
+
+#[test]
+fn png_without_its_second_half_stays_partial() {
+    let p = png(3, 4, 3000);
+    let split = 6 * CL as usize;
+    let img = image(64 * 1024, &[(4 * CL, &p[..split])]);
+    let got = try_recover("png", &img, 4 * CL);
+    assert!(got.joined.is_none(), "{got:?}");
+    assert!(got.note.contains("candidates"));
+    // Through the carver hook: the verdict stays Partial, no runs.
+    let mut f = Fragments::new(Some(CL));
+    let v = validate("png", &img, 4 * CL, Limits { max_len: u64::MAX });
+    let (v, runs) = f.after_validate("png", &img, 4 * CL, img.len() as u64 - 4 * CL, v);
+    assert_eq!(v.unwrap().status, Status::Partial);
+    assert!(runs.is_none());
+}
+
+#[test]
+fn halves_of_two_different_pngs_are_not_joined() {
+    // Same chunk layout, different data: only the CRCs tell them apart.
+    let p1 = png(4, 4, 3000);
+    let p2 = png(5, 4, 3000);
+    assert_eq!(p1.len(), p2.len());
+    let split = 7 * CL as usize;
+    let img = image(
+        64 * 1024,
+        &[(2 * CL, &p1[..split]), (30 * CL, &p2[split..])],
+    );
+    let got = try_recover("png", &img, 2 * CL);
+    assert!(got.joined.is_none(), "{got:?}");
+}
+
+#[test]
+fn zip_in_order_recovered_exactly() {
+    let z = zip(1);
+    for split in [2 * CL as usize, 5 * CL as usize, 8 * CL as usize] {
+        assert!(split < z.len());
+        let (a, b) = (6 * CL, 6 * CL + split as u64 + 5 * CL);
+        let img = fragmented(&z, split, a, b, 96 * 1024);
+        let got = try_recover("zip", &img, a);
+        let j = got.joined.expect(&got.note);
+        assert_eq!(
+            j.runs,
+            vec![(a, split as u64), (b, (z.len() - split) as u64)]
+        );
+        assert_eq!(sha(&assemble(&img, &j.runs)), sha(&z));
+        assert!(j.notes[0].starts_with("bifragment join proven by ZIP"));
+    }
+}
+
+#[test]
+fn zip_out_of_order_and_split_in_central_directory() {
+    let z = zip(2);
+    let split = 10 * CL as usize;
+    let img = fragmented(&z, split, 100 * CL, 40 * CL, 96 * 1024);
+    let j = try_recover("zip", &img, 100 * CL).joined.unwrap();
+    assert_eq!(sha(&assemble(&img, &j.runs)), sha(&z));
+    // Split inside the central directory (the last cluster boundary before the EOCD).
+    let split = (z.len() - 30) / CL as usize * CL as usize;
+    let img = fragmented(&z, split, 2 * CL, 2 * CL + split as u64 + 3 * CL, 96 * 1024);
+    let j = try_recover("zip", &img, 2 * CL).joined.unwrap();
+    assert_eq!(sha(&assemble(&img, &j.runs)), sha(&z));
+}
+
+#[test]
+fn zip_halves_of_different_archives_or_copies_are_not_joined() {
+    let (z1, z2) = (zip(3), zip(4));
+    assert_eq!(z1.len(), z2.len());
+    let split = 10 * CL as usize;
+    let img = image(
+        96 * 1024,
+        &[(2 * CL, &z1[..split]), (60 * CL, &z2[split..])],
+    );
+    assert!(try_recover("zip", &img, 2 * CL).joined.is_none());
+    // The tail of a contiguous copy of the same archive is not grafted on.
+    let img = image(96 * 1024, &[(2 * CL, &z1[..split]), (60 * CL, &z1)]);
+    assert!(try_recover("zip", &img, 2 * CL).joined.is_none());
+}
+
+#[test]
+fn jpeg_is_never_joined() {
+    // No JPEG join can be proven yet: the hook leaves a Partial JPEG alone.
+    let mut f = Fragments::new(None);
+    let img = noise(7, 4096);
+    let v = gpucarve::carve::validators::Verdict::partial(100, "damaged");
+    let (v, runs) = f.after_validate("jpeg", &img, 0, 4096, Some(v));
+    assert_eq!(v.unwrap().status, Status::Partial);
+    assert!(runs.is_none());
+}
+
+#[test]
+fn cli_writes_the_joined_png_with_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = png(11, 5, 3000);
+    let split = 11 * CL as usize;
+    let (a, b) = (16 * CL, 16 * CL + split as u64 + 9 * CL);
+    let img = fragmented(&p, split, a, b, 256 * 1024);
+    let path = dir.path().join("frag.img");
+    std::fs::write(&path, &img).unwrap();
+    let out = dir.path().join("out");
+    let st = Command::new(env!("CARGO_BIN_EXE_gpucarve"))
+        .args([
+            "carve",
+            "-q",
+            "--types",
+            "png",
+            "--cluster-size",
+            "512",
+            "-o",
+        ])
+        .arg(&out)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let report = std::fs::read_to_string(out.join("report.jsonl")).unwrap();
+    let e: serde_json::Value = report
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .find(|e: &serde_json::Value| e["offset"] == a)
+        .expect("the PNG is reported");
+    assert_eq!(e["status"], "complete", "{e}");
+    let runs: Vec<(u64, u64)> = e["byte_runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["img_offset"].as_u64().unwrap(),
+                r["len"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(runs, vec![(a, split as u64), (b, (p.len() - split) as u64)]);
+    let written = std::fs::read(out.join(e["path"].as_str().unwrap())).unwrap();
+    assert_eq!(sha(&written), sha(&p));
+}
