@@ -44,7 +44,13 @@ pub fn validate(src: Src) -> Option<Verdict> {
     }
     let d = &h[14..];
     let (width, height, planes, bpp, compression): (i64, i64, u16, u16, u32) = if hsize == 12 {
-        (i64::from(le16(&d[4..])), i64::from(le16(&d[6..])), le16(&d[8..]), le16(&d[10..]), 0)
+        (
+            i64::from(le16(&d[4..])),
+            i64::from(le16(&d[6..])),
+            le16(&d[8..]),
+            le16(&d[10..]),
+            0,
+        )
     } else {
         (
             i64::from(le32(&d[4..]) as i32),
@@ -54,7 +60,8 @@ pub fn validate(src: Src) -> Option<Verdict> {
             le32(&d[16..]),
         )
     };
-    let bpp_ok = matches!(bpp, 1 | 2 | 4 | 8 | 16 | 24 | 32 | 64) || (bpp == 0 && matches!(compression, 4 | 5));
+    let bpp_ok = matches!(bpp, 1 | 2 | 4 | 8 | 16 | 24 | 32 | 64)
+        || (bpp == 0 && matches!(compression, 4 | 5));
     if width <= 0 || height == 0 || planes != 1 || !bpp_ok || compression > 13 {
         return None;
     }
@@ -74,7 +81,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
             return None;
         }
         if offset + pixels < file_size {
-            notes.push(format!("{} bytes after the pixel array", file_size - offset - pixels));
+            notes.push(format!(
+                "{} bytes after the pixel array",
+                file_size - offset - pixels
+            ));
         }
     }
     if file_size > src.len() {
@@ -86,9 +96,14 @@ pub fn validate(src: Src) -> Option<Verdict> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::Status;
     use super::super::testutil::*;
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample(3, 5)
+    }
 
     fn sample(w: u32, h: u32) -> Vec<u8> {
         let row = (w * 24).div_ceil(32) * 4;
@@ -116,7 +131,13 @@ mod tests {
 
     #[test]
     fn rejects() {
-        assert!(run("bmp", b"BM\x00\x01garbage garbage garbage garbage garbage garbage garbage").is_none());
+        assert!(
+            run(
+                "bmp",
+                b"BM\x00\x01garbage garbage garbage garbage garbage garbage garbage"
+            )
+            .is_none()
+        );
         let mut b = sample(3, 5);
         b[14] = 41; // header size
         assert!(run("bmp", &b).is_none());

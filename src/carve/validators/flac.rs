@@ -54,7 +54,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
         return None;
     }
     let cut = || Some(Verdict::partial(src.len(), src.cut_note()));
-    let Some(si) = src.bytes::<38>(4) else { return cut() };
+    let Some(si) = src.bytes::<38>(4) else {
+        return cut();
+    };
     if si[0] & 0x7F != 0 || si[1..4] != [0, 0, 34] {
         return None;
     }
@@ -69,17 +71,28 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if min_block < 16 || max_block < min_block || rate == 0 || rate > 655_350 || bps < 4 {
         return None;
     }
-    let info = Info { max_block, rate, channels, bps, total };
+    let info = Info {
+        max_block,
+        rate,
+        channels,
+        bps,
+        total,
+    };
     // Metadata blocks.
     let mut pos = 4u64;
     let mut last = false;
     let mut blocks = 0u32;
     while !last && blocks < MAX_BLOCKS {
-        let Some(h) = src.bytes::<4>(pos) else { return cut() };
+        let Some(h) = src.bytes::<4>(pos) else {
+            return cut();
+        };
         last = h[0] & 0x80 != 0;
         let ty = h[0] & 0x7F;
         if ty == 127 || (blocks > 0 && ty == 0) {
-            return Some(Verdict::partial(pos, format!("invalid metadata block type {ty} at {pos}")));
+            return Some(Verdict::partial(
+                pos,
+                format!("invalid metadata block type {ty} at {pos}"),
+            ));
         }
         let len = u64::from(u32::from_be_bytes([0, h[1], h[2], h[3]]));
         pos += 4 + len;
@@ -115,7 +128,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
         return Some(Verdict::partial(pos, "no audio frame after the metadata"));
     }
     if info.total != 0 && samples != info.total {
-        return Some(Verdict::partial(pos, format!("{samples} of {} samples", info.total)).with_note(note));
+        return Some(
+            Verdict::partial(pos, format!("{samples} of {} samples", info.total)).with_note(note),
+        );
     }
     Some(Verdict::complete(pos).with_note(note))
 }
@@ -216,7 +231,11 @@ fn crc8(data: &[u8]) -> u8 {
     for &b in data {
         c ^= b;
         for _ in 0..8 {
-            c = if c & 0x80 != 0 { (c << 1) ^ 0x07 } else { c << 1 };
+            c = if c & 0x80 != 0 {
+                (c << 1) ^ 0x07
+            } else {
+                c << 1
+            };
         }
     }
     c
@@ -229,7 +248,11 @@ const fn crc16_table() -> [u16; 256] {
         let mut r = (i as u16) << 8;
         let mut k = 0;
         while k < 8 {
-            r = if r & 0x8000 != 0 { (r << 1) ^ 0x8005 } else { r << 1 };
+            r = if r & 0x8000 != 0 {
+                (r << 1) ^ 0x8005
+            } else {
+                r << 1
+            };
             k += 1;
         }
         t[i] = r;
@@ -263,7 +286,11 @@ fn frame(
     let n = src.read(pos, &mut h);
     if n < 4 {
         // Nothing left is the end of the chain; a partial sync is a cut frame.
-        return if n > 0 && h[0] == 0xFF { Err(FrameErr::Cut) } else { Err(FrameErr::Invalid) };
+        return if n > 0 && h[0] == 0xFF {
+            Err(FrameErr::Cut)
+        } else {
+            Err(FrameErr::Invalid)
+        };
     }
     if h[0] != 0xFF || h[1] & 0xFE != 0xF8 {
         return Err(FrameErr::Invalid);
@@ -283,7 +310,11 @@ fn frame(
         2..=7 => lead - 1,
         _ => return Err(FrameErr::Invalid),
     };
-    let mut number = if lead == 0 { u64::from(h[4]) } else { u64::from(h[4] & (0x7F >> lead)) };
+    let mut number = if lead == 0 {
+        u64::from(h[4])
+    } else {
+        u64::from(h[4] & (0x7F >> lead))
+    };
     let mut i = 5;
     for _ in 0..extra {
         let b = *h.get(i).ok_or(FrameErr::Cut)?;
@@ -335,7 +366,11 @@ fn frame(
         _ => 32,
     };
     let channels = if ch <= 7 { u32::from(ch) + 1 } else { 2 };
-    if rate != info.rate || bps != info.bps || channels != info.channels || bs > info.max_block.max(16) {
+    if rate != info.rate
+        || bps != info.bps
+        || channels != info.channels
+        || bs > info.max_block.max(16)
+    {
         return Err(FrameErr::Invalid);
     }
     if n < i + 1 {
@@ -344,7 +379,11 @@ fn frame(
     if crc8(&h[..i]) != h[i] {
         return Err(FrameErr::Invalid);
     }
-    let want = if variable { expect.1 } else { u64::from(expect.0) };
+    let want = if variable {
+        expect.1
+    } else {
+        u64::from(expect.0)
+    };
     if number != want {
         return Err(FrameErr::Invalid);
     }
@@ -431,9 +470,14 @@ fn residual(b: &mut Bits, bs: u32, order: u32) -> Result<(), FrameErr> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample()
+    }
 
     #[derive(Default)]
     struct W {
@@ -474,7 +518,11 @@ mod tests {
         for &b in d {
             c ^= u16::from(b) << 8;
             for _ in 0..8 {
-                c = if c & 0x8000 != 0 { (c << 1) ^ 0x8005 } else { c << 1 };
+                c = if c & 0x8000 != 0 {
+                    (c << 1) ^ 0x8005
+                } else {
+                    c << 1
+                };
             }
         }
         c
@@ -586,7 +634,13 @@ mod tests {
     fn damaged_and_rejects() {
         let f = sample();
         // Corrupt a byte in the middle of frame 1: CRC-16 fails there.
-        let frame1 = f.windows(2).enumerate().filter(|(_, w)| *w == [0xFF, 0xF8]).map(|(i, _)| i).nth(1).unwrap();
+        let frame1 = f
+            .windows(2)
+            .enumerate()
+            .filter(|(_, w)| *w == [0xFF, 0xF8])
+            .map(|(i, _)| i)
+            .nth(1)
+            .unwrap();
         let mut bad = f.clone();
         bad[frame1 + 20] ^= 0x10;
         let v = run("flac", &bad).unwrap();
@@ -620,7 +674,14 @@ mod tests {
         let _ = std::fs::create_dir_all(&tmp);
         let mut made = Vec::new();
         for (i, w) in wavs.iter().enumerate() {
-            for (j, opts) in [&["-0", "--no-padding"][..], &["-5"], &["-8", "--blocksize=1152"]].iter().enumerate() {
+            for (j, opts) in [
+                &["-0", "--no-padding"][..],
+                &["-5"],
+                &["-8", "--blocksize=1152"],
+            ]
+            .iter()
+            .enumerate()
+            {
                 let out = tmp.join(format!("{i}-{j}.flac"));
                 let ok = std::process::Command::new("flac")
                     .args(["-s", "-f", "--lax"])

@@ -28,7 +28,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let Some(h) = src.bytes::<13>(0) else {
         let mut b = [0u8; 6];
         let n = src.read(0, &mut b);
-        let sig_ok = (n >= 4 && b[..4] == *b"GIF8") && (n < 5 || matches!(b[4], b'7' | b'9')) && (n < 6 || b[5] == b'a');
+        let sig_ok = (n >= 4 && b[..4] == *b"GIF8")
+            && (n < 5 || matches!(b[4], b'7' | b'9'))
+            && (n < 6 || b[5] == b'a');
         return sig_ok.then(|| Verdict::partial(src.len(), src.cut_note()));
     };
     if &h[..6] != b"GIF87a" && &h[..6] != b"GIF89a" {
@@ -43,7 +45,8 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut blocks = 0u32;
     let mut images = 0u32;
     let mut good_end = c.pos();
-    let damaged = |at: u64, blocks: u32, note: String| (blocks > 0).then(|| Verdict::partial(at, note));
+    let damaged =
+        |at: u64, blocks: u32, note: String| (blocks > 0).then(|| Verdict::partial(at, note));
     for _ in 0..MAX_BLOCKS {
         let at = c.pos();
         let Some(b) = c.u8() else { return cut(&src) };
@@ -54,9 +57,15 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 return Some(v);
             }
             0x21 => {
-                let Some(label) = c.u8() else { return cut(&src) };
+                let Some(label) = c.u8() else {
+                    return cut(&src);
+                };
                 if label == 0xF9 && c.peek_u8().is_some_and(|n| n != 4) {
-                    return damaged(good_end, blocks, format!("bad graphic control extension at {at}"));
+                    return damaged(
+                        good_end,
+                        blocks,
+                        format!("bad graphic control extension at {at}"),
+                    );
                 }
                 match sub_blocks(&mut c) {
                     Walk::Ok => {}
@@ -64,7 +73,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 }
             }
             0x2C => {
-                let Some(d) = c.bytes::<9>() else { return cut(&src) };
+                let Some(d) = c.bytes::<9>() else {
+                    return cut(&src);
+                };
                 let p = d[8];
                 if p & 0x18 != 0 && images == 0 && blocks == 0 {
                     // Reserved bits set on the very first block: implausible.
@@ -111,9 +122,14 @@ fn sub_blocks(c: &mut Cursor) -> Walk {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::Status;
     use super::super::testutil::*;
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample(2)
+    }
 
     fn sample(frames: usize) -> Vec<u8> {
         let mut v = b"GIF89a".to_vec();

@@ -68,7 +68,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
             Member::Bad { at, note, .. } => return Some(Verdict::partial(at, note)),
             Member::Cut => return Some(Verdict::partial(src.len(), src.cut_note())),
             Member::TooLarge => {
-                return Some(Verdict::partial(src.len(), "inflate output cap reached; end not found"));
+                return Some(Verdict::partial(
+                    src.len(),
+                    "inflate output cap reached; end not found",
+                ));
             }
             Member::NotGzip => return None,
         }
@@ -88,7 +91,11 @@ fn member(src: &Src, pos: u64) -> Member {
     let Some(h) = src.bytes::<10>(pos) else {
         let mut b = [0u8; 10];
         let n = src.read(pos, &mut b);
-        return if b[..n] == [0x1F, 0x8B, 0x08][..n.min(3)] { Member::Cut } else { Member::NotGzip };
+        return if b[..n] == [0x1F, 0x8B, 0x08][..n.min(3)] {
+            Member::Cut
+        } else {
+            Member::NotGzip
+        };
     };
     let flg = h[3];
     if h[..3] != [0x1F, 0x8B, 0x08] || flg & 0xE0 != 0 || !(h[9] <= 13 || h[9] == 255) {
@@ -96,7 +103,9 @@ fn member(src: &Src, pos: u64) -> Member {
     }
     let mut p = pos + 10;
     if flg & 4 != 0 {
-        let Some(xlen) = src.u16le(p) else { return Member::Cut };
+        let Some(xlen) = src.u16le(p) else {
+            return Member::Cut;
+        };
         p += 2 + u64::from(xlen);
     }
     let mut scratch = Vec::new();
@@ -110,7 +119,9 @@ fn member(src: &Src, pos: u64) -> Member {
         }
     }
     if flg & 2 != 0 {
-        let Some(stored) = src.u16le(p) else { return Member::Cut };
+        let Some(stored) = src.u16le(p) else {
+            return Member::Cut;
+        };
         let mut hc = crc32fast::Hasher::new();
         src.for_each_chunk(pos, p - pos, &mut scratch, |b| hc.update(b));
         if hc.finalize() as u16 != stored {
@@ -143,7 +154,9 @@ fn member(src: &Src, pos: u64) -> Member {
         }
     };
     let t = p + consumed;
-    let Some(trailer) = src.bytes::<8>(t) else { return Member::Cut };
+    let Some(trailer) = src.bytes::<8>(t) else {
+        return Member::Cut;
+    };
     let want_crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
     let want_size = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
     if want_crc != crc.finalize() || want_size != produced as u32 {
@@ -158,10 +171,15 @@ fn member(src: &Src, pos: u64) -> Member {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
     use std::io::Write;
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        gz(&text())
+    }
 
     fn gz(data: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -230,7 +248,13 @@ mod tests {
         let mut g = gz(&text());
         g[3] = 0x20; // reserved flag
         assert!(run("gzip", &g).is_none());
-        assert!(run("gzip", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff\xff\xff\xff\xff\xff").is_none());
+        assert!(
+            run(
+                "gzip",
+                b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff\xff\xff\xff\xff\xff"
+            )
+            .is_none()
+        );
         let v = run_at("gzip", &gz(&text()), 0, Limits { max_len: 50 }).unwrap();
         assert_eq!((v.status, v.length), (Status::Partial, 50));
     }

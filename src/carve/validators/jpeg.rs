@@ -24,8 +24,8 @@
 //!   invalid marker/segment after a valid start (length = where the damage
 //!   begins), or EOI comes without any image data.
 
-use super::read::{Cursor, Src};
 use super::Verdict;
+use super::read::{Cursor, Src};
 
 /// More markers than this is not a real JPEG.
 const MAX_MARKERS: u32 = 1_000_000;
@@ -46,7 +46,8 @@ pub fn validate(src: Src) -> Option<Verdict> {
         // Fewer than 4 bytes: only a partial SOI can be judged.
         let mut b = [0u8; 3];
         let n = src.read(0, &mut b);
-        return (b[..n] == [0xFF, 0xD8, 0xFF][..n] && n >= 2).then(|| Verdict::partial(src.len(), src.cut_note()));
+        return (b[..n] == [0xFF, 0xD8, 0xFF][..n] && n >= 2)
+            .then(|| Verdict::partial(src.len(), src.cut_note()));
     };
     if head[..3] != [0xFF, 0xD8, 0xFF] || !first_segment_marker(head[3]) {
         return None;
@@ -72,7 +73,13 @@ pub fn validate(src: Src) -> Option<Verdict> {
         let marker_pos = c.pos();
         match c.u8() {
             Some(0xFF) => {}
-            Some(b) => return damaged(good_end, segments, format!("expected a marker at {marker_pos}, found {b:#04x}")),
+            Some(b) => {
+                return damaged(
+                    good_end,
+                    segments,
+                    format!("expected a marker at {marker_pos}, found {b:#04x}"),
+                );
+            }
             None => return cut(&src),
         }
         let mut m = 0xFF;
@@ -105,22 +112,34 @@ pub fn validate(src: Src) -> Option<Verdict> {
             0xD8 => return damaged(good_end, segments, format!("second SOI at {marker_pos}")),
             0xFF => return damaged(good_end, segments, "run of fill bytes".into()),
             m if !has_length(m) => {
-                return damaged(good_end, segments, format!("reserved marker {m:#04x} at {marker_pos}"));
+                return damaged(
+                    good_end,
+                    segments,
+                    format!("reserved marker {m:#04x} at {marker_pos}"),
+                );
             }
             _ => {}
         }
-        let Some(len) = c.u16be() else { return cut(&src) };
+        let Some(len) = c.u16be() else {
+            return cut(&src);
+        };
         let len = u64::from(len);
         let body = c.pos();
         let seg_end = body - 2 + len;
         if len < 2 {
-            return damaged(good_end, segments, format!("segment length {len} at {marker_pos}"));
+            return damaged(
+                good_end,
+                segments,
+                format!("segment length {len} at {marker_pos}"),
+            );
         }
         // Per-marker checks on the first bytes of the segment.
         let ok = match m {
             0xC0..=0xCF if m != 0xC4 && m != 0xC8 && m != 0xCC => {
                 // SOFn: P, Y, X, Nf, then 3 bytes per component.
-                let Some(h) = src.bytes::<6>(body) else { return cut(&src) };
+                let Some(h) = src.bytes::<6>(body) else {
+                    return cut(&src);
+                };
                 let nf = u64::from(h[5]);
                 progressive |= matches!(m, 0xC2 | 0xC6 | 0xCA | 0xCE);
                 seen_sof = true;
@@ -130,14 +149,20 @@ pub fn validate(src: Src) -> Option<Verdict> {
             0xDB => len >= 2 + 65,
             0xDD => len == 4,
             0xDA => {
-                let Some(ns) = src.u8(body) else { return cut(&src) };
+                let Some(ns) = src.u8(body) else {
+                    return cut(&src);
+                };
                 let ns = u64::from(ns);
                 seen_sof && (1..=4).contains(&ns) && len == 6 + 2 * ns
             }
             _ => true,
         };
         if !ok {
-            return damaged(good_end, segments, format!("invalid segment {m:#04x} at {marker_pos}"));
+            return damaged(
+                good_end,
+                segments,
+                format!("invalid segment {m:#04x} at {marker_pos}"),
+            );
         }
         if seg_end > src.len() {
             return cut(&src);
@@ -195,6 +220,11 @@ pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
 
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample()
+    }
+
     fn seg(out: &mut Vec<u8>, m: u8, data: &[u8]) {
         out.extend_from_slice(&[0xFF, m]);
         out.extend_from_slice(&((data.len() + 2) as u16).to_be_bytes());
@@ -219,7 +249,9 @@ pub(crate) mod tests {
         for s in 0..scans {
             seg(&mut v, 0xDA, &[1, 1, 0x00, 0, 63, 0]);
             // Entropy data with stuffing, restart markers and a fill-byte run.
-            v.extend_from_slice(&[0x12, 0xFF, 0x00, 0x34, 0xFF, 0xD0, 0x56, 0xFF, 0x00, 0xFF, 0xD1, 0x77, s as u8]);
+            v.extend_from_slice(&[
+                0x12, 0xFF, 0x00, 0x34, 0xFF, 0xD0, 0x56, 0xFF, 0x00, 0xFF, 0xD1, 0x77, s as u8,
+            ]);
             if s + 1 < scans {
                 seg(&mut v, 0xC4, &dht);
             }

@@ -29,7 +29,9 @@ impl ByteReader for [u8] {
         <[u8]>::len(self) as u64
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
-        let Ok(off) = usize::try_from(offset) else { return 0 };
+        let Ok(off) = usize::try_from(offset) else {
+            return 0;
+        };
         if off >= <[u8]>::len(self) {
             return 0;
         }
@@ -180,7 +182,12 @@ pub const VALIDATORS: &[&str] = &[
 /// Returns `None` when the name is unknown or the bytes at `start` are not a
 /// plausible file of that format. The reported length never exceeds
 /// `min(r.len() - start, limits.max_len)`.
-pub fn validate(validator: &str, r: &dyn ByteReader, start: u64, limits: Limits) -> Option<Verdict> {
+pub fn validate(
+    validator: &str,
+    r: &dyn ByteReader,
+    start: u64,
+    limits: Limits,
+) -> Option<Verdict> {
     let f = TABLE.iter().find(|(n, _)| *n == validator)?.1;
     let src = Src::new(r, start, limits);
     if src.is_empty() {
@@ -198,7 +205,12 @@ pub fn validate(validator: &str, r: &dyn ByteReader, start: u64, limits: Limits)
 
 /// The validator without the safety net, for the property tests.
 #[cfg(test)]
-fn validate_raw(validator: &str, r: &dyn ByteReader, start: u64, limits: Limits) -> Option<Verdict> {
+fn validate_raw(
+    validator: &str,
+    r: &dyn ByteReader,
+    start: u64,
+    limits: Limits,
+) -> Option<Verdict> {
     let f = TABLE.iter().find(|(n, _)| *n == validator)?.1;
     let src = Src::new(r, start, limits);
     if src.is_empty() {
@@ -236,8 +248,16 @@ pub(crate) mod testutil {
         let v = validate_raw(name, &Slice(data), start, limits);
         if let Some(v) = &v {
             let avail = (data.len() as u64).saturating_sub(start);
-            assert!(v.length <= avail, "{name}: length {} > available {avail}", v.length);
-            assert!(v.length <= limits.max_len, "{name}: length {} > max_len", v.length);
+            assert!(
+                v.length <= avail,
+                "{name}: length {} > available {avail}",
+                v.length
+            );
+            assert!(
+                v.length <= limits.max_len,
+                "{name}: length {} > max_len",
+                v.length
+            );
         }
         v
     }
@@ -258,15 +278,30 @@ pub(crate) mod testutil {
         let mut img = b"\x00junk\x01\x02\x03before".to_vec();
         let at = img.len() as u64;
         img.extend_from_slice(data);
-        img.extend_from_slice(b"\x00\x00GARBAGE AFTER THE FILE \xff\xfe\x00\x01 garbage garbage garbage");
+        img.extend_from_slice(
+            b"\x00\x00GARBAGE AFTER THE FILE \xff\xfe\x00\x01 garbage garbage garbage",
+        );
         img.extend_from_slice(&[0u8; 300]);
-        let w = run_at(name, &img, at, NO_LIMIT).unwrap_or_else(|| panic!("{name}: rejected at offset"));
-        assert_eq!(w.status, Status::Complete, "{name} with garbage: {:?}", w.notes);
-        assert_eq!(w.length, data.len() as u64, "{name} with garbage: {:?}", w.notes);
+        let w = run_at(name, &img, at, NO_LIMIT)
+            .unwrap_or_else(|| panic!("{name}: rejected at offset"));
+        assert_eq!(
+            w.status,
+            Status::Complete,
+            "{name} with garbage: {:?}",
+            w.notes
+        );
+        assert_eq!(
+            w.length,
+            data.len() as u64,
+            "{name} with garbage: {:?}",
+            w.notes
+        );
         assert_eq!(w.subtype, v.subtype);
         // max_len just short of the file: never Complete.
         if limit_check && !data.is_empty() {
-            let lim = Limits { max_len: data.len() as u64 - 1 };
+            let lim = Limits {
+                max_len: data.len() as u64 - 1,
+            };
             if let Some(p) = run_at(name, &img, at, lim) {
                 assert_ne!(p.status, Status::Complete, "{name}: Complete past max_len");
             }
@@ -278,7 +313,11 @@ pub(crate) mod testutil {
     pub fn assert_prefixes(name: &str, data: &[u8]) {
         for n in 0..data.len() {
             if let Some(v) = run(name, &data[..n]) {
-                assert_ne!(v.status, Status::Complete, "{name}: prefix {n} Complete {v:?}");
+                assert_ne!(
+                    v.status,
+                    Status::Complete,
+                    "{name}: prefix {n} Complete {v:?}"
+                );
             }
         }
     }
@@ -288,7 +327,11 @@ pub(crate) mod testutil {
         let mut n = 0;
         while n < data.len() {
             if let Some(v) = run(name, &data[..n]) {
-                assert_ne!(v.status, Status::Complete, "{name}: prefix {n} Complete {v:?}");
+                assert_ne!(
+                    v.status,
+                    Status::Complete,
+                    "{name}: prefix {n} Complete {v:?}"
+                );
             }
             n += step.max(1);
         }
@@ -309,7 +352,10 @@ pub(crate) mod testutil {
             }
         }
         eprintln!("{name}: {exact} of {total} real files Complete with the exact length");
-        assert!(exact * 10 >= total * 9, "{name}: only {exact} of {total} real files exact");
+        assert!(
+            exact * 10 >= total * 9,
+            "{name}: only {exact} of {total} real files exact"
+        );
         (total, exact)
     }
 
@@ -322,7 +368,9 @@ pub(crate) mod testutil {
         }
         let mut out = Vec::new();
         for r in roots {
-            let Ok(rd) = std::fs::read_dir(&r) else { continue };
+            let Ok(rd) = std::fs::read_dir(&r) else {
+                continue;
+            };
             for e in rd.flatten() {
                 if e.file_name().to_string_lossy().starts_with("python") {
                     out.push(format!("{}/{sub}", e.path().display()));
@@ -332,25 +380,37 @@ pub(crate) mod testutil {
         out
     }
 
+    /// Where Debian's `forensics-samples` package keeps its original files.
+    pub const SAMPLES: &str = "/usr/share/forensics-samples/original-files";
+
     /// Real files on this machine with one of `exts` below `dirs` (bounded
     /// search); empty when there are none.
     pub fn real_files(dirs: &[&str], exts: &[&str], max: usize) -> Vec<std::path::PathBuf> {
         let mut out = Vec::new();
-        let mut stack: Vec<std::path::PathBuf> = dirs.iter().map(Into::into).collect();
+        let mut stack: Vec<std::path::PathBuf> = dirs.iter().rev().map(Into::into).collect();
+        // Debian's forensics-samples package (real photos, audio, video,
+        // documents), searched first when installed.
+        stack.push(SAMPLES.into());
         let mut visited = 0;
         while let Some(d) = stack.pop() {
             visited += 1;
             if visited > 20_000 || out.len() >= max {
                 break;
             }
-            let Ok(rd) = std::fs::read_dir(&d) else { continue };
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
             for e in rd.flatten() {
                 let p = e.path();
                 let Ok(ft) = e.file_type() else { continue };
                 if ft.is_dir() {
                     stack.push(p);
                 } else if ft.is_file() {
-                    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+                    let name = p
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .unwrap_or("")
+                        .to_ascii_lowercase();
                     let ok = exts.iter().any(|x| name.ends_with(x));
                     let small = e.metadata().map(|m| m.len() <= 8 << 20).unwrap_or(false);
                     if ok && small && out.len() < max {
@@ -360,5 +420,260 @@ pub(crate) mod testutil {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod props {
+    //! Properties every validator must have, over random and mutated input.
+    use super::testutil::Slice;
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Each validator's magic prefixes (what a header hit guarantees).
+    const MAGICS: &[(&str, &[&[u8]])] = &[
+        (
+            "jpeg",
+            &[
+                b"\xFF\xD8\xFF\xE0",
+                b"\xFF\xD8\xFF\xE1",
+                b"\xFF\xD8\xFF\xDB",
+                b"\xFF\xD8\xFF\xC0\x00\x11\x08",
+            ],
+        ),
+        (
+            "png",
+            &[
+                b"\x89PNG\r\n\x1a\n",
+                b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR",
+            ],
+        ),
+        ("gif", &[b"GIF89a", b"GIF87a"]),
+        (
+            "bmp",
+            &[
+                b"BM",
+                b"BM\x00\x10\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00\x28\x00\x00\x00",
+            ],
+        ),
+        (
+            "tiff",
+            &[
+                b"II*\x00",
+                b"MM\x00*",
+                b"II*\x00\x08\x00\x00\x00",
+                b"II+\x00\x08\x00\x00\x00",
+            ],
+        ),
+        ("pdf", &[b"%PDF-1.4\n", b"%PDF-1."]),
+        (
+            "zip",
+            &[
+                b"PK\x03\x04",
+                b"PK\x03\x04\x14\x00\x08\x00\x08\x00",
+                b"PK\x05\x06",
+                b"PK\x03\x04\x14\x00\x00\x00\x00\x00",
+            ],
+        ),
+        (
+            "sqlite",
+            &[
+                b"SQLite format 3\x00",
+                b"SQLite format 3\x00\x10\x00\x01\x01\x00\x40\x20\x20",
+            ],
+        ),
+        ("ole2", &[b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"]),
+        (
+            "riff",
+            &[
+                b"RIFF",
+                b"RIFF\x00\x01\x00\x00WAVE",
+                b"RIFF\x00\x01\x00\x00AVI LIST",
+            ],
+        ),
+        (
+            "mp4",
+            &[b"\x00\x00\x00\x18ftypisom", b"\x00\x00\x00\x14ftypqt  "],
+        ),
+        (
+            "mp3",
+            &[b"ID3\x03\x00\x00", b"\xFF\xFB\x90\x64", b"\xFF\xFB"],
+        ),
+        ("ogg", &[b"OggS\x00\x02"]),
+        ("flac", &[b"fLaC", b"fLaC\x00\x00\x00\x22\x10\x00\x10\x00"]),
+        (
+            "gzip",
+            &[
+                b"\x1F\x8B\x08\x00",
+                b"\x1F\x8B\x08\x08",
+                b"\x1F\x8B\x08\x1E",
+            ],
+        ),
+        (
+            "elf",
+            &[
+                b"\x7FELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+                b"\x7FELF\x01\x02\x01",
+            ],
+        ),
+        ("pe", &[b"MZ", b"MZ\x90\x00"]),
+    ];
+
+    fn seeds() -> Vec<(&'static str, Vec<u8>)> {
+        vec![
+            ("jpeg", jpeg::tests::seed()),
+            ("png", png::tests::seed()),
+            ("gif", gif::tests::seed()),
+            ("bmp", bmp::tests::seed()),
+            ("tiff", tiff::tests::seed()),
+            ("pdf", pdf::tests::seed()),
+            ("zip", zip::tests::seed()),
+            ("sqlite", sqlite::tests::seed()),
+            ("ole2", ole2::tests::seed()),
+            ("riff", riff::tests::seed()),
+            ("mp4", mp4::tests::seed()),
+            ("mp3", mp3::tests::seed()),
+            ("ogg", ogg::tests::seed()),
+            ("flac", flac::tests::seed()),
+            ("gzip", gzip::tests::seed()),
+            ("elf", elf::tests::seed()),
+            ("pe", pe::tests::seed()),
+        ]
+    }
+
+    /// Runs every validator (not only `name`) on `data` at `start`: no panic,
+    /// lengths within the reader and max_len.
+    fn check_all(data: &[u8], start: u64, max_len: u64) {
+        let limits = Limits { max_len };
+        for name in VALIDATORS {
+            if let Some(v) = validate_raw(name, &Slice(data), start, limits) {
+                let avail = (data.len() as u64).saturating_sub(start);
+                assert!(v.length <= avail, "{name}: length {} > {avail}", v.length);
+                assert!(
+                    v.length <= max_len,
+                    "{name}: length {} > max_len {max_len}",
+                    v.length
+                );
+                let pub_v = validate(name, &Slice(data), start, limits);
+                assert_eq!(
+                    pub_v.as_ref(),
+                    Some(&v),
+                    "{name}: safety net changed a verdict"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn names_and_dispatch() {
+        assert_eq!(VALIDATORS.len(), TABLE.len());
+        for (n, (t, _)) in VALIDATORS.iter().zip(TABLE) {
+            assert_eq!(n, t);
+        }
+        let d = b"%PDF-1.4\nstartxref\n0\n%%EOF\n".to_vec();
+        assert!(validate("nope", &d, 0, testutil::NO_LIMIT).is_none());
+        assert!(validate("pdf", &d, d.len() as u64, testutil::NO_LIMIT).is_none());
+        assert!(validate("pdf", &d, u64::MAX, testutil::NO_LIMIT).is_none());
+        assert!(validate("pdf", &d, 0, Limits { max_len: 0 }).is_none());
+        assert_eq!(
+            validate("pdf", &d, 0, testutil::NO_LIMIT).map(|v| v.status),
+            Some(Status::Complete)
+        );
+        for (name, seed) in seeds() {
+            let v = validate(name, &seed, 0, testutil::NO_LIMIT)
+                .unwrap_or_else(|| panic!("{name} seed"));
+            assert_eq!(
+                (v.status, v.length),
+                (Status::Complete, seed.len() as u64),
+                "{name} seed {:?}",
+                v.notes
+            );
+            // No other validator claims it as Complete at the same length
+            // (mp3 aside: an MP3 frame run can hide anywhere).
+            for other in VALIDATORS.iter().filter(|o| **o != name) {
+                if let Some(w) = validate(other, &seed, 0, testutil::NO_LIMIT) {
+                    assert_ne!(
+                        w.status,
+                        Status::Complete,
+                        "{other} accepts the {name} seed"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tiny_inputs() {
+        for (_, magics) in MAGICS {
+            for m in *magics {
+                for n in 0..=m.len() {
+                    check_all(&m[..n], 0, u64::MAX);
+                    check_all(&m[..n], 1, 3);
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Random bytes behind a valid magic.
+        #[test]
+        fn random_after_magic(
+            which in 0usize..64,
+            body in proptest::collection::vec(any::<u8>(), 0..3000),
+            lead in 0usize..8,
+            max_len in prop_oneof![Just(u64::MAX), 0u64..4000],
+        ) {
+            let (_, magics) = MAGICS[which % MAGICS.len()];
+            let magic = magics[(which / MAGICS.len()) % magics.len()];
+            let mut data = vec![0x55u8; lead];
+            data.extend_from_slice(magic);
+            data.extend_from_slice(&body);
+            check_all(&data, lead as u64, max_len);
+        }
+
+        /// Valid files with random bytes overwritten, truncated and/or extended.
+        #[test]
+        fn mutated_seeds(
+            which in 0usize..17,
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..12),
+            cut in any::<prop::sample::Index>(),
+            do_cut in any::<bool>(),
+            tail in proptest::collection::vec(any::<u8>(), 0..64),
+            max_len in prop_oneof![Just(u64::MAX), 1u64..20_000],
+        ) {
+            let seeds = seeds();
+            let (_, mut data) = seeds[which % seeds.len()].clone();
+            for (i, b) in &edits {
+                let k = i.index(data.len());
+                data[k] = *b;
+            }
+            if do_cut {
+                data.truncate(cut.index(data.len() + 1));
+            }
+            data.extend_from_slice(&tail);
+            check_all(&data, 0, max_len);
+        }
+
+        /// Hostile 32-bit length-like values written at random field offsets.
+        #[test]
+        fn hostile_fields(
+            which in 0usize..17,
+            at in any::<prop::sample::Index>(),
+            value in prop_oneof![Just(u32::MAX), Just(0x7FFF_FFFF), Just(0xFFFF_FFF0), Just(0), Just(1), any::<u32>()],
+            be in any::<bool>(),
+        ) {
+            let seeds = seeds();
+            let (_, mut data) = seeds[which % seeds.len()].clone();
+            let k = at.index(data.len().saturating_sub(3).max(1));
+            let bytes = if be { value.to_be_bytes() } else { value.to_le_bytes() };
+            for (j, b) in bytes.iter().enumerate() {
+                if let Some(d) = data.get_mut(k + j) {
+                    *d = *b;
+                }
+            }
+            check_all(&data, 0, u64::MAX);
+        }
     }
 }

@@ -38,13 +38,23 @@ pub const MAX_GAP: u64 = 64 * 1024;
 const MAX_FRAMES: u32 = 10_000_000;
 
 const BR_V1: [[u32; 16]; 3] = [
-    [0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448, 0], // layer I
-    [0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 0],    // layer II
-    [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 0],     // layer III
+    [
+        0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448, 0,
+    ], // layer I
+    [
+        0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 0,
+    ], // layer II
+    [
+        0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 0,
+    ], // layer III
 ];
 const BR_V2: [[u32; 16]; 2] = [
-    [0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256, 0], // layer I
-    [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160, 0],      // layers II, III
+    [
+        0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256, 0,
+    ], // layer I
+    [
+        0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160, 0,
+    ], // layers II, III
 ];
 
 /// Frame length and a key of the fields that stay constant in a stream.
@@ -60,11 +70,12 @@ fn frame(h: [u8; 4]) -> Option<(u64, u16)> {
     if ver == 1 || layer == 0 || sri == 3 || h[3] & 3 == 2 {
         return None;
     }
-    let rate = [44100u32, 48000, 32000][usize::from(sri)] >> (match ver {
-        3 => 0,
-        2 => 1,
-        _ => 2,
-    });
+    let rate = [44100u32, 48000, 32000][usize::from(sri)]
+        >> (match ver {
+            3 => 0,
+            2 => 1,
+            _ => 2,
+        });
     let br = if ver == 3 {
         BR_V1[usize::from(3 - layer)][bri]
     } else {
@@ -105,12 +116,20 @@ fn walk(src: &Src, pos: u64, limit: u32) -> Chain {
         }
         key = Some(k);
         if p + len > src.len() {
-            return Chain { n, end: p, cut: true };
+            return Chain {
+                n,
+                end: p,
+                cut: true,
+            };
         }
         p += len;
         n += 1;
     }
-    Chain { n, end: p, cut: false }
+    Chain {
+        n,
+        end: p,
+        cut: false,
+    }
 }
 
 pub fn validate(src: Src) -> Option<Verdict> {
@@ -156,7 +175,8 @@ pub fn validate(src: Src) -> Option<Verdict> {
         p += 1;
     }
     let Some(first) = first else {
-        return tagged.then(|| Verdict::partial(start, "ID3v2 tag without MPEG audio frames after it"));
+        return tagged
+            .then(|| Verdict::partial(start, "ID3v2 tag without MPEG audio frames after it"));
     };
     let Chain { n, end, cut } = walk(&src, first, MAX_FRAMES);
     if cut {
@@ -184,9 +204,18 @@ pub fn validate(src: Src) -> Option<Verdict> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        let mut t = id3(b"TIT2\x00\x00\x00\x02\x00\x00\x00x");
+        t.extend_from_slice(&frames(5));
+        t.extend_from_slice(b"TAG");
+        t.extend_from_slice(&[b' '; 125]);
+        t
+    }
 
     /// MPEG-1 layer III, 128 kbit/s, 44.1 kHz frames (417/418 bytes).
     fn frames(n: usize) -> Vec<u8> {
@@ -203,7 +232,12 @@ mod tests {
     fn id3(body: &[u8]) -> Vec<u8> {
         let mut v = b"ID3\x03\x00\x00".to_vec();
         let n = body.len() as u32;
-        v.extend_from_slice(&[(n >> 21) as u8 & 0x7F, (n >> 14) as u8 & 0x7F, (n >> 7) as u8 & 0x7F, n as u8 & 0x7F]);
+        v.extend_from_slice(&[
+            (n >> 21) as u8 & 0x7F,
+            (n >> 14) as u8 & 0x7F,
+            (n >> 7) as u8 & 0x7F,
+            n as u8 & 0x7F,
+        ]);
         v.extend_from_slice(body);
         v
     }
@@ -240,7 +274,10 @@ mod tests {
 
     #[test]
     fn real_mp3s() {
-        let d = ["/usr/share/forensics-samples/original-files", "/usr/lib/google-cloud-sdk/platform/gsutil/gslib/tests/test_data"];
+        let d = [
+            "/usr/share/forensics-samples/original-files",
+            "/usr/lib/google-cloud-sdk/platform/gsutil/gslib/tests/test_data",
+        ];
         check_real("mp3", &real_files(&d, &[".mp3"], 10));
     }
 }

@@ -33,8 +33,9 @@ use super::read::Src;
 const MAX_BOXES: u32 = 1_000_000;
 
 const TOP_LEVEL: &[&[u8; 4]] = &[
-    b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide", b"uuid", b"pdin", b"moof", b"mfra", b"meta", b"sidx",
-    b"ssix", b"styp", b"prft", b"emsg", b"jumb", b"pnot", b"junk", b"PICT", b"bloc", b"udta", b"mfro",
+    b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide", b"uuid", b"pdin", b"moof", b"mfra",
+    b"meta", b"sidx", b"ssix", b"styp", b"prft", b"emsg", b"jumb", b"pnot", b"junk", b"PICT",
+    b"bloc", b"udta", b"mfro",
 ];
 
 pub fn validate(src: Src) -> Option<Verdict> {
@@ -44,10 +45,16 @@ pub fn validate(src: Src) -> Option<Verdict> {
     }
     let fsize = u64::from(u32::from_be_bytes([h[0], h[1], h[2], h[3]]));
     let brand = [h[8], h[9], h[10], h[11]];
-    if !(16..=4096).contains(&fsize) || fsize % 4 != 0 || !brand.iter().all(|b| (0x20..0x7F).contains(b)) {
+    if !(16..=4096).contains(&fsize)
+        || fsize % 4 != 0
+        || !brand.iter().all(|b| (0x20..0x7F).contains(b))
+    {
         return None;
     }
-    let heif = matches!(&brand, b"heic" | b"heix" | b"mif1" | b"msf1" | b"avif" | b"avis");
+    let heif = matches!(
+        &brand,
+        b"heic" | b"heix" | b"mif1" | b"msf1" | b"avif" | b"avis"
+    );
     let subtype = match &brand {
         b"qt  " => "mov",
         b"M4A " | b"M4B " | b"M4P " => "m4a",
@@ -77,8 +84,14 @@ pub fn validate(src: Src) -> Option<Verdict> {
         let size = match size32 {
             0 => {
                 return Some(
-                    Verdict::unvalidated(src.len(), format!("box {} extends to the end of the file", String::from_utf8_lossy(&ty)))
-                        .with_subtype(Some(subtype)),
+                    Verdict::unvalidated(
+                        src.len(),
+                        format!(
+                            "box {} extends to the end of the file",
+                            String::from_utf8_lossy(&ty)
+                        ),
+                    )
+                    .with_subtype(Some(subtype)),
                 );
             }
             1 => match src.u64be(pos + 8) {
@@ -89,7 +102,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
             n if n < 8 => break,
             n => u64::from(n),
         };
-        let Some(end) = pos.checked_add(size) else { break };
+        let Some(end) = pos.checked_add(size) else {
+            break;
+        };
         moov |= &ty == b"moov";
         meta |= &ty == b"meta";
         if end > src.len() {
@@ -103,13 +118,21 @@ pub fn validate(src: Src) -> Option<Verdict> {
     } else {
         Verdict::partial(pos, "no moov box")
     };
-    Some(v.with_note(format!("{boxes} top-level boxes")).with_subtype(Some(subtype)))
+    Some(
+        v.with_note(format!("{boxes} top-level boxes"))
+            .with_subtype(Some(subtype)),
+    )
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample(b"isom")
+    }
 
     fn bx(out: &mut Vec<u8>, ty: &[u8; 4], body: &[u8]) {
         out.extend_from_slice(&((body.len() + 8) as u32).to_be_bytes());
@@ -137,7 +160,13 @@ mod tests {
 
     #[test]
     fn brands() {
-        for (b, want) in [(b"isom", "mp4"), (b"qt  ", "mov"), (b"M4A ", "m4a"), (b"3gp5", "3gp"), (b"mp42", "mp4")] {
+        for (b, want) in [
+            (b"isom", "mp4"),
+            (b"qt  ", "mov"),
+            (b"M4A ", "m4a"),
+            (b"3gp5", "3gp"),
+            (b"mp42", "mp4"),
+        ] {
             let f = sample(b);
             assert_eq!(assert_complete("mp4", &f).as_deref(), Some(want));
         }
@@ -168,5 +197,13 @@ mod tests {
         assert!(run("mp4", b"\x00\x00\x00\x08ftypisom").is_none());
         let v = run_at("mp4", &sample(b"isom"), 0, Limits { max_len: 60 }).unwrap();
         assert_eq!((v.status, v.length), (Status::Partial, 60));
+    }
+
+    #[test]
+    fn real_mp4s() {
+        check_real(
+            "mp4",
+            &real_files(&[], &[".mp4", ".m4a", ".mov", ".3gp"], 10),
+        );
     }
 }

@@ -38,7 +38,11 @@ const fn crc_table() -> [u32; 256] {
         let mut r = (i as u32) << 24;
         let mut k = 0;
         while k < 8 {
-            r = if r & 0x8000_0000 != 0 { (r << 1) ^ 0x04C1_1DB7 } else { r << 1 };
+            r = if r & 0x8000_0000 != 0 {
+                (r << 1) ^ 0x04C1_1DB7
+            } else {
+                r << 1
+            };
             k += 1;
         }
         t[i] = r;
@@ -73,10 +77,15 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut pos = 0u64;
     let mut in_bos_group = true;
     let mut pages = 0u32;
-    let cut = |pages: u32| (pages > 0 || src.len() < 27).then(|| Verdict::partial(src.len(), src.cut_note()));
-    let damaged = |pos: u64, pages: u32, note: String| (pages > 0).then(|| Verdict::partial(pos, note));
+    let cut = |pages: u32| {
+        (pages > 0 || src.len() < 27).then(|| Verdict::partial(src.len(), src.cut_note()))
+    };
+    let damaged =
+        |pos: u64, pages: u32, note: String| (pages > 0).then(|| Verdict::partial(pos, note));
     while pages < MAX_PAGES {
-        let Some(h) = src.bytes::<27>(pos) else { return cut(pages) };
+        let Some(h) = src.bytes::<27>(pos) else {
+            return cut(pages);
+        };
         if &h[..4] != b"OggS" || h[4] != 0 || h[5] & 0xF8 != 0 {
             return damaged(pos, pages, format!("no valid page at {pos}"));
         }
@@ -108,10 +117,17 @@ pub fn validate(src: Src) -> Option<Verdict> {
             return None;
         }
         if bos {
-            if !in_bos_group || streams.len() >= MAX_STREAMS || streams.iter().any(|s| s.serial == serial) {
+            if !in_bos_group
+                || streams.len() >= MAX_STREAMS
+                || streams.iter().any(|s| s.serial == serial)
+            {
                 return damaged(pos, pages, format!("unexpected BOS page at {pos}"));
             }
-            streams.push(Stream { serial, next_seq: seq, eos: false });
+            streams.push(Stream {
+                serial,
+                next_seq: seq,
+                eos: false,
+            });
             let mut id = [0u8; 8];
             let n = src.read(body_at, &mut id).min(body as usize);
             let id = &id[..n];
@@ -152,9 +168,14 @@ pub fn validate(src: Src) -> Option<Verdict> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample()
+    }
 
     /// Bit-by-bit reference CRC, to check the table.
     fn crc_ref(data: &[u8]) -> u32 {
@@ -162,7 +183,11 @@ mod tests {
         for &b in data {
             crc ^= u32::from(b) << 24;
             for _ in 0..8 {
-                crc = if crc & 0x8000_0000 != 0 { (crc << 1) ^ 0x04C1_1DB7 } else { crc << 1 };
+                crc = if crc & 0x8000_0000 != 0 {
+                    (crc << 1) ^ 0x04C1_1DB7
+                } else {
+                    crc << 1
+                };
             }
         }
         crc
@@ -229,7 +254,13 @@ mod tests {
 
     #[test]
     fn real_oggs() {
-        let d = ["/usr/share/forensics-samples/original-files", "/usr/share/sounds"];
-        check_real("ogg", &real_files(&d, &[".ogg", ".oga", ".ogv", ".opus"], 10));
+        let d = [
+            "/usr/share/forensics-samples/original-files",
+            "/usr/share/sounds",
+        ];
+        check_real(
+            "ogg",
+            &real_files(&d, &[".ogg", ".oga", ".ogv", ".opus"], 10),
+        );
     }
 }

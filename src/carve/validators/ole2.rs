@@ -46,7 +46,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
     }
     let major = le16(&h[0x1A..]);
     let shift = le16(&h[0x1E..]);
-    if le16(&h[0x1C..]) != 0xFFFE || le16(&h[0x20..]) != 6 || !matches!((major, shift), (3, 9) | (4, 12)) {
+    if le16(&h[0x1C..]) != 0xFFFE
+        || le16(&h[0x20..]) != 6
+        || !matches!((major, shift), (3, 9) | (4, 12))
+    {
         return None;
     }
     let ss: u64 = 1 << shift;
@@ -62,7 +65,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut notes = Vec::new();
     // A FAT larger than the window cannot be walked: the file is cut.
     if num_fat.saturating_mul(ss) > src.len() {
-        return Some(Verdict::partial(src.len(), src.cut_note()).with_note(format!("{num_fat} FAT sectors")));
+        return Some(
+            Verdict::partial(src.len(), src.cut_note()).with_note(format!("{num_fat} FAT sectors")),
+        );
     }
     // FAT sector list (bounded by num_fat, itself bounded by the window).
     let mut fat: Vec<u32> = Vec::with_capacity(num_fat.min(109) as usize);
@@ -74,7 +79,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut buf = vec![0u8; ss as usize];
     while (fat.len() as u64) < num_fat {
         if difat_sec > MAXREG || difat_walked >= num_difat.max(1) || difat_walked > num_fat {
-            notes.push(format!("DIFAT ends after {} of {num_fat} FAT sectors", fat.len()));
+            notes.push(format!(
+                "DIFAT ends after {} of {num_fat} FAT sectors",
+                fat.len()
+            ));
             break;
         }
         if !src.read_exact(sector_off(difat_sec), &mut buf) {
@@ -113,7 +121,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             }
         }
     }
-    let Some(highest) = highest else { return None };
+    let highest = highest?;
     let extent = (highest + 2) * ss;
     if bad_ptr > 0 {
         notes.push(format!("{bad_ptr} FAT entries point past the FAT"));
@@ -124,7 +132,8 @@ pub fn validate(src: Src) -> Option<Verdict> {
         if fs > MAXREG {
             return None;
         }
-        src.read_exact(sector_off(fs) + (u64::from(s) % eps) * 4, buf).then(|| u32::from_le_bytes(*buf))
+        src.read_exact(sector_off(fs) + (u64::from(s) % eps) * 4, buf)
+            .then(|| u32::from_le_bytes(*buf))
     };
     let mut entries: Vec<DirEntry> = Vec::new();
     let mut s = first_dir;
@@ -158,7 +167,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if !root_ok {
         notes.push("first directory entry is not the root storage".into());
     }
-    let subtype = root_ok.then(|| classify(&entries)).unwrap_or("ole2");
+    let subtype = if root_ok { classify(&entries) } else { "ole2" };
     let v = if extent > src.len() {
         Verdict::partial(src.len(), src.cut_note())
     } else if notes.is_empty() {
@@ -188,7 +197,9 @@ fn classify(entries: &[DirEntry]) -> &'static str {
     let mut seen = vec![false; entries.len()];
     let mut stack: Vec<u32> = entries.first().map(|r| vec![r.child]).unwrap_or_default();
     while let Some(i) = stack.pop() {
-        let Some(e) = entries.get(i as usize) else { continue };
+        let Some(e) = entries.get(i as usize) else {
+            continue;
+        };
         if std::mem::replace(&mut seen[i as usize], true) {
             continue;
         }
@@ -217,14 +228,27 @@ fn classify(entries: &[DirEntry]) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample("WordDocument")
+    }
 
     const END: u32 = 0xFFFF_FFFE;
     const NONE: u32 = 0xFFFF_FFFF;
 
-    fn dir_entry(name: &str, ty: u8, left: u32, right: u32, child: u32, start: u32, size: u32) -> Vec<u8> {
+    fn dir_entry(
+        name: &str,
+        ty: u8,
+        left: u32,
+        right: u32,
+        child: u32,
+        start: u32,
+        size: u32,
+    ) -> Vec<u8> {
         let mut e = vec![0u8; 128];
         let u: Vec<u16> = name.encode_utf16().collect();
         for (i, c) in u.iter().enumerate() {

@@ -40,14 +40,23 @@ pub fn validate(src: Src) -> Option<Verdict> {
     }
     let w = u32::from_be_bytes([ihdr[8], ihdr[9], ihdr[10], ihdr[11]]);
     let h = u32::from_be_bytes([ihdr[12], ihdr[13], ihdr[14], ihdr[15]]);
-    let (depth, color, comp, filter, interlace) = (ihdr[16], ihdr[17], ihdr[18], ihdr[19], ihdr[20]);
+    let (depth, color, comp, filter, interlace) =
+        (ihdr[16], ihdr[17], ihdr[18], ihdr[19], ihdr[20]);
     let depth_ok = match color {
         0 => matches!(depth, 1 | 2 | 4 | 8 | 16),
         3 => matches!(depth, 1 | 2 | 4 | 8),
         2 | 4 | 6 => matches!(depth, 8 | 16),
         _ => false,
     };
-    if w == 0 || h == 0 || w > 0x7fff_ffff || h > 0x7fff_ffff || !depth_ok || comp != 0 || filter != 0 || interlace > 1 {
+    if w == 0
+        || h == 0
+        || w > 0x7fff_ffff
+        || h > 0x7fff_ffff
+        || !depth_ok
+        || comp != 0
+        || filter != 0
+        || interlace > 1
+    {
         return None;
     }
     let crc = crc32fast::hash(&ihdr[4..21]);
@@ -76,7 +85,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
         let stored = src.u32be(pos + 8 + u64::from(len))?;
         if h.finalize() != stored {
             let name = String::from_utf8_lossy(&ty).into_owned();
-            return Some(damaged(pos, format!("CRC mismatch in chunk {name} at {pos}")));
+            return Some(damaged(
+                pos,
+                format!("CRC mismatch in chunk {name} at {pos}"),
+            ));
         }
         match &ty {
             b"IEND" => {
@@ -108,6 +120,11 @@ fn damaged(pos: u64, note: impl Into<String>) -> Verdict {
 pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample()
+    }
 
     pub fn chunk(out: &mut Vec<u8>, ty: &[u8; 4], data: &[u8]) {
         out.extend_from_slice(&(data.len() as u32).to_be_bytes());

@@ -479,7 +479,11 @@ pub fn inflate(src: &Src, start: u64, max_out: u64, mut sink: impl FnMut(&[u8]))
                     in_len = rest + more;
                 }
             }
-            Err(_) => return Inflated::Corrupt { consumed: d.total_in() },
+            Err(_) => {
+                return Inflated::Corrupt {
+                    consumed: d.total_in(),
+                };
+            }
         }
         if d.total_out() > max_out {
             return Inflated::TooLarge;
@@ -507,16 +511,30 @@ mod tests {
             n += b.len() as u64;
             h.update(b)
         });
-        assert_eq!(r, Inflated::End { consumed: zl, produced: 100_000 });
+        assert_eq!(
+            r,
+            Inflated::End {
+                consumed: zl,
+                produced: 100_000
+            }
+        );
         assert_eq!(n, 100_000);
         assert_eq!(h.finalize(), crc32fast::hash(&data));
         let cut = z[..z.len() / 2].to_vec();
-        assert_eq!(inflate(&src(&cut, 0, u64::MAX), 0, u64::MAX, |_| {}), Inflated::Cut);
+        assert_eq!(
+            inflate(&src(&cut, 0, u64::MAX), 0, u64::MAX, |_| {}),
+            Inflated::Cut
+        );
         assert_eq!(inflate(&s, 0, 1000, |_| {}), Inflated::TooLarge);
         let bad = vec![0xFFu8; 100];
-        assert!(matches!(inflate(&src(&bad, 0, u64::MAX), 0, u64::MAX, |_| {}), Inflated::Corrupt { .. }));
+        assert!(matches!(
+            inflate(&src(&bad, 0, u64::MAX), 0, u64::MAX, |_| {}),
+            Inflated::Corrupt { .. }
+        ));
     }
 
+    // `Vec<u8>` (not a slice) because it is the reader type.
+    #[allow(clippy::ptr_arg)]
     fn src<'a>(data: &'a Vec<u8>, start: u64, max: u64) -> Src<'a> {
         Src::new(data, start, Limits { max_len: max })
     }
@@ -547,12 +565,27 @@ mod tests {
         d[2 * CHUNK + 5..2 * CHUNK + 10].copy_from_slice(b"%%EOF");
         let s = src(&d, 0, u64::MAX);
         let mut sc = Vec::new();
-        assert_eq!(s.find(b"%%EOF", 0, s.len(), &mut sc), Some(CHUNK as u64 - 2));
-        assert_eq!(s.find(b"%%EOF", CHUNK as u64, s.len(), &mut sc), Some(2 * CHUNK as u64 + 5));
+        assert_eq!(
+            s.find(b"%%EOF", 0, s.len(), &mut sc),
+            Some(CHUNK as u64 - 2)
+        );
+        assert_eq!(
+            s.find(b"%%EOF", CHUNK as u64, s.len(), &mut sc),
+            Some(2 * CHUNK as u64 + 5)
+        );
         assert_eq!(s.find(b"%%EOF", 0, CHUNK as u64 + 2, &mut sc), None);
-        assert_eq!(s.rfind(b"%%EOF", 0, s.len(), &mut sc), Some(2 * CHUNK as u64 + 5));
-        assert_eq!(s.rfind(b"%%EOF", 0, 2 * CHUNK as u64 + 9, &mut sc), Some(CHUNK as u64 - 2));
-        assert_eq!(s.rfind(b"%%EOF", CHUNK as u64, 2 * CHUNK as u64 + 9, &mut sc), None);
+        assert_eq!(
+            s.rfind(b"%%EOF", 0, s.len(), &mut sc),
+            Some(2 * CHUNK as u64 + 5)
+        );
+        assert_eq!(
+            s.rfind(b"%%EOF", 0, 2 * CHUNK as u64 + 9, &mut sc),
+            Some(CHUNK as u64 - 2)
+        );
+        assert_eq!(
+            s.rfind(b"%%EOF", CHUNK as u64, 2 * CHUNK as u64 + 9, &mut sc),
+            None
+        );
     }
 
     #[test]

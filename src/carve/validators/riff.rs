@@ -61,7 +61,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut chunks = 0u32;
     let cut = || Some(Verdict::partial(src.len(), src.cut_note()).with_subtype(subtype));
     while pos < end && chunks < MAX_CHUNKS {
-        let Some(ch) = src.bytes::<8>(pos) else { return cut() };
+        let Some(ch) = src.bytes::<8>(pos) else {
+            return cut();
+        };
         let id = [ch[0], ch[1], ch[2], ch[3]];
         let csize = u64::from(u32::from_le_bytes([ch[4], ch[5], ch[6], ch[7]]));
         let data_end = pos + 8 + csize;
@@ -69,7 +71,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
             if chunks == 0 {
                 return None;
             }
-            return Some(Verdict::partial(pos, format!("damaged chunk at {pos}")).with_subtype(subtype));
+            return Some(
+                Verdict::partial(pos, format!("damaged chunk at {pos}")).with_subtype(subtype),
+            );
         }
         if first.is_none() {
             first = Some(id);
@@ -109,8 +113,13 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if &form == b"AVI " && v.status == super::Status::Complete {
         // OpenDML: RIFF AVIX parts follow the first RIFF.
         let mut parts = 0u32;
-        while parts < MAX_AVIX && src.starts_with_at(total, b"RIFF") && src.starts_with_at(total + 8, b"AVIX") {
-            let Some(sz) = src.u32le(total + 4) else { break };
+        while parts < MAX_AVIX
+            && src.starts_with_at(total, b"RIFF")
+            && src.starts_with_at(total + 8, b"AVIX")
+        {
+            let Some(sz) = src.u32le(total + 4) else {
+                break;
+            };
             let e = total + 8 + u64::from(sz);
             if e > src.len() {
                 return cut();
@@ -127,9 +136,14 @@ pub fn validate(src: Src) -> Option<Verdict> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        wav()
+    }
 
     fn riff(form: &[u8; 4], chunks: &[(&[u8; 4], &[u8])]) -> Vec<u8> {
         let mut body = form.to_vec();
@@ -148,17 +162,32 @@ mod tests {
     }
 
     fn wav() -> Vec<u8> {
-        let fmt = [1u8, 0, 1, 0, 0x44, 0xAC, 0, 0, 0x88, 0x58, 1, 0, 2, 0, 16, 0];
-        riff(b"WAVE", &[(b"fmt ", &fmt), (b"LIST", b"INFOISFT\x03\x00\x00\x00ab\0\0"), (b"data", &[1, 2, 3, 4, 5])])
+        let fmt = [
+            1u8, 0, 1, 0, 0x44, 0xAC, 0, 0, 0x88, 0x58, 1, 0, 2, 0, 16, 0,
+        ];
+        riff(
+            b"WAVE",
+            &[
+                (b"fmt ", &fmt),
+                (b"LIST", b"INFOISFT\x03\x00\x00\x00ab\0\0"),
+                (b"data", &[1, 2, 3, 4, 5]),
+            ],
+        )
     }
 
     #[test]
     fn forms() {
         assert_eq!(assert_complete("riff", &wav()).as_deref(), Some("wav"));
         assert_prefixes("riff", &wav());
-        let webp = riff(b"WEBP", &[(b"VP8 ", &[0x30, 1, 0, 0x9D, 0x01, 0x2A, 1, 0, 1, 0])]);
+        let webp = riff(
+            b"WEBP",
+            &[(b"VP8 ", &[0x30, 1, 0, 0x9D, 0x01, 0x2A, 1, 0, 1, 0])],
+        );
         assert_eq!(assert_complete("riff", &webp).as_deref(), Some("webp"));
-        let mut avi = riff(b"AVI ", &[(b"LIST", b"hdrlavih"), (b"LIST", b"movi"), (b"idx1", b"")]);
+        let mut avi = riff(
+            b"AVI ",
+            &[(b"LIST", b"hdrlavih"), (b"LIST", b"movi"), (b"idx1", b"")],
+        );
         assert_eq!(assert_complete("riff", &avi).as_deref(), Some("avi"));
         // OpenDML continuation.
         let mut avix = b"RIFF".to_vec();
@@ -166,7 +195,10 @@ mod tests {
         avix.extend_from_slice(b"AVIXLIST\x00\x00\x00\x00");
         avi.extend_from_slice(&avix);
         assert_complete("riff", &avi);
-        assert_eq!(assert_complete("riff", &riff(b"RMID", &[(b"data", b"xy")])), None);
+        assert_eq!(
+            assert_complete("riff", &riff(b"RMID", &[(b"data", b"xy")])),
+            None
+        );
     }
 
     #[test]

@@ -64,14 +64,23 @@ pub fn validate(src: Src) -> Option<Verdict> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample(512, 3)
+    }
 
     fn sample(page_size: u32, pages: u32) -> Vec<u8> {
         let mut v = vec![0u8; (page_size * pages) as usize];
         v[..16].copy_from_slice(b"SQLite format 3\0");
-        let raw = if page_size == 65536 { 1u16 } else { page_size as u16 };
+        let raw = if page_size == 65536 {
+            1u16
+        } else {
+            page_size as u16
+        };
         v[16..18].copy_from_slice(&raw.to_be_bytes());
         v[18] = 1;
         v[19] = 1;
@@ -129,7 +138,7 @@ mod tests {
             .status()
             .is_ok_and(|s| s.success());
         if let (true, Ok(d)) = (ok, std::fs::read(&db)) {
-            check_real("sqlite", &[db.clone()]);
+            check_real("sqlite", std::slice::from_ref(&db));
             assert!(d.len() > 4096);
         } else {
             eprintln!("python3/sqlite3 not available; skipped");

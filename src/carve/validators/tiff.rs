@@ -44,7 +44,11 @@ struct Layout {
 
 impl Layout {
     fn off(&self, s: &Src, at: u64) -> Option<u64> {
-        if self.big { self.e.u64(s, at) } else { self.e.u32(s, at).map(u64::from) }
+        if self.big {
+            self.e.u64(s, at)
+        } else {
+            self.e.u32(s, at).map(u64::from)
+        }
     }
     fn inline(&self) -> u64 {
         if self.big { 8 } else { 4 }
@@ -184,7 +188,12 @@ fn walk_ifd(
         let at = first_entry + i * l.entry();
         let tag = e.u16(src, at).ok_or("entry")?;
         let ty = e.u16(src, at + 2).ok_or("entry")?;
-        let n = if l.big { e.u64(src, at + 4) } else { e.u32(src, at + 4).map(u64::from) }.ok_or("entry")?;
+        let n = if l.big {
+            e.u64(src, at + 4)
+        } else {
+            e.u32(src, at + 4).map(u64::from)
+        }
+        .ok_or("entry")?;
         let field = at + if l.big { 12 } else { 8 };
         if tag < prev_tag {
             unsorted += 1;
@@ -198,7 +207,9 @@ fn walk_ifd(
             }
             continue;
         };
-        let size = n.checked_mul(ts).ok_or_else(|| format!("entry count overflow in IFD at {off}"))?;
+        let size = n
+            .checked_mul(ts)
+            .ok_or_else(|| format!("entry count overflow in IFD at {off}"))?;
         let base = if size <= l.inline() {
             field
         } else {
@@ -257,6 +268,11 @@ fn walk_ifd(
 pub(crate) mod tests {
     use super::super::Status;
     use super::super::testutil::*;
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample_le()
+    }
 
     /// A little-endian TIFF: header, strip data, IFD0 (with an EXIF pointer),
     /// EXIF IFD, IFD1, and a trailing out-of-line value at the very end.

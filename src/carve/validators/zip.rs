@@ -121,13 +121,21 @@ impl Names {
 }
 
 fn method_ok(m: u16) -> bool {
-    matches!(m, 0..=10 | 12 | 14 | 16 | 18 | 19 | 20 | 93 | 94 | 95 | 96 | 97 | 98 | 99)
+    matches!(
+        m,
+        0..=10 | 12 | 14 | 16 | 18 | 19 | 20 | 93 | 94 | 95 | 96 | 97 | 98 | 99
+    )
 }
 
 /// The ZIP64 values (usize, csize, local offset) of an extra field, taking
 /// only the fields whose 32-bit counterpart is saturated; in a local header
 /// both sizes are present whenever the record is 16 bytes or more.
-fn zip64_extra(extra: &[u8], usize32: u32, csize32: u32, off32: Option<u32>) -> Option<(u64, u64, u64)> {
+fn zip64_extra(
+    extra: &[u8],
+    usize32: u32,
+    csize32: u32,
+    off32: Option<u32>,
+) -> Option<(u64, u64, u64)> {
     let mut i = 0usize;
     while i + 4 <= extra.len() {
         let id = le16(&extra[i..]);
@@ -233,7 +241,8 @@ impl<'a> Walk<'a> {
         while self.records < MAX_RECORDS {
             let Some(sig) = self.src.u32le(pos) else {
                 // Not even a signature: the image (or window) ends here.
-                return (self.records > 0).then(|| Verdict::partial(self.src.len(), self.src.cut_note()));
+                return (self.records > 0)
+                    .then(|| Verdict::partial(self.src.len(), self.src.cut_note()));
             };
             let step = match sig {
                 LFH if self.cd_start.is_none() => self.local(pos),
@@ -268,7 +277,9 @@ impl<'a> Walk<'a> {
 
     /// A local file header and its data (and data descriptor).
     fn local(&mut self, pos: u64) -> Result<Step, String> {
-        let Some(h) = self.src.bytes::<30>(pos) else { return Ok(self.cut()) };
+        let Some(h) = self.src.bytes::<30>(pos) else {
+            return Ok(self.cut());
+        };
         let version = le16(&h[4..]);
         let flags = le16(&h[6..]);
         let method = le16(&h[8..]);
@@ -312,15 +323,21 @@ impl<'a> Walk<'a> {
                 match inflate(&self.src, data, MAX_INFLATE_OUT, |_| {}) {
                     Inflated::End { consumed, .. } => consumed,
                     Inflated::Cut => return Ok(self.cut()),
-                    Inflated::Corrupt { .. } => return Err(format!("corrupt deflate data in entry at {pos}")),
-                    Inflated::TooLarge => return Err(format!("entry at {pos} inflates past the output cap")),
+                    Inflated::Corrupt { .. } => {
+                        return Err(format!("corrupt deflate data in entry at {pos}"));
+                    }
+                    Inflated::TooLarge => {
+                        return Err(format!("entry at {pos} inflates past the output cap"));
+                    }
                 }
             } else if csize != 0 {
                 csize
             } else {
                 match self.find_descriptor(data, z64.is_some()) {
                     Some(c) => c,
-                    None if self.src.len() > data => return Err(format!("no data descriptor for entry at {pos}")),
+                    None if self.src.len() > data => {
+                        return Err(format!("no data descriptor for entry at {pos}"));
+                    }
                     None => return Ok(self.cut()),
                 }
             };
@@ -353,7 +370,9 @@ impl<'a> Walk<'a> {
     fn find_descriptor(&mut self, data: u64, z64: bool) -> Option<u64> {
         let mut from = data;
         for _ in 0..MAX_DD_HITS {
-            let q = self.src.find(b"PK\x07\x08", from, self.src.len(), &mut self.scratch)?;
+            let q = self
+                .src
+                .find(b"PK\x07\x08", from, self.src.len(), &mut self.scratch)?;
             let dist = q - data;
             let c32 = self.src.u32le(q + 8).map(u64::from);
             let c64 = self.src.u64le(q + 8);
@@ -368,7 +387,11 @@ impl<'a> Walk<'a> {
     /// Length of the data descriptor at `at` for `clen` compressed bytes.
     fn descriptor_len(&self, at: u64, clen: u64, z64: bool) -> Option<u64> {
         let s = &self.src;
-        let (base, sig) = if s.u32le(at)? == DD { (at + 4, 4) } else { (at, 0) };
+        let (base, sig) = if s.u32le(at)? == DD {
+            (at + 4, 4)
+        } else {
+            (at, 0)
+        };
         let order: [u64; 2] = if z64 { [20, 12] } else { [12, 20] };
         for n in order {
             let ok = if n == 12 {
@@ -392,7 +415,9 @@ impl<'a> Walk<'a> {
 
     /// A central directory header.
     fn central(&mut self, pos: u64) -> Step {
-        let Some(h) = self.src.bytes::<46>(pos) else { return self.cut() };
+        let Some(h) = self.src.bytes::<46>(pos) else {
+            return self.cut();
+        };
         self.cd_start.get_or_insert(pos);
         let csize32 = le32(&h[20..]);
         let usize32 = le32(&h[24..]);
@@ -445,7 +470,9 @@ impl<'a> Walk<'a> {
 
     /// Archive extra data record (before the central directory).
     fn aed(&mut self, pos: u64) -> Step {
-        let Some(n) = self.src.u32le(pos + 4) else { return self.cut() };
+        let Some(n) = self.src.u32le(pos + 4) else {
+            return self.cut();
+        };
         let end = pos + 8 + u64::from(n);
         if end > self.src.len() {
             return self.cut();
@@ -454,7 +481,9 @@ impl<'a> Walk<'a> {
     }
 
     fn z64_record(&mut self, pos: u64) -> Step {
-        let Some(h) = self.src.bytes::<56>(pos) else { return self.cut() };
+        let Some(h) = self.src.bytes::<56>(pos) else {
+            return self.cut();
+        };
         let size = le64(&h[4..]);
         let Some(end) = pos.checked_add(12).and_then(|p| p.checked_add(size)) else {
             return Step::Done(Verdict::partial(pos, "ZIP64 EOCD size overflows"));
@@ -470,7 +499,9 @@ impl<'a> Walk<'a> {
     }
 
     fn z64_locator(&mut self, pos: u64) -> Step {
-        let Some(h) = self.src.bytes::<20>(pos) else { return self.cut() };
+        let Some(h) = self.src.bytes::<20>(pos) else {
+            return self.cut();
+        };
         self.z64_loc = Some(le64(&h[8..]));
         Step::Next(pos + 20)
     }
@@ -530,21 +561,37 @@ impl<'a> Walk<'a> {
         if (disk != 0 && disk != 0xFFFF) || (cd_disk != 0 && cd_disk != 0xFFFF) {
             notes.push("multi-disk archive".to_string());
         }
-        let count_ok = |n: u64| n == self.cd_count || (self.z64.is_none() && self.cd_count > 0xFFFF && n == self.cd_count & 0xFFFF);
+        let count_ok = |n: u64| {
+            n == self.cd_count
+                || (self.z64.is_none() && self.cd_count > 0xFFFF && n == self.cd_count & 0xFFFF)
+        };
         if !count_ok(total) || !count_ok(on_disk) {
-            notes.push(format!("EOCD says {total} entries, {} central headers walked", self.cd_count));
+            notes.push(format!(
+                "EOCD says {total} entries, {} central headers walked",
+                self.cd_count
+            ));
         }
         if self.local_count != self.cd_count {
-            notes.push(format!("{} local headers but {} central headers", self.local_count, self.cd_count));
+            notes.push(format!(
+                "{} local headers but {} central headers",
+                self.local_count, self.cd_count
+            ));
         }
         if cd_off != found_off {
-            notes.push(format!("EOCD central directory offset {cd_off} but found at {found_off}"));
+            notes.push(format!(
+                "EOCD central directory offset {cd_off} but found at {found_off}"
+            ));
         }
         if cd_size != found_size {
-            notes.push(format!("EOCD central directory size {cd_size} but walked {found_size}"));
+            notes.push(format!(
+                "EOCD central directory size {cd_size} but walked {found_size}"
+            ));
         }
         if self.bad_local_ref > 0 {
-            notes.push(format!("{} central headers point at no walked local header", self.bad_local_ref));
+            notes.push(format!(
+                "{} central headers point at no walked local header",
+                self.bad_local_ref
+            ));
         }
         if notes.is_empty() {
             let mut v = Verdict::complete(end);
@@ -564,6 +611,11 @@ pub(crate) mod tests {
     use super::super::{Limits, Status};
     use std::io::Write;
 
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        docx()
+    }
+
     pub struct Entry<'a> {
         pub name: &'a str,
         pub data: &'a [u8],
@@ -573,7 +625,13 @@ pub(crate) mod tests {
     }
 
     pub fn entry<'a>(name: &'a str, data: &'a [u8]) -> Entry<'a> {
-        Entry { name, data, deflate: false, descriptor: false, zip64: false }
+        Entry {
+            name,
+            data,
+            deflate: false,
+            descriptor: false,
+            zip64: false,
+        }
     }
 
     /// Builds a ZIP by hand with correct local headers, central directory and EOCD.
@@ -583,7 +641,8 @@ pub(crate) mod tests {
         for e in entries {
             let crc = crc32fast::hash(e.data);
             let comp = if e.deflate {
-                let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+                let mut z =
+                    flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
                 z.write_all(e.data).unwrap();
                 z.finish().unwrap()
             } else {
@@ -637,8 +696,17 @@ pub(crate) mod tests {
             cd.extend_from_slice(&method.to_le_bytes());
             cd.extend_from_slice(&[0; 4]);
             cd.extend_from_slice(&crc.to_le_bytes());
-            cd.extend_from_slice(&(if e.zip64 { u32::MAX } else { comp.len() as u32 }).to_le_bytes());
-            cd.extend_from_slice(&(if e.zip64 { u32::MAX } else { e.data.len() as u32 }).to_le_bytes());
+            cd.extend_from_slice(
+                &(if e.zip64 { u32::MAX } else { comp.len() as u32 }).to_le_bytes(),
+            );
+            cd.extend_from_slice(
+                &(if e.zip64 {
+                    u32::MAX
+                } else {
+                    e.data.len() as u32
+                })
+                .to_le_bytes(),
+            );
             cd.extend_from_slice(&(e.name.len() as u16).to_le_bytes());
             let mut cextra = Vec::new();
             if e.zip64 {
@@ -699,8 +767,15 @@ pub(crate) mod tests {
         build(
             &[
                 entry("[Content_Types].xml", b"<Types/>"),
-                Entry { deflate: true, ..entry("_rels/.rels", &t) },
-                Entry { deflate: true, descriptor: true, ..entry("word/document.xml", &t) },
+                Entry {
+                    deflate: true,
+                    ..entry("_rels/.rels", &t)
+                },
+                Entry {
+                    deflate: true,
+                    descriptor: true,
+                    ..entry("word/document.xml", &t)
+                },
                 entry("docProps/app.xml", b"<x/>"),
             ],
             b"a comment",
@@ -711,7 +786,17 @@ pub(crate) mod tests {
     #[test]
     fn plain_zip_and_docx() {
         let t = text();
-        let z = build(&[entry("a.txt", b"hello"), Entry { deflate: true, ..entry("b/c.txt", &t) }], b"", false);
+        let z = build(
+            &[
+                entry("a.txt", b"hello"),
+                Entry {
+                    deflate: true,
+                    ..entry("b/c.txt", &t)
+                },
+            ],
+            b"",
+            false,
+        );
         assert_eq!(assert_complete("zip", &z).as_deref(), Some("zip"));
         assert_prefixes("zip", &z);
         let d = docx();
@@ -722,13 +807,61 @@ pub(crate) mod tests {
     #[test]
     fn classification() {
         let cases: &[(&[Entry], &str)] = &[
-            (&[entry("[Content_Types].xml", b"x"), entry("xl/workbook.xml", b"x")], "xlsx"),
-            (&[entry("[Content_Types].xml", b"x"), entry("ppt/presentation.xml", b"x")], "pptx"),
-            (&[entry("mimetype", b"application/vnd.oasis.opendocument.text"), entry("content.xml", b"x")], "odt"),
-            (&[entry("mimetype", b"application/vnd.oasis.opendocument.spreadsheet"), entry("c", b"x")], "ods"),
-            (&[entry("mimetype", b"application/vnd.oasis.opendocument.presentation"), entry("c", b"x")], "odp"),
-            (&[entry("mimetype", b"application/epub+zip"), entry("META-INF/container.xml", b"x")], "epub"),
-            (&[entry("META-INF/MANIFEST.MF", b"Manifest-Version: 1.0\n"), entry("a.class", b"x")], "jar"),
+            (
+                &[
+                    entry("[Content_Types].xml", b"x"),
+                    entry("xl/workbook.xml", b"x"),
+                ],
+                "xlsx",
+            ),
+            (
+                &[
+                    entry("[Content_Types].xml", b"x"),
+                    entry("ppt/presentation.xml", b"x"),
+                ],
+                "pptx",
+            ),
+            (
+                &[
+                    entry("mimetype", b"application/vnd.oasis.opendocument.text"),
+                    entry("content.xml", b"x"),
+                ],
+                "odt",
+            ),
+            (
+                &[
+                    entry(
+                        "mimetype",
+                        b"application/vnd.oasis.opendocument.spreadsheet",
+                    ),
+                    entry("c", b"x"),
+                ],
+                "ods",
+            ),
+            (
+                &[
+                    entry(
+                        "mimetype",
+                        b"application/vnd.oasis.opendocument.presentation",
+                    ),
+                    entry("c", b"x"),
+                ],
+                "odp",
+            ),
+            (
+                &[
+                    entry("mimetype", b"application/epub+zip"),
+                    entry("META-INF/container.xml", b"x"),
+                ],
+                "epub",
+            ),
+            (
+                &[
+                    entry("META-INF/MANIFEST.MF", b"Manifest-Version: 1.0\n"),
+                    entry("a.class", b"x"),
+                ],
+                "jar",
+            ),
             (
                 &[
                     entry("AndroidManifest.xml", b"x"),
@@ -749,9 +882,20 @@ pub(crate) mod tests {
         let t = text();
         let z = build(
             &[
-                Entry { descriptor: true, ..entry("stored-dd.txt", &t) },
-                Entry { deflate: true, descriptor: true, zip64: true, ..entry("z64-dd", &t) },
-                Entry { zip64: true, ..entry("z64", b"zip64 stored") },
+                Entry {
+                    descriptor: true,
+                    ..entry("stored-dd.txt", &t)
+                },
+                Entry {
+                    deflate: true,
+                    descriptor: true,
+                    zip64: true,
+                    ..entry("z64-dd", &t)
+                },
+                Entry {
+                    zip64: true,
+                    ..entry("z64", b"zip64 stored")
+                },
             ],
             b"",
             true,
@@ -809,7 +953,11 @@ pub(crate) mod tests {
     fn corrupt_middle() {
         let d = docx();
         // Break the signature of the third local header.
-        let i = d.windows(17).position(|w| w == b"word/document.xml").unwrap() - 30;
+        let i = d
+            .windows(17)
+            .position(|w| w == b"word/document.xml")
+            .unwrap()
+            - 30;
         let mut bad = d.clone();
         bad[i] = b'X';
         let v = run("zip", &bad).unwrap();
@@ -821,6 +969,30 @@ pub(crate) mod tests {
         let mut dirs = vec!["/usr/share".to_string(), "/usr/lib".to_string()];
         dirs.extend(py_dirs("test"));
         let d: Vec<&str> = dirs.iter().map(String::as_str).collect();
-        check_real("zip", &real_files(&d, &[".zip", ".jar", ".whl", ".odt", ".docx", ".epub"], 40));
+        let files = real_files(
+            &d,
+            &[
+                ".zip", ".jar", ".whl", ".odt", ".docx", ".epub", ".xlsx", ".apk",
+            ],
+            40,
+        );
+        check_real("zip", &files);
+        // Office/ODF/Java containers are classified as their extension says.
+        for f in &files {
+            let ext = f
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if [
+                "docx", "xlsx", "pptx", "odt", "ods", "odp", "epub", "jar", "apk",
+            ]
+            .contains(&ext.as_str())
+            {
+                let d = std::fs::read(f).unwrap();
+                let v = run("zip", &d).unwrap();
+                assert_eq!(v.subtype.as_deref(), Some(ext.as_str()), "{f:?}");
+            }
+        }
     }
 }
