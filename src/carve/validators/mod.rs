@@ -677,3 +677,96 @@ mod props {
         }
     }
 }
+
+#[cfg(test)]
+mod image_smoke {
+    //! Manual check on a real disk image: `GPUCARVE_TEST_IMAGE=/path/img
+    //! cargo test --lib carve::validators::image_smoke -- --ignored --nocapture`.
+    //! Runs every validator at every magic hit and reports which original
+    //! files of Debian's forensics-samples were carved byte-exactly.
+    use super::*;
+
+    const HEADS: &[(&str, &[u8])] = &[
+        ("jpeg", b"\xFF\xD8\xFF"),
+        ("png", b"\x89PNG\r\n\x1a\n"),
+        ("gif", b"GIF8"),
+        ("bmp", b"BM"),
+        ("tiff", b"II*\x00"),
+        ("tiff", b"MM\x00*"),
+        ("pdf", b"%PDF-"),
+        ("zip", b"PK\x03\x04"),
+        ("sqlite", b"SQLite format 3\x00"),
+        ("ole2", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"),
+        ("riff", b"RIFF"),
+        ("mp4", b"ftyp"),
+        ("mp3", b"ID3"),
+        ("ogg", b"OggS"),
+        ("flac", b"fLaC"),
+        ("gzip", b"\x1F\x8B\x08"),
+        ("elf", b"\x7FELF"),
+        ("pe", b"MZ"),
+    ];
+
+    #[test]
+    #[ignore]
+    fn carve_image() {
+        let Ok(path) = std::env::var("GPUCARVE_TEST_IMAGE") else {
+            eprintln!("GPUCARVE_TEST_IMAGE not set");
+            return;
+        };
+        let img = std::fs::read(&path).expect("image");
+        let limits = Limits { max_len: 64 << 20 };
+        let t0 = std::time::Instant::now();
+        let mut carved: Vec<(String, u64, Verdict)> = Vec::new();
+        let mut stats: std::collections::BTreeMap<&str, [usize; 4]> = Default::default();
+        for (name, head) in HEADS {
+            for pos in memchr::memmem::find_iter(&img, head) {
+                let start = if *name == "mp4" {
+                    pos.saturating_sub(4)
+                } else {
+                    pos
+                } as u64;
+                let v = validate(name, &img, start, limits);
+                let e = stats.entry(name).or_default();
+                match &v {
+                    None => e[3] += 1,
+                    Some(v) => e[v.status as usize] += 1,
+                }
+                if let Some(v) = v {
+                    if v.status != Status::Complete && std::env::var("SMOKE_VERBOSE").is_ok() {
+                        eprintln!(
+                            "  {name} at {start}: {:?} {} {:?}",
+                            v.status, v.length, v.notes
+                        );
+                    }
+                    carved.push((name.to_string(), start, v));
+                }
+            }
+        }
+        eprintln!("validated in {:?}", t0.elapsed());
+        for (n, s) in &stats {
+            eprintln!(
+                "{n:>6}: complete {:>5} partial {:>5} unvalidated {:>3} none {:>6}",
+                s[0], s[1], s[2], s[3]
+            );
+        }
+        let originals = testutil::real_files(&[], &[""], 1000);
+        let (mut found, mut total) = (0, 0);
+        for f in originals {
+            let Ok(d) = std::fs::read(&f) else { continue };
+            total += 1;
+            let hit = carved.iter().find(|(_, s, v)| {
+                v.length == d.len() as u64
+                    && img.get(*s as usize..(*s + v.length) as usize) == Some(&d[..])
+            });
+            match hit {
+                Some((n, s, v)) => {
+                    found += 1;
+                    eprintln!("  exact   {f:?} as {n} {:?} at {s}", v.subtype);
+                }
+                None => eprintln!("  missing {f:?} ({} bytes)", d.len()),
+            }
+        }
+        eprintln!("{found} of {total} original files carved exactly");
+    }
+}

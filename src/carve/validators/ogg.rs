@@ -13,7 +13,8 @@
 //! the first page is a BOS; every page belongs to one of the streams opened by
 //! the initial BOS pages, and their page sequence numbers increase by one.
 //!
-//! * `None`: the first page is not a valid BOS page (or its CRC fails).
+//! * `None`: the first page is not a valid BOS page (or its CRC fails), or
+//!   the second page is already invalid or foreign.
 //! * `Complete`: every stream opened at the start reached its EOS page;
 //!   length = end of the last EOS page. (A chained file — a new group of BOS
 //!   pages after that — is carved as separate files.)
@@ -80,8 +81,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let cut = |pages: u32| {
         (pages > 0 || src.len() < 27).then(|| Verdict::partial(src.len(), src.cut_note()))
     };
+    // Damage right after the first page: more likely a hit inside another
+    // Ogg file (e.g. its second BOS page) than a damaged file.
     let damaged =
-        |pos: u64, pages: u32, note: String| (pages > 0).then(|| Verdict::partial(pos, note));
+        |pos: u64, pages: u32, note: String| (pages > 1).then(|| Verdict::partial(pos, note));
     while pages < MAX_PAGES {
         let Some(h) = src.bytes::<27>(pos) else {
             return cut(pages);
@@ -242,9 +245,14 @@ pub(crate) mod tests {
     fn damaged() {
         let mut s = sample();
         let second = page(2, 7, 0, b"OpusHead\x01\x02\x38\x01\x80\xbb\0\0\0\0\0").len();
-        s[second + 30] ^= 1;
+        let third = second + page(0, 7, 1, b"OpusTags\0\0\0\0\0\0\0\0").len();
+        s[third + 30] ^= 1;
         let v = run("ogg", &s).unwrap();
-        assert_eq!((v.status, v.length), (Status::Partial, second as u64));
+        assert_eq!((v.status, v.length), (Status::Partial, third as u64));
+        // Damage already in the second page: not evidence of a file start.
+        let mut s = sample();
+        s[second + 30] ^= 1;
+        assert!(run("ogg", &s).is_none());
         let mut s = sample();
         s[30] ^= 1;
         assert!(run("ogg", &s).is_none());

@@ -182,8 +182,6 @@ fn walk_ifd(
     let mut strips: [Option<Array>; 4] = [None; 4]; // offsets, counts, tile offsets, tile counts
     let mut jpeg_if: Option<u64> = None;
     let mut jpeg_len: Option<u64> = None;
-    let mut prev_tag = 0u16;
-    let mut unsorted = 0u64;
     for i in 0..count {
         let at = first_entry + i * l.entry();
         let tag = e.u16(src, at).ok_or("entry")?;
@@ -195,10 +193,6 @@ fn walk_ifd(
         }
         .ok_or("entry")?;
         let field = at + if l.big { 12 } else { 8 };
-        if tag < prev_tag {
-            unsorted += 1;
-        }
-        prev_tag = tag;
         let Some(ts) = type_size(ty) else {
             // Unknown types are to be ignored (TIFF 6.0 §2), but many of them
             // mean this is not an IFD.
@@ -239,9 +233,6 @@ fn walk_ifd(
             50706 => *dng = true,
             _ => {}
         }
-    }
-    if unsorted > count / 2 + 1 {
-        return Err(format!("IFD at {off}: entries not sorted by tag"));
     }
     for (o, c) in [(strips[0], strips[1]), (strips[2], strips[3])] {
         let (Some(o), Some(c)) = (o, c) else { continue };

@@ -24,7 +24,10 @@
 //! the ZIP64 locator points at the ZIP64 record, single disk.
 //!
 //! * `None`: the first record is not a plausible local header, or is an EOCD
-//!   that is not a valid empty archive (the tail of some other archive).
+//!   that is not a valid empty archive (the tail of some other archive), or
+//!   the EOCD shows the candidate is an entry in the middle of a larger
+//!   archive (more central headers than local headers walked, and the
+//!   central directory offset larger than where it was found).
 //! * `Complete`: walked to the EOCD and every cross-check passed; length =
 //!   end of the EOCD comment.
 //! * `Partial`: the walk runs past the window (length = window), meets an
@@ -252,7 +255,7 @@ impl<'a> Walk<'a> {
                 Z64_EOCD => Ok(self.z64_record(pos)),
                 Z64_LOC => Ok(self.z64_locator(pos)),
                 EOCD => {
-                    let v = self.eocd(pos);
+                    let v = self.eocd(pos)?;
                     // An EOCD at the candidate itself is only an empty archive.
                     if self.records == 0 && v.status != super::Status::Complete {
                         return None;
@@ -519,14 +522,15 @@ impl<'a> Walk<'a> {
     }
 
     /// The end-of-central-directory record: cross-checks and the verdict.
-    fn eocd(&mut self, pos: u64) -> Verdict {
+    /// `None` when the candidate is an entry inside a larger archive.
+    fn eocd(&mut self, pos: u64) -> Option<Verdict> {
         let Some(h) = self.src.bytes::<22>(pos) else {
-            return Verdict::partial(self.src.len(), self.src.cut_note());
+            return Some(Verdict::partial(self.src.len(), self.src.cut_note()));
         };
         let comment = u64::from(le16(&h[20..]));
         let end = pos + 22 + comment;
         if end > self.src.len() {
-            return Verdict::partial(self.src.len(), self.src.cut_note());
+            return Some(Verdict::partial(self.src.len(), self.src.cut_note()));
         }
         let disk = le16(&h[4..]);
         let cd_disk = le16(&h[6..]);
@@ -577,10 +581,22 @@ impl<'a> Walk<'a> {
                 self.local_count, self.cd_count
             ));
         }
+        if cd_off > found_off && self.cd_count > self.local_count && self.local_count > 0 {
+            // The central directory lists entries before the candidate and is
+            // itself further away than found: the candidate is an entry in
+            // the middle of a larger archive, not a file start.
+            return None;
+        }
         if cd_off != found_off {
             notes.push(format!(
                 "EOCD central directory offset {cd_off} but found at {found_off}"
             ));
+            if cd_off > found_off && self.cd_count == self.local_count {
+                notes.push(format!(
+                    "offsets shifted by {}: a self-extracting or prefixed archive",
+                    cd_off - found_off
+                ));
+            }
         }
         if cd_size != found_size {
             notes.push(format!(
@@ -596,11 +612,11 @@ impl<'a> Walk<'a> {
         if notes.is_empty() {
             let mut v = Verdict::complete(end);
             v.notes.push(format!("{} entries", self.cd_count));
-            v
+            Some(v)
         } else {
             let mut v = Verdict::partial(end, notes.remove(0));
             v.notes.extend(notes);
-            v
+            Some(v)
         }
     }
 }
@@ -947,6 +963,29 @@ pub(crate) mod tests {
         // An EOCD of some other archive: not a file start.
         let z = build(&[entry("a.txt", b"hello")], b"", false);
         assert!(run("zip", &z[z.len() - 22..]).is_none());
+    }
+
+    #[test]
+    fn entry_inside_archive_is_not_a_start() {
+        let d = docx();
+        let i = d.windows(11).position(|w| w == b"_rels/.rels").unwrap() - 30;
+        assert!(run("zip", &d[i..]).is_none());
+        // A prefixed (self-extracting) archive, offsets counted from the
+        // prefix: Partial with a note.
+        let mut z = build(&[entry("a.txt", b"hello")], b"", false);
+        let e = z.len() - 22;
+        let cd = u32::from_le_bytes(z[e + 16..e + 20].try_into().unwrap()) as usize;
+        z[e + 16..e + 20].copy_from_slice(&(cd as u32 + 80).to_le_bytes());
+        z[cd + 42..cd + 46].copy_from_slice(&80u32.to_le_bytes());
+        let mut sfx = b"MZ stub ".repeat(10);
+        sfx.extend_from_slice(&z);
+        let v = run_at("zip", &sfx, 80, NO_LIMIT).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, z.len() as u64));
+        assert!(
+            v.notes.iter().any(|n| n.contains("shifted by 80")),
+            "{:?}",
+            v.notes
+        );
     }
 
     #[test]
