@@ -91,10 +91,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if shoff != 0 && (shnum == 0 || phnum == 0xFFFF) {
         let s0 = shoff;
         if shnum == 0 {
-            shnum = if wide { word(s0 + 32) } else { word(s0 + 20) };
+            shnum = word(s0.saturating_add(if wide { 32 } else { 20 }));
         }
         if phnum == 0xFFFF {
-            phnum = u64::from(u32_(s0 + if wide { 44 } else { 28 }));
+            phnum = u64::from(u32_(s0.saturating_add(if wide { 44 } else { 28 })));
         }
     }
     if phnum == 0 && shnum == 0 {

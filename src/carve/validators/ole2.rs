@@ -35,6 +35,8 @@ const FREE: u32 = 0xFFFF_FFFF;
 const MAXREG: u32 = 0xFFFF_FFFA;
 /// Directory entries read at most.
 const MAX_DIR_ENTRIES: usize = 1 << 16;
+/// FAT sectors walked at most (1 Mi sectors of 4 KiB describe 512 GiB).
+const MAX_FAT_SECTORS: u64 = 1 << 20;
 
 pub fn validate(src: Src) -> Option<Verdict> {
     if !src.starts_with_at(0, SIG) {
@@ -64,7 +66,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let sector_off = |s: u32| (u64::from(s) + 1) * ss;
     let mut notes = Vec::new();
     // A FAT larger than the window cannot be walked: the file is cut.
-    if num_fat.saturating_mul(ss) > src.len() {
+    if num_fat.saturating_mul(ss) > src.len() || num_fat > MAX_FAT_SECTORS {
         return Some(
             Verdict::partial(src.len(), src.cut_note()).with_note(format!("{num_fat} FAT sectors")),
         );
@@ -148,9 +150,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
             for (j, c) in e[..64].chunks_exact(2).enumerate() {
                 name[j] = le16(c);
             }
+            let nlen = usize::from((le16(&e[64..]) / 2).saturating_sub(1).min(31));
             entries.push(DirEntry {
-                name,
-                nlen: (le16(&e[64..]) / 2).saturating_sub(1).min(31) as usize,
+                class: name_class(&String::from_utf16_lossy(&name[..nlen])),
                 ty: e[66],
                 left: le32(&e[68..]),
                 right: le32(&e[72..]),
@@ -182,12 +184,31 @@ pub fn validate(src: Src) -> Option<Verdict> {
 
 /// One 128-byte directory entry (the fields used here).
 struct DirEntry {
-    name: [u16; 32],
-    nlen: usize,
+    class: Class,
     ty: u8,
     left: u32,
     right: u32,
     child: u32,
+}
+
+/// What a directory entry's name says about the file.
+#[derive(Clone, Copy)]
+enum Class {
+    Doc,
+    Xls,
+    Ppt,
+    Msg,
+    Other,
+}
+
+fn name_class(name: &str) -> Class {
+    match name {
+        "WordDocument" => Class::Doc,
+        "Workbook" | "Book" => Class::Xls,
+        "PowerPoint Document" => Class::Ppt,
+        n if n.starts_with("__substg1.0_") => Class::Msg,
+        _ => Class::Other,
+    }
 }
 
 /// Classifies by the names of the root storage's children (a red-black tree
@@ -203,13 +224,12 @@ fn classify(entries: &[DirEntry]) -> &'static str {
         if std::mem::replace(&mut seen[i as usize], true) {
             continue;
         }
-        let name = String::from_utf16_lossy(e.name.get(..e.nlen).unwrap_or(&[]));
-        match name.as_str() {
-            "WordDocument" => doc = true,
-            "Workbook" | "Book" => xls = true,
-            "PowerPoint Document" => ppt = true,
-            n if n.starts_with("__substg1.0_") => msg = true,
-            _ => {}
+        match e.class {
+            Class::Doc => doc = true,
+            Class::Xls => xls = true,
+            Class::Ppt => ppt = true,
+            Class::Msg => msg = true,
+            Class::Other => {}
         }
         stack.push(e.left);
         stack.push(e.right);

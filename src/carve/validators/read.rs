@@ -166,7 +166,8 @@ impl<'a> Src<'a> {
     }
 
     /// The first offset in `[from, to)` (clamped to the window) where `needle`
-    /// starts and lies completely inside `[from, to)`.
+    /// starts and lies completely inside `[from, to)`. Reads 4 KiB first and
+    /// doubles the piece size up to [`CHUNK`].
     pub fn find(&self, needle: &[u8], from: u64, to: u64, scratch: &mut Vec<u8>) -> Option<u64> {
         let to = to.min(self.len);
         if needle.is_empty() || needle.len() >= CHUNK || from >= to {
@@ -178,8 +179,12 @@ impl<'a> Src<'a> {
         let finder = memchr::memmem::Finder::new(needle);
         let overlap = (needle.len() - 1) as u64;
         let mut pos = from;
+        // Small first reads, doubling: a near hit costs little, a far one
+        // is read in full-size pieces.
+        let mut piece = (needle.len() * 2).clamp(4096, CHUNK);
         while pos < to {
-            let want = usize::try_from(to - pos).map_or(CHUNK, |w| w.min(CHUNK));
+            let want = usize::try_from(to - pos).map_or(piece, |w| w.min(piece));
+            piece = (piece * 2).min(CHUNK);
             let buf = scratch.get_mut(..want)?;
             let got = self.read(pos, buf);
             if got < needle.len() {

@@ -14,7 +14,7 @@
 //! (513 + 514). The walk follows the next-IFD chain and `SubIFDs` (330), EXIF
 //! (34665), GPS (34853) and Interoperability (40965) pointers, visiting at
 //! most [`MAX_IFDS`] IFDs of at most [`MAX_ENTRIES`] entries (cycles are
-//! detected), and reads at most [`MAX_STRIPS`] strip/tile pairs per IFD.
+//! detected), and reads at most [`MAX_STRIPS`] strip/tile pairs in all.
 //!
 //! * `None`: bad magic, or the first IFD is not inside the window or has an
 //!   implausible entry count.
@@ -35,7 +35,7 @@ pub const MAX_IFDS: usize = 512;
 /// Entries per IFD at most.
 pub const MAX_ENTRIES: u64 = 4096;
 /// Strip/tile pairs read per IFD at most.
-pub const MAX_STRIPS: u64 = 1 << 20;
+pub const MAX_STRIPS: u64 = 1 << 22;
 
 struct Layout {
     e: Endian,
@@ -117,6 +117,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut dng = false;
     let mut damage: Option<String> = None;
     let mut ifds = 0usize;
+    let mut strip_budget = MAX_STRIPS;
     while let Some(off) = queue.pop() {
         if visited.contains(&off) {
             continue;
@@ -126,7 +127,15 @@ pub fn validate(src: Src) -> Option<Verdict> {
             break;
         }
         visited.push(off);
-        match walk_ifd(&src, &l, off, &mut extent, &mut queue, &mut dng) {
+        match walk_ifd(
+            &src,
+            &l,
+            off,
+            &mut extent,
+            &mut queue,
+            &mut dng,
+            &mut strip_budget,
+        ) {
             Ok(()) => ifds += 1,
             Err(msg) => {
                 if ifds == 0 {
@@ -162,6 +171,7 @@ fn walk_ifd(
     extent: &mut u64,
     queue: &mut Vec<u64>,
     dng: &mut bool,
+    strip_budget: &mut u64,
 ) -> Result<(), String> {
     let e = l.e;
     let (count, first_entry) = if l.big {
@@ -236,7 +246,8 @@ fn walk_ifd(
     }
     for (o, c) in [(strips[0], strips[1]), (strips[2], strips[3])] {
         let (Some(o), Some(c)) = (o, c) else { continue };
-        let n = o.count.min(c.count).min(MAX_STRIPS);
+        let n = o.count.min(c.count).min(*strip_budget);
+        *strip_budget -= n;
         for k in 0..n {
             let (Some(so), Some(sc)) = (o.get(l, src, k), c.get(l, src, k)) else {
                 return Err(format!("unreadable strip table in IFD at {off}"));

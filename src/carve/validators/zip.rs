@@ -62,9 +62,9 @@ const APK_SIG_MAGIC: &[u8; 16] = b"APK Sig Block 42";
 /// Records walked at most.
 const MAX_RECORDS: u32 = 1 << 22;
 /// Local header offsets remembered for the cross-check.
-const MAX_REMEMBERED: usize = 1 << 20;
+const MAX_REMEMBERED: usize = 1 << 18;
 /// `PK\7\8` candidates examined per entry when searching for a descriptor.
-const MAX_DD_HITS: u32 = 100_000;
+const MAX_DD_HITS: u32 = 10_000;
 
 #[derive(Default)]
 struct Names {
