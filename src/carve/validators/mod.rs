@@ -770,3 +770,70 @@ mod image_smoke {
         eprintln!("{found} of {total} original files carved exactly");
     }
 }
+
+#[cfg(test)]
+mod worst_case {
+    //! Time on pathological inputs: `cargo test --release --lib
+    //! carve::validators::worst_case -- --ignored --nocapture`.
+    use super::*;
+
+    fn time(label: &str, data: &[u8]) {
+        for name in VALIDATORS {
+            let t = std::time::Instant::now();
+            let v = validate(name, &testutil::Slice(data), 0, Limits { max_len: u64::MAX });
+            let e = t.elapsed();
+            if e.as_millis() > 50 {
+                eprintln!("{label:>14} {name:>6}: {e:?} {:?}", v.map(|v| (v.status, v.length)));
+            }
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn pathological_inputs() {
+        const N: usize = 64 << 20;
+        // Repeated %%EOF + object: the PDF scan's worst case.
+        let mut pdf = b"%PDF-1.4\n".to_vec();
+        while pdf.len() < N {
+            pdf.extend_from_slice(b"startxref\n1\n%%EOF\n1 0 obj\n");
+        }
+        time("pdf-eofs", &pdf);
+        // A stored bit-3 ZIP entry followed by descriptor signatures that never match.
+        let mut zip = b"PK\x03\x04\x14\x00\x08\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00a".to_vec();
+        while zip.len() < N {
+            zip.extend_from_slice(b"PK\x07\x08\xff\xff\xff\xff\xff\xff\xff\xff");
+        }
+        time("zip-dd", &zip);
+        // A deflate bomb inside gzip (1 GiB of zeros).
+        {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            let z = vec![0u8; 1 << 20];
+            for _ in 0..1024 {
+                e.write_all(&z).unwrap();
+            }
+            time("gzip-bomb", &e.finish().unwrap());
+        }
+        // Entropy data with no marker.
+        let mut jpg = vec![0xFF, 0xD8, 0xFF, 0xDB, 0, 67, 0];
+        jpg.extend(1..=64u8);
+        jpg.extend_from_slice(&[0xFF, 0xC0, 0, 11, 8, 0, 1, 0, 1, 1, 1, 0x11, 0]);
+        jpg.extend_from_slice(&[0xFF, 0xDA, 0, 8, 1, 1, 0, 0, 63, 0]);
+        jpg.resize(N, 0x12);
+        time("jpeg-entropy", &jpg);
+        // Zeros and 0xFF everywhere behind each magic.
+        for fill in [0u8, 0xFF] {
+            for (name, magic) in [
+                ("flac", &b"fLaC\x80\x00\x00\x22\x00\x10\x00\x10\x00\x00\x00\x00\x00\x00\x0a\xc4\x42\xf0\x00\x00\x00\x00"[..]),
+                ("mp3", b"\xFF\xFB\x90\x64"),
+                ("ogg", b"OggS\x00\x02"),
+                ("tiff", b"II*\x00\x08\x00\x00\x00"),
+                ("ole2", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"),
+            ] {
+                let mut d = magic.to_vec();
+                d.resize(N, fill);
+                time(&format!("{name}-{fill:#x}"), &d);
+            }
+        }
+    }
+}

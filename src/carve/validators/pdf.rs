@@ -88,7 +88,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
             format!("no %%EOF; {}", src.cut_note()),
         ));
     };
-    let v = if sx {
+    let v = if eofs >= MAX_EOFS {
+        Verdict::partial(end, "too many %%EOF markers; stopped")
+    } else if sx {
         Verdict::complete(end)
     } else {
         Verdict::partial(end, "final %%EOF without startxref")
