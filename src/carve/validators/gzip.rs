@@ -91,7 +91,7 @@ fn member(src: &Src, pos: u64) -> Member {
     let Some(h) = src.bytes::<10>(pos) else {
         let mut b = [0u8; 10];
         let n = src.read(pos, &mut b);
-        return if b[..n] == [0x1F, 0x8B, 0x08][..n.min(3)] {
+        return if b[..n.min(3)] == [0x1F, 0x8B, 0x08][..n.min(3)] {
             Member::Cut
         } else {
             Member::NotGzip

@@ -9,6 +9,25 @@
 //! in proportion to a length field, and stops at `max_len`).
 //!
 //! Validators do no I/O of their own beyond the [`ByteReader`] they are given.
+//!
+//! Entry point: [`validate`] by name (see [`VALIDATORS`]); one module per
+//! format (`jpeg`, `png`, `gif`, `bmp`, `tiff`, `pdf`, `zip`, `sqlite`,
+//! `ole2`, `riff`, `mp4`, `mp3`, `ogg`, `flac`, `gzip`, `elf`, `pe`), each
+//! documenting its structure, checks and verdicts. Shared conventions:
+//!
+//! * a validator sees the image through [`read::Src`], the window
+//!   `[start, min(image end, start + max_len))` with offsets relative to the
+//!   candidate, so it cannot read outside the image or past `max_len`, and
+//!   every length it reports is at most the window's length;
+//! * `None`: the candidate is a false hit (its first structures are not
+//!   valid), so nothing should be written;
+//! * `Complete`: the structure was walked to its end and every check passed;
+//!   the length is exact (trailing bytes are never included);
+//! * `Partial`: a valid start that is cut by the window (length = the whole
+//!   window, with a note saying whether the image or `max_len` ended it) or
+//!   damaged (length = end of the last structure that checked out);
+//! * `Unvalidated`: the format says "to the end" or the header lacks what is
+//!   needed (mp4 box of size 0, legacy SQLite header): length = the window.
 
 /// Random read access to the image (or to a test buffer).
 pub trait ByteReader: Sync {
@@ -780,10 +799,18 @@ mod worst_case {
     fn time(label: &str, data: &[u8]) {
         for name in VALIDATORS {
             let t = std::time::Instant::now();
-            let v = validate(name, &testutil::Slice(data), 0, Limits { max_len: u64::MAX });
+            let v = validate(
+                name,
+                &testutil::Slice(data),
+                0,
+                Limits { max_len: u64::MAX },
+            );
             let e = t.elapsed();
             if e.as_millis() > 50 {
-                eprintln!("{label:>14} {name:>6}: {e:?} {:?}", v.map(|v| (v.status, v.length)));
+                eprintln!(
+                    "{label:>14} {name:>6}: {e:?} {:?}",
+                    v.map(|v| (v.status, v.length))
+                );
             }
         }
     }

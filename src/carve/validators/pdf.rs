@@ -26,7 +26,7 @@ use super::Verdict;
 use super::read::Src;
 
 /// How far after a `%%EOF` the next token is looked for.
-const LOOKAHEAD: usize = 1024;
+pub const LOOKAHEAD: usize = 1024;
 /// `%%EOF` markers followed at most (incremental updates, embedded files).
 const MAX_EOFS: u32 = 100_000;
 
