@@ -634,7 +634,11 @@ mod props {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+        // 512 cases each by default; PROPTEST_CASES=n for a longer run.
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
+            ..ProptestConfig::default()
+        })]
 
         /// Random bytes behind a valid magic.
         #[test]
