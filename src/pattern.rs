@@ -111,7 +111,10 @@ impl Pattern {
                 i += 1;
             } else if c == '?' {
                 if chars.get(i + 1) != Some(&'?') {
-                    return Err(err(i, "a wildcard is written `??` (two question marks)".into()));
+                    return Err(err(
+                        i,
+                        "a wildcard is written `??` (two question marks)".into(),
+                    ));
                 }
                 classes.push(ByteClass::Any);
                 i += 2;
@@ -132,13 +135,21 @@ impl Pattern {
                         continue;
                     }
                     if !c.is_ascii() {
-                        return Err(err(i, format!("non-ASCII character {c:?} in a string; write its bytes in hex")));
+                        return Err(err(
+                            i,
+                            format!(
+                                "non-ASCII character {c:?} in a string; write its bytes in hex"
+                            ),
+                        ));
                     }
                     classes.push(ByteClass::Exact(c as u8));
                     i += 1;
                 }
                 if !closed {
-                    return Err(err(chars.len().saturating_sub(1), "unterminated string (missing closing `\"`)".into()));
+                    return Err(err(
+                        chars.len().saturating_sub(1),
+                        "unterminated string (missing closing `\"`)".into(),
+                    ));
                 }
             } else if c.is_ascii_hexdigit() {
                 let Some(&d) = chars.get(i + 1).filter(|d| d.is_ascii_hexdigit()) else {
@@ -149,13 +160,23 @@ impl Pattern {
                 classes.push(ByteClass::Exact(hi << 4 | lo));
                 i += 2;
             } else {
-                return Err(err(i, format!("unexpected character {c:?}; expected hex bytes, `??` or a quoted string")));
+                return Err(err(
+                    i,
+                    format!(
+                        "unexpected character {c:?}; expected hex bytes, `??` or a quoted string"
+                    ),
+                ));
             }
         }
         if classes.is_empty() {
             return Err(err(0, "empty pattern".into()));
         }
-        Pattern::new(classes).ok_or_else(|| err(0, "a pattern made only of `??` would match every byte".into()))
+        Pattern::new(classes).ok_or_else(|| {
+            err(
+                0,
+                "a pattern made only of `??` would match every byte".into(),
+            )
+        })
     }
 
     /// The classes, in order.
@@ -200,7 +221,15 @@ impl Pattern {
                 i += 1;
             }
         }
-        best.map(|(s, l)| (s, self.classes[s..s + l].iter().filter_map(|c| c.exact()).collect()))
+        best.map(|(s, l)| {
+            (
+                s,
+                self.classes[s..s + l]
+                    .iter()
+                    .filter_map(|c| c.exact())
+                    .collect(),
+            )
+        })
     }
 }
 
@@ -284,7 +313,8 @@ mod tests {
         assert!(p.matches_at(b"\0\0\0\x18ftypisom", 0));
         assert!(!p.matches_at(b"\0\0\0\x18ftyp", 1));
         assert_eq!(p.longest_exact_run(), Some((4, b"ftyp".to_vec())));
-        let ci = Pattern::new(b"ab".iter().map(|&b| ByteClass::literal(b, true)).collect()).unwrap();
+        let ci =
+            Pattern::new(b"ab".iter().map(|&b| ByteClass::literal(b, true)).collect()).unwrap();
         assert!(ci.matches_at(b"xAb", 1));
         assert_eq!(ci.longest_exact_run(), None);
     }

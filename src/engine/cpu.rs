@@ -105,8 +105,12 @@ impl CpuEngine {
     #[inline]
     fn next_candidate(&self, hay: &[u8], from: usize) -> Option<usize> {
         match &self.prefilter {
-            Prefilter::Teddy(s) => s.find_in(hay, aho_corasick::Span::from(from..hay.len())).map(|m| m.start()),
-            Prefilter::Automaton(ac) => ac.find(Input::new(hay).span(from..hay.len())).map(|m| m.start()),
+            Prefilter::Teddy(s) => s
+                .find_in(hay, aho_corasick::Span::from(from..hay.len()))
+                .map(|m| m.start()),
+            Prefilter::Automaton(ac) => ac
+                .find(Input::new(hay).span(from..hay.len()))
+                .map(|m| m.start()),
         }
     }
 }
@@ -169,7 +173,10 @@ impl Engine for CpuEngine {
             };
             for &(id, d) in &self.by_first_byte[hay[q] as usize] {
                 if q >= d && self.patterns[id as usize].matches_at(hay, q - d) {
-                    out.push(Hit { pos: q - d, pattern: id });
+                    out.push(Hit {
+                        pos: q - d,
+                        pattern: id,
+                    });
                 }
             }
             from = q + 1;
@@ -223,8 +230,14 @@ mod tests {
 
     #[test]
     fn case_insensitive_patterns() {
-        let ci = |s: &str| Pattern::new(s.bytes().map(|b| ByteClass::literal(b, true)).collect()).unwrap();
-        let p = vec![ci("html"), ci("<?xml"), Pattern::parse(r#""HTML""#).unwrap()];
+        let ci = |s: &str| {
+            Pattern::new(s.bytes().map(|b| ByteClass::literal(b, true)).collect()).unwrap()
+        };
+        let p = vec![
+            ci("html"),
+            ci("<?xml"),
+            Pattern::parse(r#""HTML""#).unwrap(),
+        ];
         let (a, b) = both(&p, b"<HtMl> <?XmL html HTML");
         assert_eq!(a, b);
         assert_eq!(a.len(), 5);

@@ -767,6 +767,20 @@ mod image_smoke {
             }
         }
         eprintln!("validated in {:?}", t0.elapsed());
+        if let Ok(out) = std::env::var("SMOKE_OUT") {
+            let lines: Vec<String> = carved
+                .iter()
+                .map(|(n, s, v)| {
+                    format!(
+                        "{n}\t{s}\t{:?}\t{}\t{}",
+                        v.status,
+                        v.length,
+                        v.notes.join("; ")
+                    )
+                })
+                .collect();
+            std::fs::write(out, lines.join("\n")).expect("write SMOKE_OUT");
+        }
         for (n, s) in &stats {
             eprintln!(
                 "{n:>6}: complete {:>5} partial {:>5} unvalidated {:>3} none {:>6}",
