@@ -589,7 +589,7 @@ mod props {
         for (n, (t, _)) in VALIDATORS.iter().zip(TABLE) {
             assert_eq!(n, t);
         }
-        let d = b"%PDF-1.4\nstartxref\n0\n%%EOF\n".to_vec();
+        let d = b"%PDF-1.4\nxref\n0 0\ntrailer\n<<>>\nstartxref\n9\n%%EOF\n".to_vec();
         assert!(validate("nope", &d, 0, testutil::NO_LIMIT).is_none());
         assert!(validate("pdf", &d, d.len() as u64, testutil::NO_LIMIT).is_none());
         assert!(validate("pdf", &d, u64::MAX, testutil::NO_LIMIT).is_none());
