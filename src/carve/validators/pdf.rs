@@ -115,11 +115,18 @@ fn startxref_ok(src: &Src, p: u64, scratch: &mut Vec<u8>) -> Result<(), &'static
     let n = src.read(s + 9, &mut buf);
     let rest = &buf[..n];
     let ws = rest.iter().take_while(|b| is_ws(**b)).count();
-    let digits: Vec<u8> = rest.iter().skip(ws).take_while(|b| b.is_ascii_digit()).copied().collect();
+    let digits: Vec<u8> = rest
+        .iter()
+        .skip(ws)
+        .take_while(|b| b.is_ascii_digit())
+        .copied()
+        .collect();
     if ws == 0 || digits.is_empty() || digits.len() > 19 {
         return Err("final %%EOF without startxref");
     }
-    let x = digits.iter().fold(0u64, |a, d| a * 10 + u64::from(d - b'0'));
+    let x = digits
+        .iter()
+        .fold(0u64, |a, d| a * 10 + u64::from(d - b'0'));
     if x >= p {
         return Err("startxref points past its %%EOF");
     }
@@ -184,7 +191,9 @@ pub(crate) mod tests {
         // An embedded PDF in an uncompressed stream: its %%EOF must not end us.
         v.extend_from_slice(b"3 0 obj\n<< /Length 44 >>\nstream\n%PDF-1.3\nstartxref\n0\n%%EOF\nendstream\nendobj\n");
         let x1 = v.len();
-        v.extend_from_slice(b"xref\n0 4\n0000000000 65535 f \ntrailer\n<< /Size 4 /Root 1 0 R >>\n");
+        v.extend_from_slice(
+            b"xref\n0 4\n0000000000 65535 f \ntrailer\n<< /Size 4 /Root 1 0 R >>\n",
+        );
         v.extend_from_slice(format!("startxref\n{x1}\n%%EOF\n").as_bytes());
         // Incremental update (its cross-reference section is a stream object).
         let x2 = v.len();
