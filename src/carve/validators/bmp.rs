@@ -96,9 +96,14 @@ pub fn validate(src: Src) -> Option<Verdict> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::Status;
     use super::super::testutil::*;
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample(3, 5)
+    }
 
     fn sample(w: u32, h: u32) -> Vec<u8> {
         let row = (w * 24).div_ceil(32) * 4;

@@ -122,9 +122,14 @@ fn sub_blocks(c: &mut Cursor) -> Walk {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::Status;
     use super::super::testutil::*;
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample(2)
+    }
 
     fn sample(frames: usize) -> Vec<u8> {
         let mut v = b"GIF89a".to_vec();

@@ -12,9 +12,12 @@
 //! the `APP1` length skips it.
 //!
 //! Checked: the fourth byte is a real segment marker; every marker is a
-//! defined one (no reserved `02..BF`, no second SOI); segment lengths fit; SOF
-//! (`len = 8 + 3·components`), SOS (`len = 6 + 2·components`, components
-//! 1..4), DRI (`len = 4`), DQT/DHT minimum sizes; SOF before SOS.
+//! defined one (no reserved `02..BF`, no second SOI; hierarchical and
+//! extension markers `DE DF F0..FD` are not accepted); segment lengths fit;
+//! SOF (1..4 components, `len = 8 + 3·components`, precision 8/12, 2..16 for
+//! lossless, non-zero width), SOS (`len = 6 + 2·components`, components 1..4,
+//! spectral/approximation fields in range), DRI (`len = 4`), DQT and DHT
+//! bodies parsed table by table to exactly the segment length; SOF before SOS.
 //!
 //! * `None`: not `FF D8 FF <segment marker>`, or damage before the second
 //!   segment (a lone plausible segment is not evidence enough).
@@ -35,9 +38,42 @@ fn first_segment_marker(m: u8) -> bool {
     matches!(m, 0xC0..=0xCF | 0xDB..=0xDF | 0xE0..=0xEF | 0xFE)
 }
 
-/// Markers that carry a length field.
+/// Markers with a length field accepted inside a file: SOFn (not the
+/// reserved `C8`), DHT, DAC, SOS, DQT, DNL, DRI, APPn, COM. Hierarchical
+/// (`DE`, `DF`) and JPEG extension markers (`F0..FD`, e.g. JPEG-LS) are not
+/// accepted: they are rare in real files and common in random data.
 fn has_length(m: u8) -> bool {
-    matches!(m, 0xC0..=0xCF | 0xDA..=0xDF | 0xE0..=0xEF | 0xF0..=0xFE)
+    matches!(m, 0xC0..=0xC7 | 0xC9..=0xCF | 0xDA..=0xDD | 0xE0..=0xEF | 0xFE)
+}
+
+/// DQT body: tables of `Pq/Tq` + 64 (8-bit) or 128 (16-bit) values.
+fn dqt_ok(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        let (pq, tq) = (b[i] >> 4, b[i] & 15);
+        if pq > 1 || tq > 3 {
+            return false;
+        }
+        i += 1 + 64 * (usize::from(pq) + 1);
+    }
+    i == b.len() && !b.is_empty()
+}
+
+/// DHT body: tables of `Tc/Th`, 16 code counts, then the symbols.
+fn dht_ok(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        let (tc, th) = (b[i] >> 4, b[i] & 15);
+        let Some(counts) = b.get(i + 1..i + 17) else {
+            return false;
+        };
+        let n: usize = counts.iter().map(|&c| usize::from(c)).sum();
+        if tc > 1 || th > 3 || n > 256 {
+            return false;
+        }
+        i += 17 + n;
+    }
+    i == b.len() && !b.is_empty()
 }
 
 pub fn validate(src: Src) -> Option<Verdict> {
@@ -52,6 +88,8 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if head[..3] != [0xFF, 0xD8, 0xFF] || !first_segment_marker(head[3]) {
         return None;
     }
+    // Room for one DQT/DHT segment body (lengths are 16-bit).
+    let mut seg_buf = vec![0u8; 65536];
     let mut c = Cursor::new(src, 2);
     let mut seen_sof = false;
     let mut scans = 0u32;
@@ -143,17 +181,39 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 let nf = u64::from(h[5]);
                 progressive |= matches!(m, 0xC2 | 0xC6 | 0xCA | 0xCE);
                 seen_sof = true;
-                nf >= 1 && len == 8 + 3 * nf && matches!(h[0], 2..=16) && h[3..5] != [0, 0]
+                let lossless = matches!(m, 0xC3 | 0xC7 | 0xCB | 0xCF);
+                let precision_ok = if lossless {
+                    matches!(h[0], 2..=16)
+                } else {
+                    matches!(h[0], 8 | 12)
+                };
+                (1..=4).contains(&nf) && len == 8 + 3 * nf && precision_ok && h[3..5] != [0, 0]
             }
-            0xC4 => len >= 2 + 17,
-            0xDB => len >= 2 + 65,
+            0xC4 | 0xDB => {
+                let Some(b) = seg_buf.get_mut(..(len - 2) as usize) else {
+                    return cut(&src);
+                };
+                if !src.read_exact(body, b) {
+                    return cut(&src);
+                }
+                if m == 0xC4 { dht_ok(b) } else { dqt_ok(b) }
+            }
             0xDD => len == 4,
             0xDA => {
                 let Some(ns) = src.u8(body) else {
                     return cut(&src);
                 };
                 let ns = u64::from(ns);
-                seen_sof && (1..=4).contains(&ns) && len == 6 + 2 * ns
+                let tail = src.bytes::<3>(body + 1 + 2 * ns);
+                let Some([ss, se, a]) = tail else {
+                    return cut(&src);
+                };
+                seen_sof
+                    && (1..=4).contains(&ns)
+                    && len == 6 + 2 * ns
+                    && ss <= 63
+                    && se <= 63
+                    && a >> 4 <= 13
             }
             _ => true,
         };
@@ -219,6 +279,11 @@ fn scan_entropy(c: &mut Cursor) -> Option<u64> {
 pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample()
+    }
 
     fn seg(out: &mut Vec<u8>, m: u8, data: &[u8]) {
         out.extend_from_slice(&[0xFF, m]);

@@ -9,6 +9,25 @@
 //! in proportion to a length field, and stops at `max_len`).
 //!
 //! Validators do no I/O of their own beyond the [`ByteReader`] they are given.
+//!
+//! Entry point: [`validate`] by name (see [`VALIDATORS`]); one module per
+//! format (`jpeg`, `png`, `gif`, `bmp`, `tiff`, `pdf`, `zip`, `sqlite`,
+//! `ole2`, `riff`, `mp4`, `mp3`, `ogg`, `flac`, `gzip`, `elf`, `pe`), each
+//! documenting its structure, checks and verdicts. Shared conventions:
+//!
+//! * a validator sees the image through [`read::Src`], the window
+//!   `[start, min(image end, start + max_len))` with offsets relative to the
+//!   candidate, so it cannot read outside the image or past `max_len`, and
+//!   every length it reports is at most the window's length;
+//! * `None`: the candidate is a false hit (its first structures are not
+//!   valid), so nothing should be written;
+//! * `Complete`: the structure was walked to its end and every check passed;
+//!   the length is exact (trailing bytes are never included);
+//! * `Partial`: a valid start that is cut by the window (length = the whole
+//!   window, with a note saying whether the image or `max_len` ended it) or
+//!   damaged (length = end of the last structure that checked out);
+//! * `Unvalidated`: the format says "to the end" or the header lacks what is
+//!   needed (mp4 box of size 0, legacy SQLite header): length = the window.
 
 /// Random read access to the image (or to a test buffer).
 pub trait ByteReader: Sync {
@@ -380,11 +399,17 @@ pub(crate) mod testutil {
         out
     }
 
+    /// Where Debian's `forensics-samples` package keeps its original files.
+    pub const SAMPLES: &str = "/usr/share/forensics-samples/original-files";
+
     /// Real files on this machine with one of `exts` below `dirs` (bounded
     /// search); empty when there are none.
     pub fn real_files(dirs: &[&str], exts: &[&str], max: usize) -> Vec<std::path::PathBuf> {
         let mut out = Vec::new();
-        let mut stack: Vec<std::path::PathBuf> = dirs.iter().map(Into::into).collect();
+        let mut stack: Vec<std::path::PathBuf> = dirs.iter().rev().map(Into::into).collect();
+        // Debian's forensics-samples package (real photos, audio, video,
+        // documents), searched first when installed.
+        stack.push(SAMPLES.into());
         let mut visited = 0;
         while let Some(d) = stack.pop() {
             visited += 1;
@@ -414,5 +439,446 @@ pub(crate) mod testutil {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod props {
+    //! Properties every validator must have, over random and mutated input.
+    use super::testutil::Slice;
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Each validator's magic prefixes (what a header hit guarantees).
+    const MAGICS: &[(&str, &[&[u8]])] = &[
+        (
+            "jpeg",
+            &[
+                b"\xFF\xD8\xFF\xE0",
+                b"\xFF\xD8\xFF\xE1",
+                b"\xFF\xD8\xFF\xDB",
+                b"\xFF\xD8\xFF\xC0\x00\x11\x08",
+            ],
+        ),
+        (
+            "png",
+            &[
+                b"\x89PNG\r\n\x1a\n",
+                b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR",
+            ],
+        ),
+        ("gif", &[b"GIF89a", b"GIF87a"]),
+        (
+            "bmp",
+            &[
+                b"BM",
+                b"BM\x00\x10\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00\x28\x00\x00\x00",
+            ],
+        ),
+        (
+            "tiff",
+            &[
+                b"II*\x00",
+                b"MM\x00*",
+                b"II*\x00\x08\x00\x00\x00",
+                b"II+\x00\x08\x00\x00\x00",
+            ],
+        ),
+        ("pdf", &[b"%PDF-1.4\n", b"%PDF-1."]),
+        (
+            "zip",
+            &[
+                b"PK\x03\x04",
+                b"PK\x03\x04\x14\x00\x08\x00\x08\x00",
+                b"PK\x05\x06",
+                b"PK\x03\x04\x14\x00\x00\x00\x00\x00",
+            ],
+        ),
+        (
+            "sqlite",
+            &[
+                b"SQLite format 3\x00",
+                b"SQLite format 3\x00\x10\x00\x01\x01\x00\x40\x20\x20",
+            ],
+        ),
+        ("ole2", &[b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"]),
+        (
+            "riff",
+            &[
+                b"RIFF",
+                b"RIFF\x00\x01\x00\x00WAVE",
+                b"RIFF\x00\x01\x00\x00AVI LIST",
+            ],
+        ),
+        (
+            "mp4",
+            &[b"\x00\x00\x00\x18ftypisom", b"\x00\x00\x00\x14ftypqt  "],
+        ),
+        (
+            "mp3",
+            &[b"ID3\x03\x00\x00", b"\xFF\xFB\x90\x64", b"\xFF\xFB"],
+        ),
+        ("ogg", &[b"OggS\x00\x02"]),
+        ("flac", &[b"fLaC", b"fLaC\x00\x00\x00\x22\x10\x00\x10\x00"]),
+        (
+            "gzip",
+            &[
+                b"\x1F\x8B\x08\x00",
+                b"\x1F\x8B\x08\x08",
+                b"\x1F\x8B\x08\x1E",
+            ],
+        ),
+        (
+            "elf",
+            &[
+                b"\x7FELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+                b"\x7FELF\x01\x02\x01",
+            ],
+        ),
+        ("pe", &[b"MZ", b"MZ\x90\x00"]),
+    ];
+
+    fn seeds() -> Vec<(&'static str, Vec<u8>)> {
+        vec![
+            ("jpeg", jpeg::tests::seed()),
+            ("png", png::tests::seed()),
+            ("gif", gif::tests::seed()),
+            ("bmp", bmp::tests::seed()),
+            ("tiff", tiff::tests::seed()),
+            ("pdf", pdf::tests::seed()),
+            ("zip", zip::tests::seed()),
+            ("sqlite", sqlite::tests::seed()),
+            ("ole2", ole2::tests::seed()),
+            ("riff", riff::tests::seed()),
+            ("mp4", mp4::tests::seed()),
+            ("mp3", mp3::tests::seed()),
+            ("ogg", ogg::tests::seed()),
+            ("flac", flac::tests::seed()),
+            ("gzip", gzip::tests::seed()),
+            ("elf", elf::tests::seed()),
+            ("pe", pe::tests::seed()),
+        ]
+    }
+
+    /// Runs every validator (not only `name`) on `data` at `start`: no panic,
+    /// lengths within the reader and max_len.
+    fn check_all(data: &[u8], start: u64, max_len: u64) {
+        let limits = Limits { max_len };
+        for name in VALIDATORS {
+            if let Some(v) = validate_raw(name, &Slice(data), start, limits) {
+                let avail = (data.len() as u64).saturating_sub(start);
+                assert!(v.length <= avail, "{name}: length {} > {avail}", v.length);
+                assert!(
+                    v.length <= max_len,
+                    "{name}: length {} > max_len {max_len}",
+                    v.length
+                );
+                let pub_v = validate(name, &Slice(data), start, limits);
+                assert_eq!(
+                    pub_v.as_ref(),
+                    Some(&v),
+                    "{name}: safety net changed a verdict"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn names_and_dispatch() {
+        assert_eq!(VALIDATORS.len(), TABLE.len());
+        for (n, (t, _)) in VALIDATORS.iter().zip(TABLE) {
+            assert_eq!(n, t);
+        }
+        let d = b"%PDF-1.4\nxref\n0 0\ntrailer\n<<>>\nstartxref\n9\n%%EOF\n".to_vec();
+        assert!(validate("nope", &d, 0, testutil::NO_LIMIT).is_none());
+        assert!(validate("pdf", &d, d.len() as u64, testutil::NO_LIMIT).is_none());
+        assert!(validate("pdf", &d, u64::MAX, testutil::NO_LIMIT).is_none());
+        assert!(validate("pdf", &d, 0, Limits { max_len: 0 }).is_none());
+        assert_eq!(
+            validate("pdf", &d, 0, testutil::NO_LIMIT).map(|v| v.status),
+            Some(Status::Complete)
+        );
+        for (name, seed) in seeds() {
+            let v = validate(name, &seed, 0, testutil::NO_LIMIT)
+                .unwrap_or_else(|| panic!("{name} seed"));
+            assert_eq!(
+                (v.status, v.length),
+                (Status::Complete, seed.len() as u64),
+                "{name} seed {:?}",
+                v.notes
+            );
+            // No other validator claims it as Complete at the same length
+            // (mp3 aside: an MP3 frame run can hide anywhere).
+            for other in VALIDATORS.iter().filter(|o| **o != name) {
+                if let Some(w) = validate(other, &seed, 0, testutil::NO_LIMIT) {
+                    assert_ne!(
+                        w.status,
+                        Status::Complete,
+                        "{other} accepts the {name} seed"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tiny_inputs() {
+        for (_, magics) in MAGICS {
+            for m in *magics {
+                for n in 0..=m.len() {
+                    check_all(&m[..n], 0, u64::MAX);
+                    check_all(&m[..n], 1, 3);
+                }
+            }
+        }
+    }
+
+    proptest! {
+        // 512 cases each by default; PROPTEST_CASES=n for a longer run.
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
+            ..ProptestConfig::default()
+        })]
+
+        /// Random bytes behind a valid magic.
+        #[test]
+        fn random_after_magic(
+            which in 0usize..64,
+            body in proptest::collection::vec(any::<u8>(), 0..3000),
+            lead in 0usize..8,
+            max_len in prop_oneof![Just(u64::MAX), 0u64..4000],
+        ) {
+            let (_, magics) = MAGICS[which % MAGICS.len()];
+            let magic = magics[(which / MAGICS.len()) % magics.len()];
+            let mut data = vec![0x55u8; lead];
+            data.extend_from_slice(magic);
+            data.extend_from_slice(&body);
+            check_all(&data, lead as u64, max_len);
+        }
+
+        /// Valid files with random bytes overwritten, truncated and/or extended.
+        #[test]
+        fn mutated_seeds(
+            which in 0usize..17,
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..12),
+            cut in any::<prop::sample::Index>(),
+            do_cut in any::<bool>(),
+            tail in proptest::collection::vec(any::<u8>(), 0..64),
+            max_len in prop_oneof![Just(u64::MAX), 1u64..20_000],
+        ) {
+            let seeds = seeds();
+            let (_, mut data) = seeds[which % seeds.len()].clone();
+            for (i, b) in &edits {
+                let k = i.index(data.len());
+                data[k] = *b;
+            }
+            if do_cut {
+                data.truncate(cut.index(data.len() + 1));
+            }
+            data.extend_from_slice(&tail);
+            check_all(&data, 0, max_len);
+        }
+
+        /// Hostile 32-bit length-like values written at random field offsets.
+        #[test]
+        fn hostile_fields(
+            which in 0usize..17,
+            at in any::<prop::sample::Index>(),
+            value in prop_oneof![Just(u32::MAX), Just(0x7FFF_FFFF), Just(0xFFFF_FFF0), Just(0), Just(1), any::<u32>()],
+            be in any::<bool>(),
+        ) {
+            let seeds = seeds();
+            let (_, mut data) = seeds[which % seeds.len()].clone();
+            let k = at.index(data.len().saturating_sub(3).max(1));
+            let bytes = if be { value.to_be_bytes() } else { value.to_le_bytes() };
+            for (j, b) in bytes.iter().enumerate() {
+                if let Some(d) = data.get_mut(k + j) {
+                    *d = *b;
+                }
+            }
+            check_all(&data, 0, u64::MAX);
+        }
+    }
+}
+
+#[cfg(test)]
+mod image_smoke {
+    //! Manual check on a real disk image: `GPUCARVE_TEST_IMAGE=/path/img
+    //! cargo test --lib carve::validators::image_smoke -- --ignored --nocapture`.
+    //! Runs every validator at every magic hit and reports which original
+    //! files of Debian's forensics-samples were carved byte-exactly.
+    use super::*;
+
+    const HEADS: &[(&str, &[u8])] = &[
+        ("jpeg", b"\xFF\xD8\xFF"),
+        ("png", b"\x89PNG\r\n\x1a\n"),
+        ("gif", b"GIF8"),
+        ("bmp", b"BM"),
+        ("tiff", b"II*\x00"),
+        ("tiff", b"MM\x00*"),
+        ("pdf", b"%PDF-"),
+        ("zip", b"PK\x03\x04"),
+        ("sqlite", b"SQLite format 3\x00"),
+        ("ole2", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"),
+        ("riff", b"RIFF"),
+        ("mp4", b"ftyp"),
+        ("mp3", b"ID3"),
+        ("ogg", b"OggS"),
+        ("flac", b"fLaC"),
+        ("gzip", b"\x1F\x8B\x08"),
+        ("elf", b"\x7FELF"),
+        ("pe", b"MZ"),
+    ];
+
+    #[test]
+    #[ignore]
+    fn carve_image() {
+        let Ok(path) = std::env::var("GPUCARVE_TEST_IMAGE") else {
+            eprintln!("GPUCARVE_TEST_IMAGE not set");
+            return;
+        };
+        let img = std::fs::read(&path).expect("image");
+        let limits = Limits { max_len: 64 << 20 };
+        let t0 = std::time::Instant::now();
+        let mut carved: Vec<(String, u64, Verdict)> = Vec::new();
+        let mut stats: std::collections::BTreeMap<&str, [usize; 4]> = Default::default();
+        for (name, head) in HEADS {
+            for pos in memchr::memmem::find_iter(&img, head) {
+                let start = if *name == "mp4" {
+                    pos.saturating_sub(4)
+                } else {
+                    pos
+                } as u64;
+                let v = validate(name, &img, start, limits);
+                let e = stats.entry(name).or_default();
+                match &v {
+                    None => e[3] += 1,
+                    Some(v) => e[v.status as usize] += 1,
+                }
+                if let Some(v) = v {
+                    if v.status != Status::Complete && std::env::var("SMOKE_VERBOSE").is_ok() {
+                        eprintln!(
+                            "  {name} at {start}: {:?} {} {:?}",
+                            v.status, v.length, v.notes
+                        );
+                    }
+                    carved.push((name.to_string(), start, v));
+                }
+            }
+        }
+        eprintln!("validated in {:?}", t0.elapsed());
+        if let Ok(out) = std::env::var("SMOKE_OUT") {
+            let lines: Vec<String> = carved
+                .iter()
+                .map(|(n, s, v)| {
+                    format!(
+                        "{n}\t{s}\t{:?}\t{}\t{}",
+                        v.status,
+                        v.length,
+                        v.notes.join("; ")
+                    )
+                })
+                .collect();
+            std::fs::write(out, lines.join("\n")).expect("write SMOKE_OUT");
+        }
+        for (n, s) in &stats {
+            eprintln!(
+                "{n:>6}: complete {:>5} partial {:>5} unvalidated {:>3} none {:>6}",
+                s[0], s[1], s[2], s[3]
+            );
+        }
+        let originals = testutil::real_files(&[], &[""], 1000);
+        let (mut found, mut total) = (0, 0);
+        for f in originals {
+            let Ok(d) = std::fs::read(&f) else { continue };
+            total += 1;
+            let hit = carved.iter().find(|(_, s, v)| {
+                v.length == d.len() as u64
+                    && img.get(*s as usize..(*s + v.length) as usize) == Some(&d[..])
+            });
+            match hit {
+                Some((n, s, v)) => {
+                    found += 1;
+                    eprintln!("  exact   {f:?} as {n} {:?} at {s}", v.subtype);
+                }
+                None => eprintln!("  missing {f:?} ({} bytes)", d.len()),
+            }
+        }
+        eprintln!("{found} of {total} original files carved exactly");
+    }
+}
+
+#[cfg(test)]
+mod worst_case {
+    //! Time on pathological inputs: `cargo test --release --lib
+    //! carve::validators::worst_case -- --ignored --nocapture`.
+    use super::*;
+
+    fn time(label: &str, data: &[u8]) {
+        for name in VALIDATORS {
+            let t = std::time::Instant::now();
+            let v = validate(
+                name,
+                &testutil::Slice(data),
+                0,
+                Limits { max_len: u64::MAX },
+            );
+            let e = t.elapsed();
+            if e.as_millis() > 50 {
+                eprintln!(
+                    "{label:>14} {name:>6}: {e:?} {:?}",
+                    v.map(|v| (v.status, v.length))
+                );
+            }
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn pathological_inputs() {
+        const N: usize = 64 << 20;
+        // Repeated %%EOF + object: the PDF scan's worst case.
+        let mut pdf = b"%PDF-1.4\n".to_vec();
+        while pdf.len() < N {
+            pdf.extend_from_slice(b"startxref\n1\n%%EOF\n1 0 obj\n");
+        }
+        time("pdf-eofs", &pdf);
+        // A stored bit-3 ZIP entry followed by descriptor signatures that never match.
+        let mut zip = b"PK\x03\x04\x14\x00\x08\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00a".to_vec();
+        while zip.len() < N {
+            zip.extend_from_slice(b"PK\x07\x08\xff\xff\xff\xff\xff\xff\xff\xff");
+        }
+        time("zip-dd", &zip);
+        // A deflate bomb inside gzip (1 GiB of zeros).
+        {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            let z = vec![0u8; 1 << 20];
+            for _ in 0..1024 {
+                e.write_all(&z).unwrap();
+            }
+            time("gzip-bomb", &e.finish().unwrap());
+        }
+        // Entropy data with no marker.
+        let mut jpg = vec![0xFF, 0xD8, 0xFF, 0xDB, 0, 67, 0];
+        jpg.extend(1..=64u8);
+        jpg.extend_from_slice(&[0xFF, 0xC0, 0, 11, 8, 0, 1, 0, 1, 1, 1, 0x11, 0]);
+        jpg.extend_from_slice(&[0xFF, 0xDA, 0, 8, 1, 1, 0, 0, 63, 0]);
+        jpg.resize(N, 0x12);
+        time("jpeg-entropy", &jpg);
+        // Zeros and 0xFF everywhere behind each magic.
+        for fill in [0u8, 0xFF] {
+            for (name, magic) in [
+                ("flac", &b"fLaC\x80\x00\x00\x22\x00\x10\x00\x10\x00\x00\x00\x00\x00\x00\x0a\xc4\x42\xf0\x00\x00\x00\x00"[..]),
+                ("mp3", b"\xFF\xFB\x90\x64"),
+                ("ogg", b"OggS\x00\x02"),
+                ("tiff", b"II*\x00\x08\x00\x00\x00"),
+                ("ole2", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"),
+            ] {
+                let mut d = magic.to_vec();
+                d.resize(N, fill);
+                time(&format!("{name}-{fill:#x}"), &d);
+            }
+        }
     }
 }

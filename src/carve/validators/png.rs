@@ -121,6 +121,11 @@ pub(crate) mod tests {
     use super::super::testutil::*;
     use super::super::{Limits, Status};
 
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        sample()
+    }
+
     pub fn chunk(out: &mut Vec<u8>, ty: &[u8; 4], data: &[u8]) {
         out.extend_from_slice(&(data.len() as u32).to_be_bytes());
         out.extend_from_slice(ty);

@@ -166,7 +166,8 @@ impl<'a> Src<'a> {
     }
 
     /// The first offset in `[from, to)` (clamped to the window) where `needle`
-    /// starts and lies completely inside `[from, to)`.
+    /// starts and lies completely inside `[from, to)`. Reads 4 KiB first and
+    /// doubles the piece size up to [`CHUNK`].
     pub fn find(&self, needle: &[u8], from: u64, to: u64, scratch: &mut Vec<u8>) -> Option<u64> {
         let to = to.min(self.len);
         if needle.is_empty() || needle.len() >= CHUNK || from >= to {
@@ -178,8 +179,12 @@ impl<'a> Src<'a> {
         let finder = memchr::memmem::Finder::new(needle);
         let overlap = (needle.len() - 1) as u64;
         let mut pos = from;
+        // Small first reads, doubling: a near hit costs little, a far one
+        // is read in full-size pieces.
+        let mut piece = (needle.len() * 2).clamp(4096, CHUNK);
         while pos < to {
-            let want = usize::try_from(to - pos).map_or(CHUNK, |w| w.min(CHUNK));
+            let want = usize::try_from(to - pos).map_or(piece, |w| w.min(piece));
+            piece = (piece * 2).min(CHUNK);
             let buf = scratch.get_mut(..want)?;
             let got = self.read(pos, buf);
             if got < needle.len() {
@@ -409,10 +414,132 @@ pub fn be32(b: &[u8]) -> u32 {
     }
 }
 
+/// How a raw deflate stream ended (see [`inflate`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Inflated {
+    /// The stream ended after `consumed` input bytes, producing `produced` bytes.
+    End { consumed: u64, produced: u64 },
+    /// The window ended before the stream did.
+    Cut,
+    /// Invalid deflate data after `consumed` input bytes.
+    Corrupt { consumed: u64 },
+    /// More than the allowed output was produced before the end.
+    TooLarge,
+}
+
+/// Most output one deflate stream may produce before validation gives up
+/// (a bound on time, not memory: output is discarded as it is made).
+pub const MAX_INFLATE_OUT: u64 = 4 << 30;
+
+/// Inflates the raw deflate stream starting at `start` in the window, feeding
+/// the output (in pieces of at most 32 KiB, then discarded) to `sink`, to find
+/// where the stream ends. Memory use is fixed; time is bounded by the window
+/// and by `max_out` bytes of output.
+pub fn inflate(src: &Src, start: u64, max_out: u64, mut sink: impl FnMut(&[u8])) -> Inflated {
+    use flate2::{Decompress, FlushDecompress, Status};
+    let mut d = Decompress::new(false);
+    let mut inbuf = vec![0u8; CHUNK];
+    let mut out = vec![0u8; 32 * 1024];
+    let mut in_off = 0usize;
+    let mut in_len = 0usize;
+    let mut next_read = start;
+    // Every turn consumes input, produces output, reads input or returns;
+    // input is bounded by the window and output by `max_out`.
+    loop {
+        if in_off == in_len {
+            in_len = src.read(next_read, &mut inbuf);
+            in_off = 0;
+            next_read += in_len as u64;
+            if in_len == 0 {
+                return Inflated::Cut;
+            }
+        }
+        let (bi, bo) = (d.total_in(), d.total_out());
+        let Some(input) = inbuf.get(in_off..in_len) else {
+            return Inflated::Cut;
+        };
+        let st = d.decompress(input, &mut out, FlushDecompress::None);
+        let used = (d.total_in() - bi) as usize;
+        let made = (d.total_out() - bo) as usize;
+        in_off = (in_off + used).min(in_len);
+        sink(out.get(..made).unwrap_or(&[]));
+        match st {
+            Ok(Status::StreamEnd) => {
+                return Inflated::End {
+                    consumed: d.total_in(),
+                    produced: d.total_out(),
+                };
+            }
+            Ok(_) => {
+                if used == 0 && made == 0 {
+                    // Needs more input than is buffered: keep the rest, read more.
+                    let rest = in_len - in_off;
+                    inbuf.copy_within(in_off..in_len, 0);
+                    let more = src.read(next_read, &mut inbuf[rest..]);
+                    if more == 0 {
+                        return Inflated::Cut;
+                    }
+                    next_read += more as u64;
+                    in_off = 0;
+                    in_len = rest + more;
+                }
+            }
+            Err(_) => {
+                return Inflated::Corrupt {
+                    consumed: d.total_in(),
+                };
+            }
+        }
+        if d.total_out() > max_out {
+            return Inflated::TooLarge;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[test]
+    fn inflate_finds_end() {
+        use std::io::Write;
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(&data).unwrap();
+        let mut z = e.finish().unwrap();
+        let zl = z.len() as u64;
+        z.extend_from_slice(b"trailing");
+        let s = src(&z, 0, u64::MAX);
+        let mut n = 0u64;
+        let mut h = crc32fast::Hasher::new();
+        let r = inflate(&s, 0, u64::MAX, |b| {
+            n += b.len() as u64;
+            h.update(b)
+        });
+        assert_eq!(
+            r,
+            Inflated::End {
+                consumed: zl,
+                produced: 100_000
+            }
+        );
+        assert_eq!(n, 100_000);
+        assert_eq!(h.finalize(), crc32fast::hash(&data));
+        let cut = z[..z.len() / 2].to_vec();
+        assert_eq!(
+            inflate(&src(&cut, 0, u64::MAX), 0, u64::MAX, |_| {}),
+            Inflated::Cut
+        );
+        assert_eq!(inflate(&s, 0, 1000, |_| {}), Inflated::TooLarge);
+        let bad = vec![0xFFu8; 100];
+        assert!(matches!(
+            inflate(&src(&bad, 0, u64::MAX), 0, u64::MAX, |_| {}),
+            Inflated::Corrupt { .. }
+        ));
+    }
+
+    // `Vec<u8>` (not a slice) because it is the reader type.
+    #[allow(clippy::ptr_arg)]
     fn src<'a>(data: &'a Vec<u8>, start: u64, max: u64) -> Src<'a> {
         Src::new(data, start, Limits { max_len: max })
     }

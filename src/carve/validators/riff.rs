@@ -1,7 +1,231 @@
-//! stub
+//! RIFF containers: WAV, AVI, WebP (and other RIFF forms).
+//!
+//! Structure (Microsoft/IBM "Multimedia Programming Interface and Data
+//! Specifications 1.0" §2, 1991; WebP container spec; OpenDML AVI 1.02):
+//! `RIFF | size (u32 LE) | form type (4 chars)` followed by chunks
+//! `id (4 chars) | size (u32 LE) | data | pad byte to even`. The file is
+//! `size + 8` bytes. AVI files over 1 GiB continue with further `RIFF AVIX`
+//! chunks right after the first (OpenDML), which are included.
+//!
+//! Checked: the form type is four printable ASCII characters; the top-level
+//! chunk walk (ids printable, sizes inside the RIFF) ends exactly at the RIFF
+//! end (a missing final pad byte is tolerated); per form, the first/required
+//! chunks: WAVE needs `fmt ` and `data`, WEBP starts with `VP8 `/`VP8L`/`VP8X`,
+//! AVI starts with `LIST` (hdrl).
+//!
+//! * `None`: not `RIFF`, a form type that is not text, a size < 4, or a first
+//!   chunk that is not plausible.
+//! * `Complete`: the chunk walk ends at `size + 8` and the form's required
+//!   chunks are present; length = `size + 8` (+ AVIX parts).
+//! * `Partial`: the RIFF runs past the window (length = window), or a chunk is
+//!   damaged (length = end of the last good chunk), or required chunks are
+//!   missing (length = `size + 8`).
+//!
+//! Subtype: WAVE → wav, `AVI ` → avi, WEBP → webp; other forms none.
+
 use super::Verdict;
 use super::read::Src;
 
-pub fn validate(_src: Src) -> Option<Verdict> {
-    None
+/// Chunks walked at most per RIFF.
+const MAX_CHUNKS: u32 = 1_000_000;
+/// OpenDML extension RIFFs followed at most.
+const MAX_AVIX: u32 = 10_000;
+
+fn printable(id: &[u8]) -> bool {
+    id.iter().all(|b| (0x20..0x7F).contains(b))
+}
+
+pub fn validate(src: Src) -> Option<Verdict> {
+    if !src.starts_with_at(0, b"RIFF") {
+        return None;
+    }
+    let Some(h) = src.bytes::<12>(0) else {
+        return Some(Verdict::partial(src.len(), src.cut_note()));
+    };
+    let size = u64::from(u32::from_le_bytes([h[4], h[5], h[6], h[7]]));
+    let form = [h[8], h[9], h[10], h[11]];
+    if size < 4 || !printable(&form) {
+        return None;
+    }
+    let subtype = match &form {
+        b"WAVE" => Some("wav"),
+        b"AVI " => Some("avi"),
+        b"WEBP" => Some("webp"),
+        _ => None,
+    };
+    let end = size + 8;
+    let mut seen_fmt = false;
+    let mut seen_data = false;
+    let mut first: Option<[u8; 4]> = None;
+    let mut pos = 12u64;
+    let mut chunks = 0u32;
+    let cut = || Some(Verdict::partial(src.len(), src.cut_note()).with_subtype(subtype));
+    while pos < end && chunks < MAX_CHUNKS {
+        let Some(ch) = src.bytes::<8>(pos) else {
+            return cut();
+        };
+        let id = [ch[0], ch[1], ch[2], ch[3]];
+        let csize = u64::from(u32::from_le_bytes([ch[4], ch[5], ch[6], ch[7]]));
+        let data_end = pos + 8 + csize;
+        if !printable(&id) || data_end > end {
+            if chunks == 0 {
+                return None;
+            }
+            return Some(
+                Verdict::partial(pos, format!("damaged chunk at {pos}")).with_subtype(subtype),
+            );
+        }
+        if first.is_none() {
+            first = Some(id);
+            let ok = match &form {
+                b"WEBP" => matches!(&id, b"VP8 " | b"VP8L" | b"VP8X"),
+                b"AVI " => &id == b"LIST",
+                _ => true,
+            };
+            if !ok {
+                return None;
+            }
+        }
+        seen_fmt |= &id == b"fmt ";
+        seen_data |= &id == b"data";
+        if data_end > src.len() {
+            return cut();
+        }
+        // A missing pad byte after the last chunk is tolerated.
+        pos = (data_end + (csize & 1)).min(end);
+        chunks += 1;
+    }
+    if end > src.len() {
+        return cut();
+    }
+    if pos != end {
+        return Some(Verdict::partial(pos, "too many chunks").with_subtype(subtype));
+    }
+    let missing = match &form {
+        b"WAVE" if !seen_fmt || !seen_data => Some("WAVE without fmt/data chunk"),
+        _ => None,
+    };
+    let mut total = end;
+    let mut v = match missing {
+        Some(m) => Verdict::partial(end, m),
+        None => Verdict::complete(end),
+    };
+    if &form == b"AVI " && v.status == super::Status::Complete {
+        // OpenDML: RIFF AVIX parts follow the first RIFF.
+        let mut parts = 0u32;
+        while parts < MAX_AVIX
+            && src.starts_with_at(total, b"RIFF")
+            && src.starts_with_at(total + 8, b"AVIX")
+        {
+            let Some(sz) = src.u32le(total + 4) else {
+                break;
+            };
+            let e = total + 8 + u64::from(sz);
+            if e > src.len() {
+                return cut();
+            }
+            total = e;
+            parts += 1;
+        }
+        v.length = total;
+        if parts > 0 {
+            v.notes.push(format!("{parts} AVIX part(s)"));
+        }
+    }
+    Some(v.with_subtype(subtype))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::super::testutil::*;
+    use super::super::{Limits, Status};
+
+    /// A valid file, the seed for the mutation property test.
+    pub fn seed() -> Vec<u8> {
+        wav()
+    }
+
+    fn riff(form: &[u8; 4], chunks: &[(&[u8; 4], &[u8])]) -> Vec<u8> {
+        let mut body = form.to_vec();
+        for (id, data) in chunks {
+            body.extend_from_slice(*id);
+            body.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            body.extend_from_slice(data);
+            if data.len() % 2 == 1 {
+                body.push(0);
+            }
+        }
+        let mut v = b"RIFF".to_vec();
+        v.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        v.extend_from_slice(&body);
+        v
+    }
+
+    fn wav() -> Vec<u8> {
+        let fmt = [
+            1u8, 0, 1, 0, 0x44, 0xAC, 0, 0, 0x88, 0x58, 1, 0, 2, 0, 16, 0,
+        ];
+        riff(
+            b"WAVE",
+            &[
+                (b"fmt ", &fmt),
+                (b"LIST", b"INFOISFT\x03\x00\x00\x00ab\0\0"),
+                (b"data", &[1, 2, 3, 4, 5]),
+            ],
+        )
+    }
+
+    #[test]
+    fn forms() {
+        assert_eq!(assert_complete("riff", &wav()).as_deref(), Some("wav"));
+        assert_prefixes("riff", &wav());
+        let webp = riff(
+            b"WEBP",
+            &[(b"VP8 ", &[0x30, 1, 0, 0x9D, 0x01, 0x2A, 1, 0, 1, 0])],
+        );
+        assert_eq!(assert_complete("riff", &webp).as_deref(), Some("webp"));
+        let mut avi = riff(
+            b"AVI ",
+            &[(b"LIST", b"hdrlavih"), (b"LIST", b"movi"), (b"idx1", b"")],
+        );
+        assert_eq!(assert_complete("riff", &avi).as_deref(), Some("avi"));
+        // OpenDML continuation.
+        let mut avix = b"RIFF".to_vec();
+        avix.extend_from_slice(&12u32.to_le_bytes());
+        avix.extend_from_slice(b"AVIXLIST\x00\x00\x00\x00");
+        avi.extend_from_slice(&avix);
+        assert_complete("riff", &avi);
+        assert_eq!(
+            assert_complete("riff", &riff(b"RMID", &[(b"data", b"xy")])),
+            None
+        );
+    }
+
+    #[test]
+    fn damaged() {
+        let mut w = wav();
+        let i = 12 + 8 + 16; // LIST chunk
+        w[i] = 0x01;
+        let v = run("riff", &w).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, i as u64));
+        let mut w = wav();
+        w[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        let v = run("riff", &w).unwrap();
+        assert_eq!(v.status, Status::Partial);
+        assert!(run("riff", b"RIFF\x10\x00\x00\x00\x01\x02\x03\x04").is_none());
+        assert!(run("riff", b"RIFF\x10\x00\x00\x00WEBPJUNK\x00\x00\x00\x00").is_none());
+        let no_data = riff(b"WAVE", &[(b"fmt ", &[0; 16])]);
+        assert_eq!(run("riff", &no_data).unwrap().status, Status::Partial);
+        let v = run_at("riff", &wav(), 0, Limits { max_len: 30 }).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, 30));
+    }
+
+    #[test]
+    fn real_riffs() {
+        let mut d = py_dirs("test/audiodata");
+        d.extend(py_dirs("test/imghdrdata"));
+        d.extend(py_dirs("test/sndhdrdata"));
+        let d: Vec<&str> = d.iter().map(String::as_str).collect();
+        check_real("riff", &real_files(&d, &[".wav", ".webp", ".avi"], 40));
+    }
 }
