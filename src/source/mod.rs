@@ -18,9 +18,13 @@
 //! * `uring`: io_uring with `O_DIRECT` and several reads in flight, falling back to `direct` where io_uring is unavailable.
 
 mod aligned;
+pub mod any;
 pub mod buffered;
 pub mod direct;
+pub mod ewf;
+pub mod gzip;
 pub mod mmap;
+pub mod split;
 pub mod uring;
 
 use std::fmt;
@@ -30,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
 pub use aligned::AlignedBuf;
+pub use any::{open_any, open_any_with};
 
 /// Alignment of buffers, offsets and lengths for `O_DIRECT` (covers 512-byte and 4 KiB sectors).
 pub const DIRECT_ALIGN: usize = 4096;
@@ -65,6 +70,8 @@ pub enum SourceError {
         expected: usize,
         got: usize,
     },
+    #[error("{path}: {what}")]
+    Container { path: PathBuf, what: String },
     #[error("invalid block settings: {0}")]
     Settings(String),
 }
@@ -97,6 +104,20 @@ pub trait Media: Send + Sync + fmt::Debug {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Ranges of the medium its container could not deliver (they read as
+    /// zeros), known so far; reports list them. Plain media have none.
+    fn damage(&self) -> Vec<Damage> {
+        Vec::new()
+    }
+}
+
+/// A range of the logical medium that its container could not deliver
+/// (a bad E01 chunk, a corrupt gzip member). It reads as zeros.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Damage {
+    pub offset: u64,
+    pub len: u64,
+    pub reason: String,
 }
 
 /// A plain raw file or block device.
@@ -220,7 +241,7 @@ impl Image {
     }
 }
 
-fn io_open_error(path: &Path, e: std::io::Error) -> SourceError {
+pub(crate) fn io_open_error(path: &Path, e: std::io::Error) -> SourceError {
     match e.kind() {
         std::io::ErrorKind::NotFound => SourceError::NotFound {
             path: path.to_path_buf(),
