@@ -318,6 +318,14 @@ fn run_scan(
         &mut warn,
     );
     pb.finish_and_clear();
+    for d in img.media().damage() {
+        warn(format!(
+            "damaged range {}..{} (read as zeros): {}",
+            d.offset,
+            d.offset + d.len,
+            d.reason
+        ));
+    }
     result.map_err(|e| e.to_string())?;
     writer
         .finish()

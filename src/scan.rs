@@ -287,7 +287,7 @@ pub fn scan_range(
 
         // Merger: deliver blocks in order.
         let merged = merge(&result_rx, plan.len(), sink, progress, &mut stats);
-        if !matches!(merged, Ok(true)) {
+        if !matches!(merged, Ok(false)) {
             stop.store(true, Ordering::Relaxed);
             // Unblock workers and the reader: drain what remains.
             while result_rx.recv().is_ok() {}
