@@ -27,7 +27,7 @@ pub const SYNC_EVERY: Duration = Duration::from_secs(1);
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum Line {
-    File(CarvedFile),
+    File(Box<CarvedFile>),
     Checkpoint(Checkpoint),
 }
 
@@ -53,7 +53,7 @@ impl Journal {
         {
             let mut w = BufWriter::new(File::create(&tmp)?);
             for f in files {
-                write_line(&mut w, &Line::File(f.clone()))?;
+                write_line(&mut w, &Line::File(Box::new(f.clone())))?;
             }
             write_line(&mut w, &Line::Checkpoint(cp.clone()))?;
             w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
@@ -82,7 +82,7 @@ fn write_line(w: &mut impl Write, l: &Line) -> std::io::Result<()> {
 
 impl CarveReport for Journal {
     fn file(&mut self, f: &CarvedFile) -> std::io::Result<()> {
-        write_line(&mut self.out, &Line::File(f.clone()))
+        write_line(&mut self.out, &Line::File(Box::new(f.clone())))
     }
     fn checkpoint(&mut self, cp: &Checkpoint) -> std::io::Result<()> {
         write_line(&mut self.out, &Line::Checkpoint(cp.clone()))?;
@@ -108,7 +108,7 @@ pub fn read(dir: &Path) -> Result<(Vec<CarvedFile>, Option<Checkpoint>), String>
             break; // a torn last line (or garbage): stop at the last good checkpoint
         };
         match l {
-            Line::File(f) => files.push(f),
+            Line::File(f) => files.push(*f),
             Line::Checkpoint(c) => {
                 kept = files.len();
                 cp = Some(c);

@@ -107,7 +107,7 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
                 .find(|p| p.0 <= g.offset && g.offset < p.1)
                 .map(|p| p.2);
             let write = meta.write
-                && meta.keep.iter().any(|k| *k == g.status)
+                && meta.keep.contains(&g.status)
                 && (g.parent.is_none() || meta.keep_embedded);
             if !write {
                 g.path = None;
