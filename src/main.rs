@@ -628,8 +628,13 @@ fn main() -> ExitCode {
         }),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(*shell, &mut cmd, "gpucarve", &mut std::io::stdout());
-            Ok(())
+            // Into memory first: clap_complete panics on a write error (a closed pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "gpucarve", &mut script);
+            match std::io::stdout().write_all(&script) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.map_err(|e| e.to_string()),
+            }
         }
         Command::Extract {
             report,
