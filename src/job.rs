@@ -11,14 +11,16 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
-use crate::carve::{CarveOptions, CarveSummary, OutputDir, carve};
+use crate::carve::{CarveOptions, CarveScope, CarveSummary, CarvedFile, OutputDir, carve_scoped};
 use crate::catalogue::Catalogue;
 use crate::engine::{EngineChoice, build_engines};
+use crate::journal::{self, Journal};
+use crate::report::CarveReport;
 use crate::report::dfxml::DfxmlReport;
 use crate::report::jsonl::JsonlReport;
 use crate::report::{Fanout, RunInfo, audit, rfc3339};
 use crate::scan::ScanOptions;
-use crate::source::Image;
+use crate::source::{Damage, Image, open_any_with};
 
 /// Everything a carving job needs.
 #[derive(Clone, Debug)]
@@ -32,6 +34,60 @@ pub struct CarveJob {
     pub force: bool,
     pub hash_image: bool,
     pub command_line: String,
+    /// Where a gzip image is decompressed (default: the output folder).
+    pub spool_dir: Option<PathBuf>,
+    /// Carve only the headers starting in this slice `[start, end)` (a shard).
+    pub range: Option<(u64, u64)>,
+    /// Carry on an interrupted carving from its journal.
+    pub resume: bool,
+}
+
+/// `run.json` in the output folder: what `--resume` and `gpucarve merge` need to know.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct RunMeta {
+    pub image: String,
+    pub image_len: u64,
+    pub container: String,
+    /// The slice this carving owns, when a shard.
+    pub range: Option<(u64, u64)>,
+    pub command_line: String,
+    pub start_time: String,
+    pub keep: Vec<String>,
+    pub write: bool,
+    pub hash_unwritten: bool,
+    pub keep_embedded: bool,
+}
+
+pub const RUN_META: &str = "run.json";
+
+/// Everything a batch wants to know about one job, failed or not.
+#[derive(Clone, Debug, Default)]
+pub struct JobOutcome {
+    pub summary: Option<CarveSummary>,
+    pub error: Option<String>,
+    pub image_len: u64,
+    pub container: String,
+    pub damage: Vec<Damage>,
+}
+
+/// Adds already-reported files (resumed from a journal) to a summary's counts.
+fn count_files(summary: &mut CarveSummary, files: &[CarvedFile]) {
+    for f in files {
+        summary.files_found = summary.files_found.max(f.id);
+        if f.path.is_some() {
+            summary.files_written += 1;
+            summary.bytes_written += f.length;
+        }
+        if f.parent.is_some() {
+            summary.embedded += 1;
+        }
+        let e = summary
+            .counts
+            .entry((f.file_type.clone(), f.status.clone()))
+            .or_insert((0, 0));
+        e.0 += 1;
+        e.1 += f.length;
+    }
 }
 
 /// sha256 of the whole image, read sequentially (run beside the scan).
@@ -57,8 +113,69 @@ impl CarveJob {
         progress: &mut dyn FnMut(u64, u64),
         warn: &mut dyn FnMut(String),
     ) -> Result<CarveSummary, String> {
-        let image = Image::open(&self.image).map_err(|e| e.to_string())?;
+        let o = self.run_detailed(progress, warn);
+        match (o.summary, o.error) {
+            (Some(s), None) => Ok(s),
+            (_, Some(e)) => Err(e),
+            (None, None) => Err("internal error: no summary".into()),
+        }
+    }
+
+    /// Runs the job and says everything about it, failed or not.
+    pub fn run_detailed(
+        &self,
+        progress: &mut dyn FnMut(u64, u64),
+        warn: &mut dyn FnMut(String),
+    ) -> JobOutcome {
+        let mut outcome = JobOutcome::default();
+        let r = self.run_inner(progress, warn, &mut outcome);
+        match r {
+            Ok(s) => outcome.summary = Some(s),
+            Err(e) => outcome.error = Some(e),
+        }
+        outcome
+    }
+
+    fn run_inner(
+        &self,
+        progress: &mut dyn FnMut(u64, u64),
+        warn: &mut dyn FnMut(String),
+        outcome: &mut JobOutcome,
+    ) -> Result<CarveSummary, String> {
         refuse_output_on_image(&self.out_dir, &self.image)?;
+        // Resuming: what the interrupted run had finished.
+        let resumed = if self.resume {
+            let meta_path = self.out_dir.join(RUN_META);
+            let meta: RunMeta = std::fs::read_to_string(&meta_path)
+                .map_err(|e| format!("{}: {e} (nothing to resume)", meta_path.display()))
+                .and_then(|t| {
+                    serde_json::from_str(&t).map_err(|e| format!("{}: {e}", meta_path.display()))
+                })?;
+            let (files, cp) = journal::read(&self.out_dir)?;
+            Some((meta, files, cp))
+        } else {
+            None
+        };
+        let spool = self.spool_dir.as_deref().unwrap_or(&self.out_dir);
+        let image = open_any_with(&self.image, spool).map_err(|e| e.to_string())?;
+        outcome.image_len = image.len();
+        outcome.container = image.media().describe();
+        if let Some((meta, _, _)) = &resumed
+            && (meta.image_len != image.len() || meta.range != self.range)
+        {
+            return Err(format!(
+                "{}: the interrupted carving was of {} bytes{}; this one is of {} bytes{}: not resuming",
+                self.out_dir.display(),
+                meta.image_len,
+                meta.range
+                    .map(|(a, b)| format!(" range {a}..{b}"))
+                    .unwrap_or_default(),
+                image.len(),
+                self.range
+                    .map(|(a, b)| format!(" range {a}..{b}"))
+                    .unwrap_or_default(),
+            ));
+        }
         let set = self.catalogue.compile();
         let engines = build_engines(
             &set.patterns,
@@ -67,17 +184,43 @@ impl CarveJob {
             warn,
         )
         .map_err(|e| e.to_string())?;
-        let mut out =
-            OutputDir::create(&self.out_dir, self.force, image.len()).map_err(|e| e.to_string())?;
+        let mut out = OutputDir::create(&self.out_dir, self.force || self.resume, image.len())
+            .map_err(|e| e.to_string())?;
         let started = SystemTime::now();
         let info = RunInfo {
             image: self.image.display().to_string(),
             image_len: image.len(),
-            command_line: self.command_line.clone(),
+            command_line: resumed
+                .as_ref()
+                .map_or_else(|| self.command_line.clone(), |r| r.0.command_line.clone()),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            start_time: rfc3339(started),
+            start_time: resumed
+                .as_ref()
+                .map_or_else(|| rfc3339(started), |r| r.0.start_time.clone()),
             sector_size: 512,
         };
+        if resumed.is_none() {
+            let meta = RunMeta {
+                image: info.image.clone(),
+                image_len: image.len(),
+                container: outcome.container.clone(),
+                range: self.range,
+                command_line: info.command_line.clone(),
+                start_time: info.start_time.clone(),
+                keep: self
+                    .carve
+                    .keep
+                    .iter()
+                    .map(|s| s.as_str().to_string())
+                    .collect(),
+                write: self.carve.write,
+                hash_unwritten: self.carve.hash_unwritten,
+                keep_embedded: self.carve.keep_embedded,
+            };
+            let text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
+            std::fs::write(self.out_dir.join(RUN_META), text)
+                .map_err(|e| format!("{}: {e}", self.out_dir.join(RUN_META).display()))?;
+        }
         let open = |name: &str| -> Result<BufWriter<File>, String> {
             out.create_report(name)
                 .map(BufWriter::new)
@@ -87,19 +230,46 @@ impl CarveJob {
         let mut dfxml =
             DfxmlReport::new(open("report.xml")?, &info).map_err(|e| format!("report.xml: {e}"))?;
         let audit_file = out.create_report("audit.txt").map_err(|e| e.to_string())?;
+        let journal_err = |e: std::io::Error| format!("{}: {e}", journal::JOURNAL);
+        let mut scope = CarveScope {
+            own_start: self.range.map_or(0, |r| r.0),
+            own_end: self.range.map(|r| r.1),
+            resume: None,
+        };
+        let mut earlier: Vec<CarvedFile> = Vec::new();
+        let mut journal = match resumed {
+            Some((_, files, Some(cp))) => {
+                for f in &files {
+                    jsonl.file(f).map_err(|e| format!("report.jsonl: {e}"))?;
+                    dfxml.file(f).map_err(|e| format!("report.xml: {e}"))?;
+                }
+                let j = Journal::rewrite(&self.out_dir, &files, &cp).map_err(journal_err)?;
+                warn(format!(
+                    "resuming {} at byte {} after {} files",
+                    self.image.display(),
+                    cp.frontier,
+                    cp.files
+                ));
+                scope.resume = Some(cp);
+                earlier = files;
+                j
+            }
+            _ => Journal::create(&self.out_dir).map_err(journal_err)?,
+        };
 
         let (result, image_hash) = std::thread::scope(|s| {
             let hasher = self.hash_image.then(|| s.spawn(|| hash_image(&image)));
             let mut fan = Fanout {
-                reports: vec![&mut jsonl, &mut dfxml],
+                reports: vec![&mut jsonl, &mut dfxml, &mut journal],
             };
-            let r = carve(
+            let r = carve_scoped(
                 &image,
                 &self.catalogue,
                 &set,
                 &engines,
                 &self.scan,
                 &self.carve,
+                &scope,
                 &mut out,
                 &mut fan,
                 progress,
@@ -121,6 +291,7 @@ impl CarveJob {
             },
         };
         summary.started = Some(started);
+        count_files(&mut summary, &earlier);
         let image_sha = match image_hash {
             Some(Ok(h)) => Some(h),
             Some(Err(e)) => {
@@ -129,15 +300,41 @@ impl CarveJob {
             }
             None => None,
         };
+        outcome.damage = image.media().damage();
+        for d in &outcome.damage {
+            warn(format!(
+                "{}: damaged range {}..{} ({} bytes): {}",
+                self.image.display(),
+                d.offset,
+                d.offset + d.len,
+                d.len,
+                d.reason
+            ));
+        }
         let clock = summary.scan.wall.as_secs_f64();
         jsonl.finish().map_err(|e| format!("report.jsonl: {e}"))?;
         dfxml
             .finish(clock, error.as_deref())
             .map_err(|e| format!("report.xml: {e}"))?;
-        let text = audit::render(&info, image_sha.as_deref(), &summary, error.as_deref());
+        journal.sync().map_err(journal_err)?;
+        let mut text = audit::render(&info, image_sha.as_deref(), &summary, error.as_deref());
+        text.push_str(&format!("container: {}\n", outcome.container));
+        if let Some((a, b)) = self.range {
+            text.push_str(&format!("owned range: {a}..{b}\n"));
+        }
+        for d in &outcome.damage {
+            text.push_str(&format!(
+                "damaged: {}..{} ({} bytes, read as zeros): {}\n",
+                d.offset,
+                d.offset + d.len,
+                d.len,
+                d.reason
+            ));
+        }
         std::io::Write::write_all(&mut BufWriter::new(audit_file), text.as_bytes())
             .map_err(|e| format!("audit.txt: {e}"))?;
-        result.map_err(|e| e.to_string())
+        result.map_err(|e| e.to_string())?;
+        Ok(summary)
     }
 }
 

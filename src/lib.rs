@@ -15,11 +15,14 @@
 //!
 //! The evidence is opened read-only and never written.
 
+pub mod batch;
 pub mod bench;
 pub mod carve;
 pub mod catalogue;
 pub mod engine;
 pub mod job;
+pub mod journal;
+pub mod merge;
 pub mod pattern;
 pub mod report;
 pub mod scan;

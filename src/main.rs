@@ -5,12 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+mod batch_cli;
 use gpucarve::carve::validators::Status;
 use gpucarve::catalogue::Catalogue;
 use gpucarve::engine::{EngineChoice, build_engines};
 use gpucarve::report::matches::{MatchFormat, MatchWriter};
 use gpucarve::scan::{DEFAULT_BLOCK_SIZE, Engines, ScanOptions, scan};
-use gpucarve::source::{Image, IoMode};
+use gpucarve::source::IoMode;
 
 #[derive(Parser)]
 #[command(name = "gpucarve", version, about = "GPU-accelerated forensic file carver", long_about = None)]
@@ -55,12 +57,15 @@ enum Command {
         after_help = "Examples:\n  gpucarve scan disk.dd > matches.jsonl\n  gpucarve scan disk.dd --types jpeg,png --count\n  gpucarve scan disk.dd --signatures foremost.conf --format csv -o hits.csv"
     )]
     Scan {
-        /// Raw image (dd) or block device
+        /// Image: raw (dd), E01, split raw (.001/.aa), gzip, or block device
         image: PathBuf,
         #[command(flatten)]
         catalogue: CatalogueArgs,
         #[command(flatten)]
         scan: ScanArgs,
+        /// Where a gzip image is decompressed (default: the system temporary folder)
+        #[arg(long, value_name = "DIR")]
+        spool_dir: Option<PathBuf>,
         /// Output format
         #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "csv"])]
         format: String,
@@ -74,13 +79,14 @@ enum Command {
         #[arg(short, long)]
         quiet: bool,
     },
-    /// Carve files out of an image, with DFXML, JSONL and audit reports
+    /// Carve files out of images, with DFXML, JSONL and audit reports
     #[command(
-        after_help = "Examples:\n  gpucarve carve disk.dd -o case1\n  gpucarve carve disk.dd -o case1 --types jpeg,png,pdf --keep partial\n  gpucarve carve disk.dd -o case1 --no-write      # reports only; extract later\n\nFiles go to OUTDIR/<type>/<offset>.<ext>; partial and unvalidated files (with --keep)\nto OUTDIR/partial/... and OUTDIR/unvalidated/...; reports: report.xml (DFXML),\nreport.jsonl, audit.txt."
+        after_help = "Examples:\n  gpucarve carve disk.dd -o case1\n  gpucarve carve disk.E01 -o case1 --types jpeg,png,pdf --keep partial\n  gpucarve carve disk.dd -o case1 --no-write      # reports only; extract later\n  gpucarve carve /evidence/*.E01 /evidence/usb/ -o case2 --jobs 2\n  gpucarve carve disk.dd -o case1 --resume        # after an interruption\n  gpucarve carve disk.dd -o part3 --shard 3/8     # then: gpucarve merge part1 ... part8 -o all\n\nInputs are recognised by content: EWF (.E01/.Ex01, first segment), split raw (x.001 or x.aa,\nfirst segment), gzip (decompressed to --spool-dir), raw files and block devices. Folders are\nsearched for such images. One image file: its carving goes into OUTDIR itself; several\nimages or a folder: one folder per image under OUTDIR, plus OUTDIR/case.jsonl and case.txt.\n\nFiles go to OUTDIR/<type>/<offset>.<ext>; partial and unvalidated files (with --keep)\nto OUTDIR/partial/... and OUTDIR/unvalidated/...; reports: report.xml (DFXML),\nreport.jsonl, audit.txt; journal.jsonl and run.json serve --resume and merge.\n\nExit codes: 0 every image carved; 1 an image failed (the others were still carved; see\ncase.txt); 2 bad command line."
     )]
     Carve {
-        /// Raw image (dd) or block device
-        image: PathBuf,
+        /// Images (raw, E01, split .001/.aa, gzip, block devices) and folders holding them
+        #[arg(required = true, value_name = "IMAGE|FOLDER")]
+        images: Vec<PathBuf>,
         /// Output folder (created; must not already hold a carving unless --force)
         #[arg(short = 'o', long, value_name = "OUTDIR")]
         output: PathBuf,
@@ -106,10 +112,46 @@ enum Command {
         /// Hash the whole image (sha256) into the audit
         #[arg(long)]
         hash_image: bool,
-        /// No progress bar
+        /// Where gzip images are decompressed (default: the image's output folder)
+        #[arg(long, value_name = "DIR")]
+        spool_dir: Option<PathBuf>,
+        /// Images carved at once (default: 1 if an image is 1 GiB or more, else 2)
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        jobs: usize,
+        /// Carry on an interrupted carving from its journal
+        #[arg(long)]
+        resume: bool,
+        /// Carve only headers starting in START..END (bytes; sizes like 4GiB allowed)
+        #[arg(long, value_name = "START..END", conflicts_with = "shard")]
+        range: Option<String>,
+        /// Carve slice I of N (1-based) of the image; merge the N outputs with `gpucarve merge`
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+        /// Progress: bar (on a terminal), json (one object a line on stderr), none
+        #[arg(long, default_value = "bar", value_parser = ["bar", "json", "none"])]
+        progress: String,
+        /// No progress and no summary line
         #[arg(short, long)]
         quiet: bool,
     },
+    /// Merge shard carvings (`carve --shard I/N`) into one, as a single run would have written it
+    #[command(after_help = "Example:\n  gpucarve merge part1 part2 part3 part4 -o all")]
+    Merge {
+        /// Output folders of the shards
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// Merged output folder
+        #[arg(short = 'o', long, value_name = "DIR")]
+        output: PathBuf,
+        /// Merge into a folder that already holds a carving
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(
+        after_help = "Example:\n  gpucarve completions bash > /etc/bash_completion.d/gpucarve"
+    )]
+    Completions { shell: clap_complete::Shell },
     /// Write chosen files of a carving's report from the image
     #[command(
         after_help = "Examples:\n  gpucarve extract case1/report.jsonl --ids 3,17 -o picked\n  gpucarve extract case1/report.jsonl --all --image /evidence/disk.dd -o all"
@@ -226,8 +268,10 @@ fn progress_bar(len: u64, quiet: bool) -> indicatif::ProgressBar {
     pb
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_scan(
     image: &Path,
+    spool_dir: Option<&Path>,
     catalogue: &CatalogueArgs,
     args: &ScanArgs,
     format: &str,
@@ -237,7 +281,8 @@ fn run_scan(
 ) -> Result<(), String> {
     let cat = load_catalogue(catalogue)?;
     let set = cat.compile();
-    let img = Image::open(image).map_err(|e| e.to_string())?;
+    let img = gpucarve::source::open_any_with(image, spool_dir.unwrap_or(&std::env::temp_dir()))
+        .map_err(|e| e.to_string())?;
     let choice = match &args.device {
         Some(d) => EngineChoice::Gpu {
             device: Some(d.clone()),
@@ -286,6 +331,14 @@ fn run_scan(
         &mut warn,
     );
     pb.finish_and_clear();
+    for d in img.media().damage() {
+        warn(format!(
+            "damaged range {}..{} (read as zeros): {}",
+            d.offset,
+            d.offset + d.len,
+            d.reason
+        ));
+    }
     result.map_err(|e| e.to_string())?;
     writer
         .finish()
@@ -310,65 +363,6 @@ fn scan_options(args: &ScanArgs) -> ScanOptions {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_carve(
-    image: &Path,
-    output: &Path,
-    catalogue: &CatalogueArgs,
-    args: &ScanArgs,
-    keep: &[Status],
-    no_write: bool,
-    keep_embedded: bool,
-    cluster_size: Option<u64>,
-    force: bool,
-    hash_image: bool,
-    quiet: bool,
-) -> Result<(), String> {
-    let mut keep_all = vec![Status::Complete];
-    keep_all.extend(keep.iter().copied().filter(|s| *s != Status::Complete));
-    let job = gpucarve::job::CarveJob {
-        image: image.to_path_buf(),
-        out_dir: output.to_path_buf(),
-        catalogue: load_catalogue(catalogue)?,
-        engine: engine_choice(args),
-        scan: scan_options(args),
-        carve: gpucarve::carve::CarveOptions {
-            keep: keep_all,
-            write: !no_write,
-            hash_unwritten: true,
-            keep_embedded,
-            cluster_size,
-        },
-        force,
-        hash_image,
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
-    };
-    let len = std::fs::metadata(image).map(|m| m.len()).unwrap_or(0);
-    let pb = progress_bar(len, quiet);
-    let result = job.run(
-        &mut |done, files| {
-            pb.set_position(done);
-            pb.set_message(format!("{files} files"));
-        },
-        &mut |m| pb.suspend(|| warn(m)),
-    );
-    pb.finish_and_clear();
-    let s = result?;
-    if !quiet {
-        let secs = s.scan.wall.as_secs_f64().max(1e-9);
-        eprintln!(
-            "gpucarve: {} files found, {} written to {} ({:.1} MiB/s over {} bytes); see {}/audit.txt",
-            s.files_found,
-            s.files_written,
-            output.display(),
-            s.scan.bytes as f64 / secs / (1 << 20) as f64,
-            s.scan.bytes,
-            output.display()
-        );
-    }
-    Ok(())
-}
-
 fn run_extract(
     report: &Path,
     ids: &[u64],
@@ -389,7 +383,15 @@ fn run_extract(
             )
         })?,
     };
-    let img = Image::open(&image_path).map_err(|e| e.to_string())?;
+    let img = gpucarve::source::open_any(&image_path).map_err(|e| e.to_string())?;
+    for d in img.media().damage() {
+        warn(format!(
+            "damaged range {}..{}: {}",
+            d.offset,
+            d.offset + d.len,
+            d.reason
+        ));
+    }
     let bytes = gpucarve::carve::ImageBytes::new(&img);
     std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
     let chosen: Vec<_> = if all {
@@ -551,12 +553,14 @@ fn main() -> ExitCode {
             image,
             catalogue,
             scan,
+            spool_dir,
             format,
             count,
             output,
             quiet,
         } => run_scan(
             image,
+            spool_dir.as_deref(),
             catalogue,
             scan,
             format,
@@ -592,7 +596,7 @@ fn main() -> ExitCode {
             plot.as_deref(),
         ),
         Command::Carve {
-            image,
+            images,
             output,
             catalogue,
             scan,
@@ -602,20 +606,65 @@ fn main() -> ExitCode {
             cluster_size,
             force,
             hash_image,
+            spool_dir,
+            jobs,
+            resume,
+            range,
+            shard,
+            progress,
             quiet,
-        } => run_carve(
-            image,
+        } => {
+            let opts = batch_cli::CarveCli {
+                images: images.clone(),
+                output: output.clone(),
+                catalogue: load_catalogue(catalogue),
+                engine: engine_choice(scan),
+                scan: scan_options(scan),
+                keep: keep.clone(),
+                no_write: *no_write,
+                keep_embedded: *keep_embedded,
+                cluster_size: *cluster_size,
+                force: *force,
+                hash_image: *hash_image,
+                spool_dir: spool_dir.clone(),
+                jobs: *jobs,
+                resume: *resume,
+                range: range.clone(),
+                shard: shard.clone(),
+                progress: if *quiet {
+                    "none".into()
+                } else {
+                    progress.clone()
+                },
+                quiet: *quiet,
+            };
+            match batch_cli::run(opts) {
+                Ok(true) => Ok(()),
+                Ok(false) => return ExitCode::FAILURE,
+                Err(e) => Err(e),
+            }
+        }
+        Command::Merge {
+            shards,
             output,
-            catalogue,
-            scan,
-            keep,
-            *no_write,
-            *keep_embedded,
-            *cluster_size,
-            *force,
-            *hash_image,
-            *quiet,
-        ),
+            force,
+        } => gpucarve::merge::merge(shards, output, *force).map(|n| {
+            eprintln!(
+                "gpucarve: merged {} shards: {n} files in {}",
+                shards.len(),
+                output.display()
+            );
+        }),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            // Into memory first: clap_complete panics on a write error (a closed pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "gpucarve", &mut script);
+            match std::io::stdout().write_all(&script) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.map_err(|e| e.to_string()),
+            }
+        }
         Command::Extract {
             report,
             ids,

@@ -147,6 +147,10 @@ struct BlockResult {
     matches: Result<Vec<Match>, ScanError>,
 }
 
+/// A sink returning this error ends the scan early, successfully (a carver
+/// that has decided everything it owns).
+pub const STOP_SCAN: &str = "\u{0}stop scan";
+
 /// Scans `image` for the engine's patterns; `overlap` = longest pattern − 1.
 /// `progress` is called with the bytes done after each block; `warn` with one-line warnings.
 pub fn scan(
@@ -158,6 +162,33 @@ pub fn scan(
     progress: &mut dyn FnMut(u64),
     warn: &mut dyn FnMut(String),
 ) -> Result<ScanStats, ScanError> {
+    scan_range(
+        image,
+        engines,
+        overlap,
+        opts,
+        0..image.len(),
+        sink,
+        progress,
+        warn,
+    )
+}
+
+/// [`scan`] over the slice `range` of the image only: the blocks own the
+/// matches that start in it, and the last block looks `overlap` bytes past
+/// its end like any block (the seam rule). `range.start` must be a multiple
+/// of 4096. Progress counts bytes from `range.start`.
+#[allow(clippy::too_many_arguments)]
+pub fn scan_range(
+    image: &Image,
+    engines: Engines<'_>,
+    overlap: usize,
+    opts: &ScanOptions,
+    range: std::ops::Range<u64>,
+    sink: &mut dyn MatchSink,
+    progress: &mut dyn FnMut(u64),
+    warn: &mut dyn FnMut(String),
+) -> Result<ScanStats, ScanError> {
     let started = Instant::now();
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -165,7 +196,7 @@ pub fn scan(
         opts.threads
     };
     let block_size = effective_block_size(opts.block_size, overlap, engines.primary)?;
-    let plan = BlockPlan::new(image.len(), block_size, overlap)?;
+    let plan = BlockPlan::range(image.len(), block_size, overlap, range.start, range.end)?;
     let queue = threads + 1;
     let pool = BufferPool::new(threads + queue + 2, plan.buffer_capacity());
     let mut reader = open_reader(image, opts.io, warn)?;
@@ -256,7 +287,7 @@ pub fn scan(
 
         // Merger: deliver blocks in order.
         let merged = merge(&result_rx, plan.len(), sink, progress, &mut stats);
-        if merged.is_err() {
+        if !matches!(merged, Ok(false)) {
             stop.store(true, Ordering::Relaxed);
             // Unblock workers and the reader: drain what remains.
             while result_rx.recv().is_ok() {}
@@ -264,7 +295,11 @@ pub fn scan(
         let read = reader_handle
             .join()
             .map_err(|_| ScanError::Internal("reader thread panicked".into()))?;
-        merged?;
+        if merged? {
+            // Stopped early on purpose: a read error after the stop is moot.
+            stats.read = read.unwrap_or_default();
+            return Ok(());
+        }
         stats.read = read?;
         Ok(())
     });
@@ -327,19 +362,26 @@ fn merge(
     sink: &mut dyn MatchSink,
     progress: &mut dyn FnMut(u64),
     stats: &mut ScanStats,
-) -> Result<(), ScanError> {
+) -> Result<bool, ScanError> {
     let mut pending: BTreeMap<u64, BlockResult> = BTreeMap::new();
     let mut next = 0u64;
     while next < total {
         let Ok(r) = rx.recv() else {
             // Workers ended early: the reader failed; its error is reported by the caller.
-            return Ok(());
+            return Ok(false);
         };
         pending.insert(r.spec.index, r);
         while let Some(r) = pending.remove(&next) {
             let matches = r.matches?;
             let t = Instant::now();
-            sink.block(&r.spec, &matches).map_err(ScanError::Sink)?;
+            match sink.block(&r.spec, &matches) {
+                Ok(()) => {}
+                Err(e) if e == STOP_SCAN => {
+                    stats.sink += t.elapsed();
+                    return Ok(true);
+                }
+                Err(e) => return Err(ScanError::Sink(e)),
+            }
             stats.sink += t.elapsed();
             stats.bytes += r.spec.owned_len as u64;
             stats.blocks += 1;
@@ -348,5 +390,5 @@ fn merge(
             next += 1;
         }
     }
-    Ok(())
+    Ok(false)
 }

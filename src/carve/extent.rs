@@ -199,6 +199,14 @@ impl FooterRules {
         }
     }
 
+    /// The lowest start among candidates still waiting for a footer.
+    pub fn earliest_pending(&self) -> Option<u64> {
+        self.rules
+            .iter()
+            .flat_map(|r| r.pending.iter().map(|c| c.start))
+            .min()
+    }
+
     /// The scan is over: decide everything still waiting.
     pub fn finish(&mut self, image_len: u64, out: &mut Vec<(Candidate, Extent)>) {
         for r in &mut self.rules {

@@ -36,8 +36,8 @@ use std::time::SystemTime;
 use crate::catalogue::{Catalogue, CompiledSet, Role};
 use crate::engine::EngineSet;
 use crate::report::CarveReport;
-use crate::scan::{Engines, Match, ScanError, ScanOptions, ScanStats, scan};
-use crate::source::{BlockSpec, Image};
+use crate::scan::{Engines, Match, ScanError, ScanOptions, ScanStats, scan_range};
+use crate::source::{BlockSpec, DIRECT_ALIGN, Image};
 use extent::{Candidate, FooterRules};
 pub use output::{OutputDir, OutputError};
 use validators::{ByteReader, Limits, Status};
@@ -178,6 +178,31 @@ enum Event {
     Progress(u64),
 }
 
+/// Which part of the image a carving owns, and where it picks up after an interruption.
+#[derive(Clone, Debug, Default)]
+pub struct CarveScope {
+    /// Header candidates starting in `[own_start, own_end)` are this carving's
+    /// (a shard); the others are left to the neighbouring shards. Footers and
+    /// validators still see bytes past `own_end`.
+    pub own_start: u64,
+    pub own_end: Option<u64>,
+    /// Resume after this checkpoint: candidates before its frontier are done.
+    pub resume: Option<Checkpoint>,
+}
+
+/// The carver's state at a point where every candidate starting before
+/// `frontier` has been decided and reported, and none after it has: enough to
+/// carry on from `frontier` with the same ids, nesting and counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Checkpoint {
+    pub frontier: u64,
+    /// Files reported so far (the last id).
+    pub files: u64,
+    /// Complete files that may still contain later ones: (start, end, id).
+    pub parents: Vec<(u64, u64, u64)>,
+    pub rejected: u64,
+}
+
 /// Carves `image`: scan with `engines`, validate, write into `out`, report to `report`.
 #[allow(clippy::too_many_arguments)]
 pub fn carve(
@@ -192,6 +217,37 @@ pub fn carve(
     progress: &mut dyn FnMut(u64, u64),
     warn: &mut dyn FnMut(String),
 ) -> Result<CarveSummary, CarveError> {
+    carve_scoped(
+        image,
+        catalogue,
+        set,
+        engines,
+        scan_opts,
+        opts,
+        &CarveScope::default(),
+        out,
+        report,
+        progress,
+        warn,
+    )
+}
+
+/// [`carve`] of the part of the image `scope` owns, possibly resuming.
+/// `progress` gets bytes done counted from the start of the image.
+#[allow(clippy::too_many_arguments)]
+pub fn carve_scoped(
+    image: &Image,
+    catalogue: &Catalogue,
+    set: &CompiledSet,
+    engines: &EngineSet,
+    scan_opts: &ScanOptions,
+    opts: &CarveOptions,
+    scope: &CarveScope,
+    out: &mut OutputDir,
+    report: &mut (dyn CarveReport + Send),
+    progress: &mut dyn FnMut(u64, u64),
+    warn: &mut dyn FnMut(String),
+) -> Result<CarveSummary, CarveError> {
     let mut summary = CarveSummary {
         started: Some(SystemTime::now()),
         ..CarveSummary::default()
@@ -199,10 +255,39 @@ pub fn carve(
     let overlap = set.max_len().saturating_sub(1);
     let (tx, rx) = sync_channel::<Vec<Event>>(64);
     let found = std::sync::atomic::AtomicU64::new(0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let from = scope
+        .resume
+        .as_ref()
+        .map_or(scope.own_start, |c| c.frontier.max(scope.own_start));
+    let scan_start = from.min(image.len()) / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
+    let max_header_offset = set
+        .origins
+        .iter()
+        .filter(|o| o.role == Role::Header)
+        .map(|o| catalogue.signature(*o).offset)
+        .max()
+        .unwrap_or(0);
 
     let result = std::thread::scope(|s| {
-        let carver = s.spawn(|| carve_events(rx, image, catalogue, opts, out, report, &found));
+        let carver = s.spawn(|| {
+            carve_events(
+                rx,
+                image,
+                catalogue,
+                opts,
+                scope,
+                max_header_offset,
+                out,
+                report,
+                &found,
+                &done,
+            )
+        });
         let mut sink = |b: &BlockSpec, matches: &[Match]| -> Result<(), String> {
+            if done.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(crate::scan::STOP_SCAN.to_string());
+            }
             let mut events = Vec::new();
             for m in matches {
                 let o = set.origins[m.pattern as usize];
@@ -229,7 +314,7 @@ pub fn carve(
             tx.send(events)
                 .map_err(|_| "the carver stopped".to_string())
         };
-        let scanned = scan(
+        let scanned = scan_range(
             image,
             Engines {
                 primary: engines.primary.as_ref(),
@@ -237,8 +322,14 @@ pub fn carve(
             },
             overlap,
             scan_opts,
+            scan_start..image.len(),
             &mut sink,
-            &mut |done| progress(done, found.load(std::sync::atomic::Ordering::Relaxed)),
+            &mut |d| {
+                progress(
+                    scan_start + d,
+                    found.load(std::sync::atomic::Ordering::Relaxed),
+                )
+            },
             warn,
         );
         drop(tx);
@@ -292,14 +383,18 @@ struct Parent {
     id: u64,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn carve_events(
     rx: Receiver<Vec<Event>>,
     image: &Image,
     catalogue: &Catalogue,
     opts: &CarveOptions,
+    scope: &CarveScope,
+    max_header_offset: u64,
     out: &mut OutputDir,
     report: &mut (dyn CarveReport + Send),
     found: &std::sync::atomic::AtomicU64,
+    done: &std::sync::atomic::AtomicBool,
 ) -> Result<CarverTotals, CarveError> {
     let bytes = ImageBytes::new(image);
     let mut totals = CarverTotals::default();
@@ -311,11 +406,32 @@ fn carve_events(
     let mut frags = fragments::Fragments::new(opts.cluster_size);
     let mut joined_runs: BTreeMap<(u64, usize), Vec<ByteRun>> = BTreeMap::new();
     // <<< bifragment recovery
+    // Decided candidates wait here until no earlier one can still come, so
+    // files are reported (and numbered) in offset order whatever decides them.
+    let mut held: BTreeMap<(u64, usize), (Candidate, extent::Extent)> = BTreeMap::new();
+    let own_end = scope.own_end.unwrap_or(u64::MAX);
+    let mut own_start = scope.own_start;
+    let mut frontier = 0u64;
+    if let Some(cp) = &scope.resume {
+        own_start = own_start.max(cp.frontier);
+        frontier = cp.frontier;
+        totals.found = cp.files;
+        totals.rejected = cp.rejected;
+        parents = cp
+            .parents
+            .iter()
+            .map(|&(start, end, id)| Parent { start, end, id })
+            .collect();
+    }
 
     for batch in rx {
         for ev in batch {
             match ev {
                 Event::Header(c) => {
+                    // Another shard's, or decided before the checkpoint we resume from.
+                    if c.start < own_start || c.start >= own_end {
+                        continue;
+                    }
                     // One candidate per (start, type): several headers of one type may match one file.
                     if seen_starts.insert((c.start, c.type_index), ()).is_some() {
                         continue;
@@ -361,32 +477,63 @@ fn carve_events(
                         }
                         seen_starts.pop_first();
                     }
-                }
-            }
-            if !resolved.is_empty() {
-                resolved.sort_by_key(|(c, _)| (c.start, c.type_index));
-                for (c, ext) in resolved.drain(..) {
-                    let runs = joined_runs.remove(&(c.start, c.type_index));
-                    emit(
-                        c,
-                        ext,
-                        runs,
-                        catalogue,
-                        opts,
-                        &bytes,
-                        out,
-                        report,
-                        &mut parents,
-                        &mut totals,
-                    )?;
+                    // Candidates still to come start at or after `pos - max_header_offset`.
+                    let limit = rules
+                        .earliest_pending()
+                        .unwrap_or(u64::MAX)
+                        .min(pos.saturating_sub(max_header_offset))
+                        .max(frontier);
+                    held.extend(
+                        resolved
+                            .drain(..)
+                            .map(|(c, e)| ((c.start, c.type_index), (c, e))),
+                    );
+                    while let Some(entry) = held.first_entry() {
+                        if entry.key().0 >= limit {
+                            break;
+                        }
+                        let (c, ext) = entry.remove();
+                        let runs = joined_runs.remove(&(c.start, c.type_index));
+                        emit(
+                            c,
+                            ext,
+                            runs,
+                            catalogue,
+                            opts,
+                            &bytes,
+                            out,
+                            report,
+                            &mut parents,
+                            &mut totals,
+                        )?;
+                    }
                     found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
+                    if limit > frontier {
+                        frontier = limit;
+                        parents.retain(|p| p.end > frontier);
+                        let cp = Checkpoint {
+                            frontier: frontier.min(image.len()),
+                            files: totals.found,
+                            parents: parents.iter().map(|p| (p.start, p.end, p.id)).collect(),
+                            rejected: totals.rejected,
+                        };
+                        report.checkpoint(&cp).map_err(CarveError::Report)?;
+                    }
+                    if frontier >= own_end || frontier >= image.len() {
+                        // Everything this carving owns is decided: the scan may stop.
+                        done.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
                 }
             }
         }
     }
     rules.finish(image.len(), &mut resolved);
-    resolved.sort_by_key(|(c, _)| (c.start, c.type_index));
-    for (c, ext) in resolved.drain(..) {
+    held.extend(
+        resolved
+            .drain(..)
+            .map(|(c, e)| ((c.start, c.type_index), (c, e))),
+    );
+    for (_, (c, ext)) in std::mem::take(&mut held) {
         let runs = joined_runs.remove(&(c.start, c.type_index));
         emit(
             c,
@@ -402,6 +549,14 @@ fn carve_events(
         )?;
     }
     found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
+    report
+        .checkpoint(&Checkpoint {
+            frontier: image.len(),
+            files: totals.found,
+            parents: Vec::new(),
+            rejected: totals.rejected,
+        })
+        .map_err(CarveError::Report)?;
     Ok(totals)
 }
 

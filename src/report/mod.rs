@@ -17,6 +17,10 @@ use crate::carve::CarvedFile;
 /// Receives carved files one by one, in offset order.
 pub trait CarveReport {
     fn file(&mut self, f: &CarvedFile) -> std::io::Result<()>;
+    /// Everything before `cp.frontier` has been reported (resume journal).
+    fn checkpoint(&mut self, _cp: &crate::carve::Checkpoint) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Facts about a run, for report headers.
@@ -39,6 +43,12 @@ impl CarveReport for Fanout<'_> {
     fn file(&mut self, f: &CarvedFile) -> std::io::Result<()> {
         for r in &mut self.reports {
             r.file(f)?;
+        }
+        Ok(())
+    }
+    fn checkpoint(&mut self, cp: &crate::carve::Checkpoint) -> std::io::Result<()> {
+        for r in &mut self.reports {
+            r.checkpoint(cp)?;
         }
         Ok(())
     }

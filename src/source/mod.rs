@@ -18,9 +18,13 @@
 //! * `uring`: io_uring with `O_DIRECT` and several reads in flight, falling back to `direct` where io_uring is unavailable.
 
 mod aligned;
+pub mod any;
 pub mod buffered;
 pub mod direct;
+pub mod ewf;
+pub mod gzip;
 pub mod mmap;
+pub mod split;
 pub mod uring;
 
 use std::fmt;
@@ -30,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
 pub use aligned::AlignedBuf;
+pub use any::{open_any, open_any_with};
 
 /// Alignment of buffers, offsets and lengths for `O_DIRECT` (covers 512-byte and 4 KiB sectors).
 pub const DIRECT_ALIGN: usize = 4096;
@@ -65,6 +70,8 @@ pub enum SourceError {
         expected: usize,
         got: usize,
     },
+    #[error("{path}: {what}")]
+    Container { path: PathBuf, what: String },
     #[error("invalid block settings: {0}")]
     Settings(String),
 }
@@ -97,6 +104,20 @@ pub trait Media: Send + Sync + fmt::Debug {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Ranges of the medium its container could not deliver (they read as
+    /// zeros), known so far; reports list them. Plain media have none.
+    fn damage(&self) -> Vec<Damage> {
+        Vec::new()
+    }
+}
+
+/// A range of the logical medium that its container could not deliver
+/// (a bad E01 chunk, a corrupt gzip member). It reads as zeros.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Damage {
+    pub offset: u64,
+    pub len: u64,
+    pub reason: String,
 }
 
 /// A plain raw file or block device.
@@ -220,7 +241,7 @@ impl Image {
     }
 }
 
-fn io_open_error(path: &Path, e: std::io::Error) -> SourceError {
+pub(crate) fn io_open_error(path: &Path, e: std::io::Error) -> SourceError {
     match e.kind() {
         std::io::ErrorKind::NotFound => SourceError::NotFound {
             path: path.to_path_buf(),
@@ -256,12 +277,17 @@ pub struct BlockSpec {
     pub data_len: usize,
 }
 
-/// How an image is cut into blocks.
+/// How an image (or the slice `[start, end)` of it) is cut into blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockPlan {
     pub image_len: u64,
     pub block_size: usize,
     pub overlap: usize,
+    /// First byte of the first block (0 for a whole image).
+    pub start: u64,
+    /// End of the owned bytes of the last block (`image_len` for a whole image);
+    /// its overlap may still read past it, up to `image_len`.
+    pub end: u64,
 }
 
 impl BlockPlan {
@@ -285,16 +311,40 @@ impl BlockPlan {
             image_len,
             block_size,
             overlap,
+            start: 0,
+            end: image_len,
         })
+    }
+
+    /// A plan over the slice `[start, end)` only: its blocks own those bytes,
+    /// and the last one still carries its overlap past `end` (clipped at the
+    /// image's end), exactly as at any block seam. `start` must be aligned to
+    /// [`DIRECT_ALIGN`].
+    pub fn range(
+        image_len: u64,
+        block_size: usize,
+        overlap: usize,
+        start: u64,
+        end: u64,
+    ) -> Result<BlockPlan, SourceError> {
+        let mut plan = BlockPlan::new(image_len, block_size, overlap)?;
+        if start > end || end > image_len || !start.is_multiple_of(DIRECT_ALIGN as u64) {
+            return Err(SourceError::Settings(format!(
+                "range {start}..{end} must lie within the image (0..{image_len}) and start at a multiple of {DIRECT_ALIGN}"
+            )));
+        }
+        plan.start = start;
+        plan.end = end;
+        Ok(plan)
     }
 
     /// Number of blocks.
     pub fn len(&self) -> u64 {
-        self.image_len.div_ceil(self.block_size as u64)
+        (self.end - self.start).div_ceil(self.block_size as u64)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.image_len == 0
+        self.end <= self.start
     }
 
     /// Capacity a buffer needs for any block of this plan, rounded up for `O_DIRECT`.
@@ -304,13 +354,14 @@ impl BlockPlan {
 
     /// The `index`-th block, if any.
     pub fn block(&self, index: u64) -> Option<BlockSpec> {
-        let offset = index.checked_mul(self.block_size as u64)?;
-        if offset >= self.image_len {
+        let offset = index
+            .checked_mul(self.block_size as u64)?
+            .checked_add(self.start)?;
+        if offset >= self.end {
             return None;
         }
-        let left = self.image_len - offset;
-        let owned_len = left.min(self.block_size as u64) as usize;
-        let data_len = left.min((self.block_size + self.overlap) as u64) as usize;
+        let owned_len = (self.end - offset).min(self.block_size as u64) as usize;
+        let data_len = (self.image_len - offset).min((owned_len + self.overlap) as u64) as usize;
         Some(BlockSpec {
             index,
             offset,
@@ -574,6 +625,13 @@ mod tests {
             }
             assert_eq!(next, len);
         }
+        let plan = BlockPlan::range(100_000, 8192, 100, 4096, 30_000).unwrap();
+        let blocks: Vec<_> = plan.blocks().collect();
+        assert_eq!(blocks.first().map(|b| b.offset), Some(4096));
+        let last = blocks.last().unwrap();
+        assert_eq!(last.offset + last.owned_len as u64, 30_000);
+        assert_eq!(last.data_len, last.owned_len + 100);
+        assert!(BlockPlan::range(100, 4096, 0, 4000, 50).is_err());
         assert!(BlockPlan::new(10, 4000, 0).is_err());
         assert!(BlockPlan::new(10, 4096, 4096).is_err());
     }

@@ -1,0 +1,130 @@
+//! The resume journal: `journal.jsonl` in an image's output folder.
+//!
+//! Append-only, one JSON object a line:
+//! * `{"file": {...}}`: a file entry as written to the reports;
+//! * `{"checkpoint": {...}}`: every candidate before `frontier` is decided and
+//!   every entry before this line is journalled (see [`Checkpoint`]).
+//!
+//! The journal is fsync'd at checkpoints (at most every [`SYNC_EVERY`]) and at
+//! the end. After a crash or `kill -9`, `--resume` keeps the entries up to the
+//! last complete checkpoint line, drops the rest (a torn last line included),
+//! rewrites the reports from them and carries on carving from the
+//! checkpoint's frontier with the same ids, so the reports end identical to an
+//! uninterrupted run's (timing fields aside).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::carve::{CarvedFile, Checkpoint};
+use crate::report::CarveReport;
+
+pub const JOURNAL: &str = "journal.jsonl";
+/// Longest time between two fsyncs of the journal.
+pub const SYNC_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Line {
+    File(Box<CarvedFile>),
+    Checkpoint(Checkpoint),
+}
+
+/// Writes the journal.
+pub struct Journal {
+    out: BufWriter<File>,
+    last_sync: Instant,
+}
+
+impl Journal {
+    /// Creates (or truncates) the journal in `dir`.
+    pub fn create(dir: &Path) -> std::io::Result<Journal> {
+        let f = File::create(dir.join(JOURNAL))?;
+        Ok(Journal {
+            out: BufWriter::new(f),
+            last_sync: Instant::now(),
+        })
+    }
+
+    /// Rewrites the journal in `dir` to hold exactly `files` then `cp`, and opens it for appending.
+    pub fn rewrite(dir: &Path, files: &[CarvedFile], cp: &Checkpoint) -> std::io::Result<Journal> {
+        let tmp = dir.join(format!("{JOURNAL}.tmp"));
+        {
+            let mut w = BufWriter::new(File::create(&tmp)?);
+            for f in files {
+                write_line(&mut w, &Line::File(Box::new(f.clone())))?;
+            }
+            write_line(&mut w, &Line::Checkpoint(cp.clone()))?;
+            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        }
+        std::fs::rename(&tmp, dir.join(JOURNAL))?;
+        let f = OpenOptions::new().append(true).open(dir.join(JOURNAL))?;
+        Ok(Journal {
+            out: BufWriter::new(f),
+            last_sync: Instant::now(),
+        })
+    }
+
+    /// Flushes and fsyncs.
+    pub fn sync(&mut self) -> std::io::Result<()> {
+        self.out.flush()?;
+        self.out.get_ref().sync_data()?;
+        self.last_sync = Instant::now();
+        Ok(())
+    }
+}
+
+fn write_line(w: &mut impl Write, l: &Line) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *w, l)?;
+    w.write_all(b"\n")
+}
+
+impl CarveReport for Journal {
+    fn file(&mut self, f: &CarvedFile) -> std::io::Result<()> {
+        write_line(&mut self.out, &Line::File(Box::new(f.clone())))
+    }
+    fn checkpoint(&mut self, cp: &Checkpoint) -> std::io::Result<()> {
+        write_line(&mut self.out, &Line::Checkpoint(cp.clone()))?;
+        if self.last_sync.elapsed() >= SYNC_EVERY {
+            self.sync()?;
+        } else {
+            // Into the page cache at least: survives kill -9, not a power cut.
+            self.out.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// What a journal says: the entries up to its last complete checkpoint, and that checkpoint.
+pub fn read(dir: &Path) -> Result<(Vec<CarvedFile>, Option<Checkpoint>), String> {
+    let path = dir.join(JOURNAL);
+    let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut files = Vec::new();
+    let mut kept = 0usize;
+    let mut cp = None;
+    for line in text.split(|&b| b == b'\n') {
+        let Ok(l) = serde_json::from_slice::<Line>(line) else {
+            break; // a torn last line (or garbage): stop at the last good checkpoint
+        };
+        match l {
+            Line::File(f) => files.push(*f),
+            Line::Checkpoint(c) => {
+                kept = files.len();
+                cp = Some(c);
+            }
+        }
+    }
+    files.truncate(kept);
+    if let Some(c) = &cp
+        && c.files != files.len() as u64
+    {
+        return Err(format!(
+            "{}: checkpoint says {} files but {} are journalled; carve again without --resume",
+            path.display(),
+            c.files,
+            files.len()
+        ));
+    }
+    Ok((files, cp))
+}

@@ -1,0 +1,153 @@
+//! `gpucarve merge`: shard outputs (`carve --shard I/N` or `--range`) into one carving.
+//!
+//! Each shard reported the files whose header starts in its slice, in offset
+//! order, with ids of its own. Merging concatenates them in slice order,
+//! renumbers ids 1, 2, 3… in offset order, and recomputes nesting across the
+//! seams exactly as the carver does (a file inside an earlier complete file
+//! is its child and, without `--keep-embedded`, is not written). Carved files
+//! are hard-linked (or copied) into the merged folder.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use crate::carve::CarvedFile;
+use crate::job::{RUN_META, RunMeta};
+use crate::report::dfxml::DfxmlReport;
+use crate::report::jsonl::JsonlReport;
+use crate::report::{CarveReport, RunInfo, rfc3339};
+
+/// Merges `shards` into `out`; returns the number of files.
+pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String> {
+    let mut parts: Vec<(RunMeta, PathBuf, Vec<CarvedFile>)> = Vec::new();
+    for dir in shards {
+        let mp = dir.join(RUN_META);
+        let meta: RunMeta = std::fs::read_to_string(&mp)
+            .map_err(|e| format!("{}: {e}", mp.display()))
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{}: {e}", mp.display())))?;
+        let audit = std::fs::read_to_string(dir.join("audit.txt")).unwrap_or_default();
+        if audit.is_empty() || audit.contains("INCOMPLETE:") {
+            return Err(format!(
+                "{}: this shard did not finish (see its audit.txt)",
+                dir.display()
+            ));
+        }
+        let rp = dir.join("report.jsonl");
+        let text = std::fs::read_to_string(&rp).map_err(|e| format!("{}: {e}", rp.display()))?;
+        let files =
+            crate::report::jsonl::read(&text).map_err(|e| format!("{}: {e}", rp.display()))?;
+        parts.push((meta, dir.clone(), files));
+    }
+    let Some(first) = parts.first().map(|p| p.0.clone()) else {
+        return Err("no shard folders given".into());
+    };
+    parts.sort_by_key(|p| p.0.range.map_or(0, |r| r.0));
+    let mut at = 0u64;
+    for (m, dir, _) in &parts {
+        if m.image_len != first.image_len || m.image != first.image {
+            return Err(format!(
+                "{}: a shard of {} ({} bytes), not of {} ({} bytes)",
+                dir.display(),
+                m.image,
+                m.image_len,
+                first.image,
+                first.image_len
+            ));
+        }
+        let (a, b) = m.range.unwrap_or((0, m.image_len));
+        if a != at {
+            return Err(format!(
+                "{}: its slice starts at byte {a}, but the shards before it end at {at} (missing or overlapping shard)",
+                dir.display()
+            ));
+        }
+        at = b;
+    }
+    if at != first.image_len {
+        return Err(format!(
+            "the shards end at byte {at}, the image at {}: a shard is missing",
+            first.image_len
+        ));
+    }
+    if !force && (out.join("report.jsonl").exists() || out.join("audit.txt").exists()) {
+        return Err(format!(
+            "{}: already holds a carving; use --force",
+            out.display()
+        ));
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let info = RunInfo {
+        image: first.image.clone(),
+        image_len: first.image_len,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        start_time: rfc3339(std::time::SystemTime::now()),
+        sector_size: 512,
+    };
+    let create = |name: &str| -> Result<BufWriter<File>, String> {
+        File::create(out.join(name))
+            .map(BufWriter::new)
+            .map_err(|e| format!("{}: {e}", out.join(name).display()))
+    };
+    let mut jsonl = JsonlReport::new(create("report.jsonl")?);
+    let mut dfxml = DfxmlReport::new(create("report.xml")?, &info).map_err(|e| e.to_string())?;
+    let mut parents: Vec<(u64, u64, u64)> = Vec::new(); // (start, end, id)
+    let mut id = 0u64;
+    for (meta, dir, files) in &parts {
+        let mut renumber = std::collections::HashMap::new();
+        for f in files {
+            id += 1;
+            renumber.insert(f.id, id);
+            let mut g = f.clone();
+            g.id = id;
+            parents.retain(|p| p.1 > g.offset);
+            g.parent = parents
+                .iter()
+                .rev()
+                .find(|p| p.0 <= g.offset && g.offset < p.1)
+                .map(|p| p.2);
+            let write = meta.write
+                && meta.keep.contains(&g.status)
+                && (g.parent.is_none() || meta.keep_embedded);
+            if !write {
+                g.path = None;
+            } else if let Some(rel) = &f.path {
+                let (src, dst) = (dir.join(rel), out.join(rel));
+                if let Some(d) = dst.parent() {
+                    std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+                }
+                if std::fs::hard_link(&src, &dst).is_err() {
+                    std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
+                }
+            } else {
+                return Err(format!(
+                    "{}: file at offset {} is not nested across the seam and should be written, but the shard did not write it; carve that slice with --keep-embedded",
+                    dir.display(),
+                    f.offset
+                ));
+            }
+            if g.status == "complete" && g.parent.is_none() {
+                parents.push((g.offset, g.offset + g.length, id));
+            }
+            jsonl.file(&g).map_err(|e| e.to_string())?;
+            dfxml.file(&g).map_err(|e| e.to_string())?;
+        }
+    }
+    jsonl.finish().map_err(|e| e.to_string())?;
+    dfxml.finish(0.0, None).map_err(|e| e.to_string())?;
+    let mut audit = format!(
+        "gpucarve {} audit (merged)\n\nimage: {}\nimage size: {} bytes\ncommand line: {}\nstart: {}\n",
+        info.version, info.image, info.image_len, info.command_line, info.start_time
+    );
+    for (m, dir, files) in &parts {
+        let (a, b) = m.range.unwrap_or((0, m.image_len));
+        audit.push_str(&format!(
+            "shard: {} bytes {a}..{b}, {} files\n",
+            dir.display(),
+            files.len()
+        ));
+    }
+    audit.push_str(&format!("files: {id}\n"));
+    std::fs::write(out.join("audit.txt"), audit).map_err(|e| e.to_string())?;
+    Ok(id)
+}

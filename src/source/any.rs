@@ -1,0 +1,121 @@
+//! Opening any supported input, chosen by content (then by name):
+//!
+//! | first bytes / name                  | medium                         |
+//! |-------------------------------------|--------------------------------|
+//! | `EVF\t\r\n\xff\0`, `EVF2\r\n\x81\0` | EWF (E01, Ex01) segment set    |
+//! | `1f 8b 08`                          | gzip (spooled, see `gzip.rs`)  |
+//! | `NAME.001` / `.000` / `.aa` + next  | split raw segment set          |
+//! | anything else, block devices        | raw                            |
+//!
+//! A later segment given by itself (`disk.E02`, `disk.002`) is refused with
+//! the name of the first one: reading it alone would give wrong offsets.
+
+use std::fs::File;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{Image, SourceError, buffered::pread_full, ewf, gzip, split};
+
+/// What an input is, by content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    Raw,
+    BlockDevice,
+    Ewf,
+    /// A later EWF segment (number ≥ 2).
+    EwfLaterSegment(u32),
+    Gzip,
+    Split,
+    SplitLaterSegment,
+}
+
+impl InputKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputKind::Raw => "raw",
+            InputKind::BlockDevice => "block device",
+            InputKind::Ewf => "ewf",
+            InputKind::EwfLaterSegment(_) => "ewf segment",
+            InputKind::Gzip => "gzip",
+            InputKind::Split => "split raw",
+            InputKind::SplitLaterSegment => "split raw segment",
+        }
+    }
+}
+
+/// Reads the first bytes of a regular file (fewer if it is short).
+pub fn head(path: &Path) -> std::io::Result<Vec<u8>> {
+    let f = File::open(path)?;
+    let mut b = vec![0u8; 64];
+    let n = pread_full(&f, 0, &mut b)?;
+    b.truncate(n);
+    Ok(b)
+}
+
+/// Sniffs `path` (content first, then name). Errors only when it cannot be examined.
+pub fn sniff(path: &Path) -> Result<InputKind, SourceError> {
+    let meta = std::fs::metadata(path).map_err(|e| super::io_open_error(path, e))?;
+    if meta.file_type().is_block_device() {
+        return Ok(InputKind::BlockDevice);
+    }
+    if !meta.is_file() {
+        return Ok(InputKind::Raw); // Image::open explains what it is instead
+    }
+    let h = head(path).map_err(|e| super::io_open_error(path, e))?;
+    if let Some(n) = ewf::segment_number(&h) {
+        return Ok(if n <= 1 {
+            InputKind::Ewf
+        } else {
+            InputKind::EwfLaterSegment(n)
+        });
+    }
+    if h.starts_with(&gzip::MAGIC) {
+        return Ok(InputKind::Gzip);
+    }
+    if split::is_first_segment(path) {
+        return Ok(InputKind::Split);
+    }
+    if split::first_segment_of(path).is_some() {
+        return Ok(InputKind::SplitLaterSegment);
+    }
+    Ok(InputKind::Raw)
+}
+
+/// Opens any supported input; a gzip image is spooled into the system temporary folder.
+pub fn open_any(path: &Path) -> Result<Image, SourceError> {
+    open_any_with(path, &std::env::temp_dir())
+}
+
+/// Opens any supported input; a gzip image is spooled into `spool_dir`.
+pub fn open_any_with(path: &Path, spool_dir: &Path) -> Result<Image, SourceError> {
+    match sniff(path)? {
+        InputKind::Raw | InputKind::BlockDevice => Image::open(path),
+        InputKind::Ewf => Image::from_media(path, Arc::new(ewf::EwfMedia::open(path)?)),
+        InputKind::Gzip => {
+            Image::from_media(path, Arc::new(gzip::GzipMedia::open(path, spool_dir)?))
+        }
+        InputKind::Split => Image::from_media(path, Arc::new(split::SplitMedia::open(path)?)),
+        InputKind::EwfLaterSegment(n) => Err(later_segment(
+            path,
+            &format!("segment {n} of an EWF set"),
+            None,
+        )),
+        InputKind::SplitLaterSegment => Err(later_segment(
+            path,
+            "a later segment of a split image",
+            split::first_segment_of(path),
+        )),
+    }
+}
+
+fn later_segment(path: &Path, what: &str, first: Option<PathBuf>) -> SourceError {
+    let hint = match first {
+        Some(f) => format!("; give the first segment ({})", f.display()),
+        None => "; give the first segment (.E01)".to_string(),
+    };
+    SourceError::Container {
+        path: path.to_path_buf(),
+        what: format!("{what}{hint}"),
+    }
+}

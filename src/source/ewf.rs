@@ -1,0 +1,146 @@
+//! Expert Witness Format images (EnCase `.E01`/`.Ex01`), through the pure-Rust
+//! [`ewf`] crate: segment discovery (`.E01, .E02, …`), zlib chunks, an LRU
+//! of decompressed chunks, and (for v1) a lazily paged chunk table so memory
+//! stays bounded whatever the image size.
+//!
+//! A chunk that cannot be decoded (bad zlib stream or checksum, truncated
+//! segment) does not stop the carving: it reads as zeros, and its logical
+//! range is recorded with the reason ([`Media::damage`]) for the reports.
+//! Plain I/O errors on the segment files are errors.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::{Damage, Media, SourceError};
+
+/// EWF v1 signature (`EVF\t\r\n\xff\0`); logical images use `LVF`.
+pub const EVF1: [u8; 8] = *b"EVF\x09\x0d\x0a\xff\x00";
+/// EWF v2 signature (`EVF2\r\n\x81\0`).
+pub const EVF2: [u8; 8] = *b"EVF2\x0d\x0a\x81\x00";
+
+/// What the first bytes of a file say about EWF: `Some(segment number)` when it is an EWF segment.
+pub fn segment_number(head: &[u8]) -> Option<u32> {
+    if head.len() >= 13 && head[..8] == EVF1 {
+        Some(u32::from(u16::from_le_bytes([head[9], head[10]])))
+    } else if head.len() >= 16 && head[..8] == EVF2 {
+        Some(u32::from_le_bytes([head[12], head[13], head[14], head[15]]))
+    } else {
+        None
+    }
+}
+
+/// An EWF image opened from its first segment.
+pub struct EwfMedia {
+    reader: ewf::EwfReader,
+    path: PathBuf,
+    chunk: u64,
+    damage: Mutex<BTreeMap<u64, Damage>>,
+}
+
+impl std::fmt::Debug for EwfMedia {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EwfMedia({})", self.path.display())
+    }
+}
+
+impl EwfMedia {
+    pub fn open(path: &Path) -> Result<EwfMedia, SourceError> {
+        let reader = ewf::EwfReader::open_lazy(path).map_err(|e| SourceError::Open {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(format!("EWF (E01) container: {e}")),
+        })?;
+        let chunk = reader.chunk_size().max(1);
+        Ok(EwfMedia {
+            reader,
+            path: path.to_path_buf(),
+            chunk,
+            damage: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// MD5 stored by the acquisition tool, hex, when present.
+    pub fn stored_md5(&self) -> Option<String> {
+        self.reader
+            .stored_hashes()
+            .md5
+            .map(|h| h.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    fn record(&self, offset: u64, len: u64, reason: String) {
+        let mut d = self.damage.lock().unwrap_or_else(|p| p.into_inner());
+        d.entry(offset).or_insert(Damage {
+            offset,
+            len,
+            reason,
+        });
+    }
+}
+
+/// Errors that mean the container's content is bad (as opposed to the disk failing).
+fn is_content_error(e: &ewf::EwfError) -> bool {
+    match e {
+        ewf::EwfError::Io(io) => io.kind() == std::io::ErrorKind::UnexpectedEof,
+        _ => true,
+    }
+}
+
+impl Media for EwfMedia {
+    fn len(&self) -> u64 {
+        self.reader.total_size()
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        let len = self.len();
+        let n = (len.saturating_sub(offset)).min(buf.len() as u64) as usize;
+        let buf = &mut buf[..n];
+        match self.reader.read_at(buf, offset) {
+            Ok(got) => return Ok(got),
+            Err(e) if !is_content_error(&e) => return Err(std::io::Error::other(e.to_string())),
+            Err(_) => {}
+        }
+        // Chunk by chunk: keep the good ones, zero and record the bad ones.
+        let mut done = 0usize;
+        while done < n {
+            let off = offset + done as u64;
+            let chunk_start = off / self.chunk * self.chunk;
+            let want = ((chunk_start + self.chunk - off) as usize).min(n - done);
+            let piece = &mut buf[done..done + want];
+            match self.reader.read_at(piece, off) {
+                Ok(got) if got == want => {}
+                Ok(got) => {
+                    piece[got..].fill(0);
+                    self.record(
+                        chunk_start,
+                        self.chunk.min(len - chunk_start),
+                        "EWF chunk shorter than expected".into(),
+                    );
+                }
+                Err(e) if is_content_error(&e) => {
+                    piece.fill(0);
+                    self.record(
+                        chunk_start,
+                        self.chunk.min(len - chunk_start),
+                        format!("EWF chunk {} unreadable: {e}", chunk_start / self.chunk),
+                    );
+                }
+                Err(e) => return Err(std::io::Error::other(e.to_string())),
+            }
+            done += want;
+        }
+        Ok(n)
+    }
+
+    fn describe(&self) -> String {
+        format!("EWF (E01), chunk {} bytes", self.chunk)
+    }
+
+    fn damage(&self) -> Vec<Damage> {
+        self.damage
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+}

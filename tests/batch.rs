@@ -1,0 +1,357 @@
+//! End-to-end tests of inputs (E01, split, gzip), batches, resume and shards.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{bin, run};
+
+/// A raw image of `size` bytes from corpora/mkimage.py (real sample files with filler).
+fn image(dir: &Path, name: &str, size: &str, seed: u32) -> PathBuf {
+    let out = dir.join(name);
+    let st = Command::new("python3")
+        .args([
+            "corpora/mkimage.py",
+            "--fs",
+            "raw",
+            "--size",
+            size,
+            "--seed",
+        ])
+        .arg(seed.to_string())
+        .arg("--out")
+        .arg(&out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("python3");
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    out
+}
+
+fn scan(p: &Path) -> String {
+    let o = run(&["scan", "--engine", "cpu", "-q", p.to_str().unwrap()]);
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        p.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn media_sha(p: &Path, out: &Path) -> String {
+    let o = run(&[
+        "carve",
+        "--engine",
+        "cpu",
+        "-q",
+        "--no-write",
+        "--hash-image",
+        "--types",
+        "jpeg",
+        p.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let a = std::fs::read_to_string(out.join("audit.txt")).unwrap();
+    a.lines()
+        .find_map(|l| l.strip_prefix("image sha256: "))
+        .unwrap()
+        .to_string()
+}
+
+fn sh(cmd: &str, dir: &Path) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn containers_read_as_the_raw_image() {
+    let d = tempfile::tempdir().unwrap();
+    let raw = image(d.path(), "img.dd", "32MiB", 3);
+    let want = scan(&raw);
+    let want_sha = media_sha(&raw, &d.path().join("h0"));
+    assert!(sh(
+        "split -b 5000000 -d -a 3 --numeric-suffixes=1 img.dd s. && split -b 7MiB img.dd l.",
+        d.path()
+    ));
+    assert!(sh(
+        "gzip -c img.dd > one.gz && head -c 10000000 img.dd | gzip -c > two.gz && tail -c +10000001 img.dd | gzip -c >> two.gz",
+        d.path()
+    ));
+    let mut inputs = vec!["s.001", "l.aa", "one.gz", "two.gz"];
+    if sh(
+        "ewfacquire -u -t e01img -f encase6 -c deflate:fast -S 8MiB -q img.dd </dev/null >/dev/null 2>&1",
+        d.path(),
+    ) {
+        inputs.push("e01img.E01");
+    } else {
+        eprintln!("ewfacquire (Debian ewf-tools) not available: E01 not tested");
+    }
+    for (i, name) in inputs.iter().enumerate() {
+        let p = d.path().join(name);
+        assert_eq!(scan(&p), want, "{name}: scan differs from the raw image's");
+        assert_eq!(
+            media_sha(&p, &d.path().join(format!("h{}", i + 1))),
+            want_sha,
+            "{name}"
+        );
+    }
+    // A later segment alone, and a gap, are refused by name.
+    let o = run(&["scan", "-q", d.path().join("s.003").to_str().unwrap()]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("s.001"));
+    std::fs::remove_file(d.path().join("s.002")).unwrap();
+    let o = run(&["scan", "-q", d.path().join("s.001").to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("s.002") && e.contains("missing"),
+        "{e}"
+    );
+}
+
+#[test]
+fn batch_of_folders_one_failure_does_not_stop_the_others() {
+    let d = tempfile::tempdir().unwrap();
+    let ev = d.path().join("evidence");
+    std::fs::create_dir_all(ev.join("usb")).unwrap();
+    image(&ev, "a.dd", "8MiB", 1);
+    image(&ev.join("usb"), "b.img", "8MiB", 2);
+    assert!(sh(
+        "split -b 3MiB usb/b.img c. && gzip -c a.dd > d.raw.gz && rm -f *.truth.json usb/*.truth.json",
+        &ev
+    ));
+    std::fs::write(ev.join("notes.txt"), "not an image").unwrap();
+    std::fs::write(ev.join("bad.dd"), b"").unwrap(); // empty: fails
+    let case = d.path().join("case");
+    let o = run(&[
+        "carve",
+        "--engine",
+        "cpu",
+        "-q",
+        "--no-write",
+        ev.to_str().unwrap(),
+        "-o",
+        case.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(case.join("case.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            Path::new(l["image"].as_str().unwrap())
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        ["a.dd", "b.img", "bad.dd", "c.aa", "d.raw.gz"],
+        "{names:?}"
+    );
+    for l in &lines {
+        let failed = l["error"].is_string();
+        assert_eq!(
+            failed,
+            l["image"].as_str().unwrap().ends_with("bad.dd"),
+            "{l}"
+        );
+    }
+    assert!(
+        std::fs::read_to_string(case.join("case.txt"))
+            .unwrap()
+            .contains("1 failed")
+    );
+    assert!(case.join("a.dd/report.jsonl").exists() && case.join("c.aa/report.xml").exists());
+}
+
+/// report.xml without its timing element.
+fn xml_sans_timing(p: &Path) -> String {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("<clocktime>"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn carve(args: &[&str]) {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn resume_after_kill_9_gives_the_same_reports() {
+    let d = tempfile::tempdir().unwrap();
+    let img = image(d.path(), "img.dd", "64MiB", 7);
+    let (clean, cut) = (d.path().join("clean"), d.path().join("cut"));
+    let common = [
+        "--engine",
+        "cpu",
+        "-q",
+        "--block-size",
+        "64KiB",
+        "--threads",
+        "1",
+        "--keep",
+        "partial,unvalidated",
+    ];
+    let mut a = vec![
+        "carve",
+        img.to_str().unwrap(),
+        "-o",
+        clean.to_str().unwrap(),
+    ];
+    a.extend(common);
+    carve(&a);
+    let clean_files = std::fs::read_to_string(clean.join("report.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(
+        clean_files > 10,
+        "too few files to test resume: {clean_files}"
+    );
+
+    let mut killed_mid_run = false;
+    for _attempt in 0..5 {
+        let _ = std::fs::remove_dir_all(&cut);
+        let mut child = bin()
+            .args(["carve", img.to_str().unwrap(), "-o", cut.to_str().unwrap()])
+            .args(common)
+            .spawn()
+            .unwrap();
+        // Wait until some files are journalled, then kill -9.
+        let t = std::time::Instant::now();
+        loop {
+            let n = std::fs::read_to_string(cut.join("journal.jsonl"))
+                .map(|j| j.lines().filter(|l| l.starts_with("{\"file\"")).count())
+                .unwrap_or(0);
+            if n >= 3 || t.elapsed().as_secs() > 60 || child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let _ = child.kill(); // SIGKILL
+        let st = child.wait().unwrap();
+        if !st.success() {
+            killed_mid_run = true;
+            break;
+        }
+    }
+    assert!(
+        killed_mid_run,
+        "the carving always finished before it could be killed"
+    );
+    let mut a = vec![
+        "carve",
+        img.to_str().unwrap(),
+        "-o",
+        cut.to_str().unwrap(),
+        "--resume",
+    ];
+    a.extend(common);
+    carve(&a);
+    let (x, y) = (
+        std::fs::read_to_string(clean.join("report.jsonl")).unwrap(),
+        std::fs::read_to_string(cut.join("report.jsonl")).unwrap(),
+    );
+    assert_eq!(x, y, "report.jsonl after resume differs");
+    // The command line and start time are the interrupted run's; only timing differs... and the
+    // command line of the clean run names another folder.
+    let strip = |s: String| {
+        s.lines()
+            .filter(|l| !l.contains("<command_line>") && !l.contains("<start_time>"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        strip(xml_sans_timing(&clean.join("report.xml"))),
+        strip(xml_sans_timing(&cut.join("report.xml")))
+    );
+}
+
+#[test]
+fn four_shards_merged_equal_one_run() {
+    let d = tempfile::tempdir().unwrap();
+    let img = image(d.path(), "img.dd", "32MiB", 11);
+    let single = d.path().join("single");
+    let common = [
+        "--engine",
+        "cpu",
+        "-q",
+        "--block-size",
+        "256KiB",
+        "--keep",
+        "partial,unvalidated",
+    ];
+    let mut a = vec![
+        "carve",
+        img.to_str().unwrap(),
+        "-o",
+        single.to_str().unwrap(),
+    ];
+    a.extend(common);
+    carve(&a);
+    let mut parts = Vec::new();
+    for i in 1..=4 {
+        let out = d.path().join(format!("part{i}"));
+        let shard = format!("{i}/4");
+        let mut a = vec![
+            "carve",
+            img.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--shard",
+            &shard,
+        ];
+        a.extend(common);
+        carve(&a);
+        parts.push(out);
+    }
+    let merged = d.path().join("merged");
+    let mut a: Vec<&str> = vec!["merge"];
+    a.extend(parts.iter().map(|p| p.to_str().unwrap()));
+    a.extend(["-o", merged.to_str().unwrap()]);
+    carve(&a);
+    assert_eq!(
+        std::fs::read_to_string(single.join("report.jsonl")).unwrap(),
+        std::fs::read_to_string(merged.join("report.jsonl")).unwrap()
+    );
+    let strip = |s: String| {
+        s.lines()
+            .filter(|l| !l.contains("<command_line>") && !l.contains("<start_time>"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        strip(xml_sans_timing(&single.join("report.xml"))),
+        strip(xml_sans_timing(&merged.join("report.xml")))
+    );
+}
