@@ -19,13 +19,30 @@
 //! spectral/approximation fields in range), DRI (`len = 4`), DQT and DHT
 //! bodies parsed table by table to exactly the segment length; SOF before SOS.
 //!
+//! Entropy-coded data is *decoded* (Huffman codes only: no dequantisation
+//! or IDCT) for baseline, extended-sequential and progressive Huffman frames
+//! (T.81 Annex F and G): every code must be in its table, coefficient
+//! indices must stay in the block / spectral band, the scan must hold
+//! exactly the number of MCUs the frame size requires, restart markers must
+//! come every restart interval in sequence, and the scan must end at a
+//! marker. This is what catches a fragmented or cut file whose tail is
+//! someone else's data (which a marker walk alone accepts as soon as any
+//! `FF D9` turns up). Progressive refinement (AC successive approximation)
+//! needs the per-block history of non-zero coefficients, kept as one bit per
+//! coefficient for at most [`MAX_HISTORY_BLOCKS`] blocks; larger progressive
+//! images, arithmetic-coded and lossless frames, frames whose height comes
+//! from a DNL marker and scans whose tables are missing (Motion-JPEG) fall
+//! back to the marker walk for that scan (noted).
+//!
 //! * `None`: not `FF D8 FF <segment marker>`, or damage before the second
 //!   segment (a lone plausible segment is not evidence enough).
-//! * `Complete`: EOI reached after at least one frame header and one scan;
-//!   length = end of EOI.
+//! * `Complete`: EOI reached after at least one frame header and one scan,
+//!   every scan decoded; length = end of EOI.
 //! * `Partial`: the walk runs past the window (length = window), or hits an
-//!   invalid marker/segment after a valid start (length = where the damage
-//!   begins), or EOI comes without any image data.
+//!   invalid marker/segment or undecodable entropy data after a valid start
+//!   (length = where the damage begins: the segment, or the start of the
+//!   restart interval / MCU row that failed), or EOI comes without any image
+//!   data.
 
 use super::Verdict;
 use super::read::{Cursor, Src};
@@ -91,6 +108,16 @@ pub fn validate(src: Src) -> Option<Verdict> {
     // Room for one DQT/DHT segment body (lengths are 16-bit).
     let mut seg_buf = vec![0u8; 65536];
     let mut c = Cursor::new(src, 2);
+    let mut tables = Tables {
+        dc: Default::default(),
+        ac: Default::default(),
+        restart: 0,
+        history: None,
+    };
+    let mut frame: Option<Frame> = None;
+    let mut scan: Option<Scan> = None;
+    let mut undecoded = 0u32;
+    let mut undecoded_why: Option<&'static str> = None;
     let mut seen_sof = false;
     let mut scans = 0u32;
     let mut segments = 0u32;
@@ -141,6 +168,11 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 if progressive {
                     v.notes.push(format!("progressive, {scans} scans"));
                 }
+                if let Some(why) = undecoded_why {
+                    v.notes.push(format!(
+                        "{undecoded} scan(s) checked by marker walk only ({why})"
+                    ));
+                }
                 return Some(v);
             }
             0x01 | 0xD0..=0xD7 => {
@@ -175,9 +207,11 @@ pub fn validate(src: Src) -> Option<Verdict> {
         let ok = match m {
             0xC0..=0xCF if m != 0xC4 && m != 0xC8 && m != 0xCC => {
                 // SOFn: P, Y, X, Nf, then 3 bytes per component.
-                let Some(h) = src.bytes::<6>(body) else {
+                let mut h = [0u8; 6 + 3 * 4];
+                let n = src.read(body, &mut h);
+                if n < 6 {
                     return cut(&src);
-                };
+                }
                 let nf = u64::from(h[5]);
                 progressive |= matches!(m, 0xC2 | 0xC6 | 0xCA | 0xCE);
                 seen_sof = true;
@@ -187,7 +221,46 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 } else {
                     matches!(h[0], 8 | 12)
                 };
-                (1..=4).contains(&nf) && len == 8 + 3 * nf && precision_ok && h[3..5] != [0, 0]
+                let ok =
+                    (1..=4).contains(&nf) && len == 8 + 3 * nf && precision_ok && h[3..5] != [0, 0];
+                if ok && n < 6 + 3 * nf as usize {
+                    return cut(&src);
+                }
+                let comps: Vec<(u8, u32, u32)> = (0..nf.min(4) as usize)
+                    .map(|i| {
+                        let hv = h[6 + 3 * i + 1];
+                        (h[6 + 3 * i], u32::from(hv >> 4), u32::from(hv & 15))
+                    })
+                    .collect();
+                let hv_ok = comps
+                    .iter()
+                    .all(|&(_, a, b)| (1..=4).contains(&a) && (1..=4).contains(&b));
+                let kind = match m {
+                    0xC0 | 0xC1 => FrameKind::Sequential,
+                    0xC2 => FrameKind::Progressive,
+                    _ => FrameKind::Other,
+                };
+                let f = Frame {
+                    kind,
+                    precision: h[0],
+                    height: u32::from(u16::from_be_bytes([h[1], h[2]])),
+                    width: u32::from(u16::from_be_bytes([h[3], h[4]])),
+                    hmax: comps.iter().map(|c| c.1).max().unwrap_or(1),
+                    vmax: comps.iter().map(|c| c.2).max().unwrap_or(1),
+                    comps,
+                };
+                if kind == FrameKind::Progressive {
+                    let blocks: Vec<(u64, u64)> = (0..f.comps.len()).map(|i| f.blocks(i)).collect();
+                    let total: u64 = blocks.iter().map(|(w, h)| w * h).sum();
+                    tables.history = (total <= MAX_HISTORY_BLOCKS).then(|| {
+                        blocks
+                            .iter()
+                            .map(|(w, h)| vec![0u64; (w * h) as usize])
+                            .collect()
+                    });
+                }
+                frame = Some(f);
+                ok && hv_ok
             }
             0xC4 | 0xDB => {
                 let Some(b) = seg_buf.get_mut(..(len - 2) as usize) else {
@@ -196,9 +269,18 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 if !src.read_exact(body, b) {
                     return cut(&src);
                 }
-                if m == 0xC4 { dht_ok(b) } else { dqt_ok(b) }
+                if m == 0xC4 {
+                    dht_ok(b) && load_dht(b, &mut tables)
+                } else {
+                    dqt_ok(b)
+                }
             }
-            0xDD => len == 4,
+            0xDD => {
+                if let Some(ri) = src.u16be(body) {
+                    tables.restart = u32::from(ri);
+                }
+                len == 4
+            }
             0xDA => {
                 let Some(ns) = src.u8(body) else {
                     return cut(&src);
@@ -208,12 +290,35 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 let Some([ss, se, a]) = tail else {
                     return cut(&src);
                 };
-                seen_sof
+                let prog_ok =
+                    !progressive || ((ss == 0) == (se == 0) && se >= ss && (ss == 0 || ns == 1));
+                let ok = seen_sof
                     && (1..=4).contains(&ns)
                     && len == 6 + 2 * ns
                     && ss <= 63
                     && se <= 63
                     && a >> 4 <= 13
+                    && prog_ok;
+                scan = None;
+                if ok && let Some(f) = &frame {
+                    let mut sc = Scan {
+                        comps: Vec::new(),
+                        ss,
+                        se,
+                        ah: a >> 4,
+                    };
+                    for i in 0..ns {
+                        let Some([cs, tt]) = src.bytes::<2>(body + 1 + 2 * i) else {
+                            return cut(&src);
+                        };
+                        if let Some(ci) = f.comps.iter().position(|c| c.0 == cs) {
+                            sc.comps
+                                .push((ci, usize::from(tt >> 4 & 3), usize::from(tt & 3)));
+                        }
+                    }
+                    scan = Some(sc);
+                }
+                ok
             }
             _ => true,
         };
@@ -232,13 +337,40 @@ pub fn validate(src: Src) -> Option<Verdict> {
         good_end = seg_end;
         if m == 0xDA {
             scans += 1;
-            // Entropy-coded data: find the first FF not followed by 00, RSTn or FF.
-            match scan_entropy(&mut c) {
-                Some(p) => {
-                    c.seek(p);
-                    good_end = p;
+            let decodable = match (&frame, &scan) {
+                (Some(f), Some(s)) => scan_decodable(f, s, &tables),
+                _ => Err("no usable frame/scan header"),
+            };
+            match decodable {
+                Ok(()) => {
+                    let (Some(f), Some(s)) = (&frame, &scan) else {
+                        return cut(&src);
+                    };
+                    match decode_scan(&mut c, &mut tables, f, s) {
+                        Ok(()) => good_end = c.pos(),
+                        Err((ScanErr::Cut, _)) => return cut(&src),
+                        Err((ScanErr::Bad(why), at)) => {
+                            return damaged(
+                                at.max(good_end),
+                                segments,
+                                format!("scan {scans}: {why}"),
+                            );
+                        }
+                    }
                 }
-                None => return cut(&src),
+                Err(why) => {
+                    // Not decodable here: find the first FF not followed by
+                    // 00, RSTn or FF.
+                    undecoded_why.get_or_insert(why);
+                    undecoded += 1;
+                    match scan_entropy(&mut c) {
+                        Some(p) => {
+                            c.seek(p);
+                            good_end = p;
+                        }
+                        None => return cut(&src),
+                    }
+                }
             }
         }
     }
@@ -275,6 +407,584 @@ fn scan_entropy(c: &mut Cursor) -> Option<u64> {
     }
 }
 
+/// Blocks whose non-zero-coefficient history is kept for progressive
+/// refinement scans (8 bytes each).
+pub const MAX_HISTORY_BLOCKS: u64 = 1 << 20;
+
+/// Stores the tables of a DHT body (already checked by [`dht_ok`]).
+fn load_dht(b: &[u8], t: &mut Tables) -> bool {
+    let mut i = 0;
+    while i + 17 <= b.len() {
+        let (tc, th) = (b[i] >> 4, usize::from(b[i] & 3));
+        let counts = &b[i + 1..i + 17];
+        let n: usize = counts.iter().map(|&c| usize::from(c)).sum();
+        let Some(syms) = b.get(i + 17..i + 17 + n) else {
+            return false;
+        };
+        let Some(h) = Huff::new(counts, syms) else {
+            return false;
+        };
+        if tc == 0 {
+            t.dc[th] = Some(Box::new(h));
+        } else {
+            t.ac[th] = Some(Box::new(h));
+        }
+        i += 17 + n;
+    }
+    true
+}
+
+/// Whether a scan can be decoded here; otherwise why not.
+fn scan_decodable(f: &Frame, s: &Scan, t: &Tables) -> Result<(), &'static str> {
+    if f.kind == FrameKind::Other {
+        return Err("arithmetic, lossless or hierarchical coding");
+    }
+    if f.height == 0 {
+        return Err("height given by DNL");
+    }
+    if s.comps.is_empty() {
+        return Err("scan names no frame component");
+    }
+    let blocks: u32 = s
+        .comps
+        .iter()
+        .map(|&(ci, _, _)| f.comps[ci].1 * f.comps[ci].2)
+        .sum();
+    if s.comps.len() > 1 && blocks > 10 {
+        return Err("more than 10 blocks per MCU");
+    }
+    let progressive = f.kind == FrameKind::Progressive;
+    let needs_dc = !progressive || (s.ss == 0 && s.ah == 0);
+    let needs_ac = !progressive || s.ss > 0;
+    for &(_, td, ta) in &s.comps {
+        if (needs_dc && t.dc[td].is_none()) || (needs_ac && t.ac[ta].is_none()) {
+            return Err("Huffman table not defined (e.g. Motion-JPEG)");
+        }
+    }
+    if progressive && s.ss > 0 && s.ah > 0 && t.history.is_none() {
+        return Err("progressive image too large to track refinement");
+    }
+    Ok(())
+}
+
+/// A Huffman decoding table (T.81 F.2.2.3) with a 9-bit lookup.
+#[derive(Clone)]
+struct Huff {
+    look: [u16; 512],
+    maxcode: [i32; 18],
+    valptr: [i32; 17],
+    mincode: [i32; 17],
+    vals: [u8; 256],
+}
+
+impl Huff {
+    /// From the 16 code counts and the symbols of a DHT table; `None` when
+    /// the counts over-subscribe the code space.
+    fn new(counts: &[u8], syms: &[u8]) -> Option<Huff> {
+        let mut h = Huff {
+            look: [0; 512],
+            maxcode: [-1; 18],
+            valptr: [0; 17],
+            mincode: [0; 17],
+            vals: [0; 256],
+        };
+        let n = syms.len().min(256);
+        h.vals[..n].copy_from_slice(&syms[..n]);
+        let (mut code, mut k) = (0i32, 0i32);
+        for l in 1..=16usize {
+            let cnt = i32::from(*counts.get(l - 1)?);
+            h.valptr[l] = k;
+            h.mincode[l] = code;
+            if code + cnt > 1 << l {
+                return None;
+            }
+            if cnt > 0 {
+                if l <= 9 {
+                    let shift = 9 - l;
+                    for j in 0..cnt {
+                        let sym = u16::from(*h.vals.get((k + j) as usize)?);
+                        let first = ((code + j) << shift) as usize;
+                        for e in h.look.get_mut(first..first + (1 << shift))? {
+                            *e = (l as u16) << 8 | sym;
+                        }
+                    }
+                }
+                code += cnt;
+                k += cnt;
+                h.maxcode[l] = code - 1;
+            }
+            code <<= 1;
+        }
+        h.maxcode[17] = i32::MAX;
+        Some(h)
+    }
+}
+
+/// Why entropy decoding stopped.
+enum ScanErr {
+    /// The window ended.
+    Cut,
+    /// Invalid data; the note.
+    Bad(&'static str),
+}
+
+/// Bits of entropy-coded data (stuffing removed), stopping at a marker: past
+/// a marker (or the window's end) only padding is supplied, and consuming it
+/// is an error.
+struct Bits<'c, 'a> {
+    c: &'c mut Cursor<'a>,
+    acc: u64,
+    n: u32,
+    pad: u32,
+    marker: bool,
+    cut: bool,
+}
+
+impl<'c, 'a> Bits<'c, 'a> {
+    fn new(c: &'c mut Cursor<'a>) -> Self {
+        Bits {
+            c,
+            acc: 0,
+            n: 0,
+            pad: 0,
+            marker: false,
+            cut: false,
+        }
+    }
+
+    fn fill(&mut self) {
+        while self.n <= 56 {
+            if self.marker || self.cut {
+                self.n += 8;
+                self.pad += 8;
+                continue;
+            }
+            match self.c.u8() {
+                None => self.cut = true,
+                Some(0xFF) => match self.c.peek_u8() {
+                    Some(0x00) => {
+                        self.c.u8();
+                        self.push(0xFF);
+                    }
+                    other => {
+                        // A marker (or the window ends after FF): stop before the FF.
+                        if other.is_some() {
+                            self.marker = true;
+                        } else {
+                            self.cut = true;
+                        }
+                        let p = self.c.pos();
+                        self.c.seek(p - 1);
+                    }
+                },
+                Some(b) => self.push(b),
+            }
+        }
+    }
+
+    fn push(&mut self, b: u8) {
+        self.acc |= u64::from(b) << (56 - self.n);
+        self.n += 8;
+    }
+
+    fn real(&self) -> u32 {
+        self.n - self.pad
+    }
+
+    /// Approximate offset of the next unread bit's byte.
+    fn pos(&self) -> u64 {
+        self.c.pos().saturating_sub(u64::from(self.real() / 8))
+    }
+
+    fn consume(&mut self, k: u32) -> Result<(), ScanErr> {
+        if k > self.real() {
+            return Err(if self.cut {
+                ScanErr::Cut
+            } else {
+                ScanErr::Bad("entropy-coded data runs into a marker")
+            });
+        }
+        self.acc = if k >= 64 { 0 } else { self.acc << k };
+        self.n -= k;
+        Ok(())
+    }
+
+    /// `k ≤ 16` raw bits.
+    fn bits(&mut self, k: u32) -> Result<u32, ScanErr> {
+        if k == 0 {
+            return Ok(0);
+        }
+        if self.n < k {
+            self.fill();
+        }
+        let v = (self.acc >> (64 - k)) as u32;
+        self.consume(k)?;
+        Ok(v)
+    }
+
+    fn decode(&mut self, h: &Huff) -> Result<u8, ScanErr> {
+        if self.n < 16 {
+            self.fill();
+        }
+        let e = h.look[(self.acc >> 55) as usize];
+        if e != 0 {
+            self.consume(u32::from(e >> 8))?;
+            return Ok(e as u8);
+        }
+        for l in 10..=16usize {
+            let code = (self.acc >> (64 - l)) as i32;
+            if code <= h.maxcode[l] {
+                self.consume(l as u32)?;
+                let i = h.valptr[l] + code - h.mincode[l];
+                return h
+                    .vals
+                    .get(i as usize)
+                    .copied()
+                    .ok_or(ScanErr::Bad("bad Huffman table"));
+            }
+        }
+        Err(if self.real() < 16 && self.cut {
+            ScanErr::Cut
+        } else {
+            ScanErr::Bad("invalid Huffman code")
+        })
+    }
+
+    /// After the last MCU of an interval or scan: drops the padding bits,
+    /// requires the next thing in the stream to be a marker (at most
+    /// `tolerance` data bytes before it) and returns its code and the offset
+    /// of its first `FF`, leaving the cursor after the code.
+    fn finish(&mut self, tolerance: u32) -> Result<(u8, u64), ScanErr> {
+        let mut extra = self.real() / 8;
+        self.acc = 0;
+        self.n = 0;
+        self.pad = 0;
+        if !self.marker {
+            if self.cut {
+                return Err(ScanErr::Cut);
+            }
+            loop {
+                if extra > tolerance {
+                    return Err(ScanErr::Bad("data after the last MCU"));
+                }
+                match self.c.u8() {
+                    None => return Err(ScanErr::Cut),
+                    Some(0xFF) => match self.c.peek_u8() {
+                        Some(0x00) => {
+                            self.c.u8();
+                            extra += 1;
+                        }
+                        Some(_) => {
+                            let p = self.c.pos();
+                            self.c.seek(p - 1);
+                            break;
+                        }
+                        None => return Err(ScanErr::Cut),
+                    },
+                    Some(_) => extra += 1,
+                }
+            }
+        }
+        if extra > tolerance {
+            return Err(ScanErr::Bad("data after the last MCU"));
+        }
+        self.marker = false;
+        let at = self.c.pos();
+        for _ in 0..4096 {
+            match self.c.u8() {
+                Some(0xFF) => continue,
+                Some(m) => return Ok((m, at)),
+                None => return Err(ScanErr::Cut),
+            }
+        }
+        Err(ScanErr::Bad("run of fill bytes"))
+    }
+}
+
+/// The frame header (SOF) as far as decoding needs it.
+#[derive(Clone)]
+struct Frame {
+    /// Huffman sequential (SOF0/1) or progressive (SOF2); others are not decoded.
+    kind: FrameKind,
+    precision: u8,
+    width: u32,
+    height: u32,
+    /// (component id, H, V)
+    comps: Vec<(u8, u32, u32)>,
+    hmax: u32,
+    vmax: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FrameKind {
+    Sequential,
+    Progressive,
+    Other,
+}
+
+impl Frame {
+    /// Blocks across and down of component `i` (non-interleaved order).
+    fn blocks(&self, i: usize) -> (u64, u64) {
+        let (_, h, v) = self.comps[i];
+        let w = (u64::from(self.width) * u64::from(h)).div_ceil(u64::from(self.hmax));
+        let hh = (u64::from(self.height) * u64::from(v)).div_ceil(u64::from(self.vmax));
+        (w.div_ceil(8), hh.div_ceil(8))
+    }
+}
+
+/// A scan header (SOS).
+struct Scan {
+    /// (frame component index, DC table, AC table)
+    comps: Vec<(usize, usize, usize)>,
+    ss: u8,
+    se: u8,
+    ah: u8,
+}
+
+/// Decoding state kept across segments.
+struct Tables {
+    dc: [Option<Box<Huff>>; 4],
+    ac: [Option<Box<Huff>>; 4],
+    restart: u32,
+    /// Progressive: per component, one bit per coefficient per block.
+    history: Option<Vec<Vec<u64>>>,
+}
+
+/// Decodes one scan starting at the cursor; on success the cursor is at the
+/// marker that ends the scan. Errors carry the offset where good data ends.
+fn decode_scan(c: &mut Cursor, t: &mut Tables, f: &Frame, s: &Scan) -> Result<(), (ScanErr, u64)> {
+    let start = c.pos();
+    let interleaved = s.comps.len() > 1;
+    let (mcux, mcuy) = if interleaved {
+        (
+            u64::from(f.width).div_ceil(8 * u64::from(f.hmax)),
+            u64::from(f.height).div_ceil(8 * u64::from(f.vmax)),
+        )
+    } else {
+        f.blocks(s.comps[0].0)
+    };
+    let total = mcux * mcuy;
+    let (max_dc, max_ac) = if f.precision > 8 { (15, 14) } else { (11, 10) };
+    let progressive = f.kind == FrameKind::Progressive;
+    let mut b = Bits::new(c);
+    let mut good = start;
+    let mut eobrun: u32 = 0;
+    let mut rst = 0u8;
+    let restart = u64::from(t.restart);
+    for mcu in 0..total {
+        if restart > 0 && mcu > 0 && mcu % restart == 0 {
+            match b.finish(0) {
+                Ok((m, _)) if m == 0xD0 + rst => {}
+                Ok(_) => {
+                    return Err((
+                        ScanErr::Bad("restart marker missing or out of sequence"),
+                        good,
+                    ));
+                }
+                Err(e) => return Err((e, good)),
+            }
+            rst = (rst + 1) % 8;
+            eobrun = 0;
+            good = b.c.pos();
+        } else if mcu % mcux == 0 {
+            good = b.pos().max(good);
+        }
+        for &(ci, td, ta) in &s.comps {
+            let (_, h, v) = f.comps[ci];
+            let nblocks = if interleaved { h * v } else { 1 };
+            for _ in 0..nblocks {
+                let r = if !progressive {
+                    let (Some(dc), Some(ac)) = (&t.dc[td], &t.ac[ta]) else {
+                        return Err((ScanErr::Bad("missing table"), good));
+                    };
+                    block_sequential(&mut b, dc, ac, max_dc, max_ac)
+                } else if s.ss == 0 {
+                    if s.ah == 0 {
+                        match &t.dc[td] {
+                            Some(dc) => b.decode(dc).and_then(|n| {
+                                if n > max_dc {
+                                    Err(ScanErr::Bad("DC difference too large"))
+                                } else {
+                                    b.bits(u32::from(n)).map(|_| ())
+                                }
+                            }),
+                            None => Err(ScanErr::Bad("missing table")),
+                        }
+                    } else {
+                        b.bits(1).map(|_| ())
+                    }
+                } else {
+                    let Some(ac) = &t.ac[ta] else {
+                        return Err((ScanErr::Bad("missing table"), good));
+                    };
+                    let hist = t
+                        .history
+                        .as_mut()
+                        .and_then(|hh| hh.get_mut(ci))
+                        .and_then(|hc| hc.get_mut(mcu as usize));
+                    if s.ah == 0 {
+                        block_ac_first(&mut b, ac, s, &mut eobrun, max_ac, hist)
+                    } else {
+                        match hist {
+                            Some(hb) => block_ac_refine(&mut b, ac, s, &mut eobrun, hb),
+                            None => Err(ScanErr::Bad("no history")),
+                        }
+                    }
+                };
+                r.map_err(|e| (e, good))?;
+            }
+        }
+    }
+    match b.finish(0) {
+        Ok((m, at)) if !matches!(m, 0x00 | 0xD0..=0xD7) => {
+            c.seek(at);
+            Ok(())
+        }
+        Ok(_) => Err((ScanErr::Bad("restart marker after the last MCU"), good)),
+        Err(e) => Err((e, good)),
+    }
+}
+
+fn block_sequential(
+    b: &mut Bits,
+    dc: &Huff,
+    ac: &Huff,
+    max_dc: u8,
+    max_ac: u8,
+) -> Result<(), ScanErr> {
+    let n = b.decode(dc)?;
+    if n > max_dc {
+        return Err(ScanErr::Bad("DC difference too large"));
+    }
+    b.bits(u32::from(n))?;
+    let mut k = 1u32;
+    while k < 64 {
+        let rs = b.decode(ac)?;
+        let (r, sz) = (u32::from(rs >> 4), rs & 15);
+        if sz == 0 {
+            if r != 15 {
+                break;
+            }
+            k += 16;
+            if k > 64 {
+                return Err(ScanErr::Bad("zero run past the block"));
+            }
+            continue;
+        }
+        k += r;
+        if k > 63 || sz > max_ac {
+            return Err(ScanErr::Bad("coefficient past the block"));
+        }
+        b.bits(u32::from(sz))?;
+        k += 1;
+    }
+    Ok(())
+}
+
+fn block_ac_first(
+    b: &mut Bits,
+    ac: &Huff,
+    s: &Scan,
+    eobrun: &mut u32,
+    max_ac: u8,
+    mut hist: Option<&mut u64>,
+) -> Result<(), ScanErr> {
+    if *eobrun > 0 {
+        *eobrun -= 1;
+        return Ok(());
+    }
+    let se = u32::from(s.se);
+    let mut k = u32::from(s.ss);
+    while k <= se {
+        let rs = b.decode(ac)?;
+        let (r, sz) = (u32::from(rs >> 4), rs & 15);
+        if sz == 0 {
+            if r < 15 {
+                *eobrun = (1 << r) - 1;
+                if r > 0 {
+                    *eobrun += b.bits(r)?;
+                }
+                break;
+            }
+            k += 16;
+            continue;
+        }
+        k += r;
+        if k > se || sz > max_ac {
+            return Err(ScanErr::Bad("coefficient past the spectral band"));
+        }
+        b.bits(u32::from(sz))?;
+        if let Some(h) = hist.as_deref_mut() {
+            *h |= 1 << k;
+        }
+        k += 1;
+    }
+    if k > se + 1 {
+        return Err(ScanErr::Bad("zero run past the spectral band"));
+    }
+    Ok(())
+}
+
+/// AC successive-approximation refinement (T.81 G.1.2.3; libjpeg's
+/// decode_mcu_AC_refine), reading one correction bit per already-non-zero
+/// coefficient.
+fn block_ac_refine(
+    b: &mut Bits,
+    ac: &Huff,
+    s: &Scan,
+    eobrun: &mut u32,
+    hist: &mut u64,
+) -> Result<(), ScanErr> {
+    let se = u32::from(s.se);
+    let mut k = u32::from(s.ss);
+    if *eobrun == 0 {
+        while k <= se {
+            let rs = b.decode(ac)?;
+            let (mut r, sz) = (i32::from(rs >> 4), rs & 15);
+            if sz != 0 {
+                if sz != 1 {
+                    return Err(ScanErr::Bad("refinement coefficient size is not 1"));
+                }
+                b.bits(1)?;
+            } else if r != 15 {
+                *eobrun = 1 << r;
+                if r > 0 {
+                    *eobrun += b.bits(r as u32)?;
+                }
+                break;
+            }
+            while k <= se {
+                if *hist & (1 << k) != 0 {
+                    b.bits(1)?;
+                } else {
+                    r -= 1;
+                    if r < 0 {
+                        break;
+                    }
+                }
+                k += 1;
+            }
+            if sz != 0 {
+                if k > se {
+                    return Err(ScanErr::Bad("coefficient past the spectral band"));
+                }
+                *hist |= 1 << k;
+            }
+            k += 1;
+        }
+    }
+    if *eobrun > 0 {
+        while k <= se {
+            if *hist & (1 << k) != 0 {
+                b.bits(1)?;
+            }
+            k += 1;
+        }
+        *eobrun -= 1;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::super::testutil::*;
@@ -291,31 +1001,168 @@ pub(crate) mod tests {
         out.extend_from_slice(data);
     }
 
-    /// A minimal baseline JPEG: SOI, (APP), DQT, SOF0, DHT, SOS, entropy, EOI.
+    /// Entropy-coded data writer: MSB first, `FF` stuffed, 1-padded.
+    #[derive(Default)]
+    struct W {
+        out: Vec<u8>,
+        acc: u32,
+        n: u32,
+    }
+
+    impl W {
+        fn put(&mut self, v: u32, k: u32) {
+            for i in (0..k).rev() {
+                self.acc = self.acc << 1 | (v >> i) & 1;
+                self.n += 1;
+                if self.n == 8 {
+                    self.out.push(self.acc as u8);
+                    if self.acc == 0xFF {
+                        self.out.push(0);
+                    }
+                    self.acc = 0;
+                    self.n = 0;
+                }
+            }
+        }
+        fn flush(&mut self) {
+            while self.n != 0 {
+                self.put(1, 1);
+            }
+        }
+        /// Table codes (see [`tables`]).
+        fn dc(&mut self, cat: u32, bits: u32) {
+            self.put(cat, 2); // DC symbols 0, 1, 2 have codes 00, 01, 10
+            self.put(bits, cat);
+        }
+        fn ac(&mut self, sym: u8, bits: u32) {
+            let (code, len) = match sym {
+                0x00 => (0b00, 2),
+                0x01 => (0b01, 2),
+                0xF0 => (0b100, 3),
+                0x11 => (0b101, 3),
+                0x02 => (0b110, 3),
+                0x10 => (0b111, 3),
+                _ => unreachable!(),
+            };
+            self.put(code, len);
+            let extra = if sym == 0x10 { 1 } else { u32::from(sym & 15) };
+            self.put(bits, extra);
+        }
+    }
+
+    /// DHT body: DC table 0 (symbols 0, 1, 2, codes of 2 bits) and AC table
+    /// 0 (EOB, 0/1 with 2 bits; ZRL, 1/1, 0/2, EOBRUN 1 with 3 bits).
+    fn tables() -> Vec<u8> {
+        let mut d = vec![0x00, 0, 3];
+        d.extend_from_slice(&[0; 14]);
+        d.extend_from_slice(&[0, 1, 2]);
+        d.extend_from_slice(&[0x10, 0, 2, 4]);
+        d.extend_from_slice(&[0; 13]);
+        d.extend_from_slice(&[0x00, 0x01, 0xF0, 0x11, 0x02, 0x10]);
+        d
+    }
+
+    /// One baseline block: DC, a few AC coefficients incl. a zero run, EOB.
+    fn block(w: &mut W, i: u32) {
+        w.dc(i % 3, i);
+        w.ac(0x01, 1);
+        w.ac(0xF0, 0);
+        w.ac(0x11, 0);
+        w.ac(0x02, 3);
+        if i % 2 == 0 {
+            w.ac(0x00, 0);
+        } else {
+            // Fill the block to coefficient 63 exactly (no EOB): k is 21
+            // here, 21 × (1/1) brings it to 63, a last 0/1 to 64.
+            for _ in 0..21 {
+                w.ac(0x11, 1);
+            }
+            w.ac(0x01, 0);
+        }
+    }
+
+    /// A baseline JPEG: 32x16, Y 2x2 + Cb + Cr (4:2:0), restart interval 1
+    /// (two MCUs, so one RST0), with DQT, SOF0, DHT, DRI, SOS, EOI.
     fn jpeg(app: impl FnOnce(&mut Vec<u8>), scans: usize) -> Vec<u8> {
         let mut v = vec![0xFF, 0xD8];
         app(&mut v);
         let mut dqt = vec![0u8];
         dqt.extend((1..=64).map(|i| i as u8));
         seg(&mut v, 0xDB, &dqt);
-        seg(&mut v, 0xC0, &[8, 0, 16, 0, 16, 1, 1, 0x11, 0]);
-        let mut dht = vec![0x00];
-        let mut counts = [0u8; 16];
-        counts[0] = 1;
-        dht.extend_from_slice(&counts);
-        dht.push(0);
-        seg(&mut v, 0xC4, &dht);
-        seg(&mut v, 0xDD, &[0, 4]);
+        seg(
+            &mut v,
+            0xC0,
+            &[8, 0, 16, 0, 32, 3, 1, 0x22, 0, 2, 0x11, 0, 3, 0x11, 0],
+        );
+        seg(&mut v, 0xC4, &tables());
+        seg(&mut v, 0xDD, &[0, 1]);
         for s in 0..scans {
-            seg(&mut v, 0xDA, &[1, 1, 0x00, 0, 63, 0]);
-            // Entropy data with stuffing, restart markers and a fill-byte run.
-            v.extend_from_slice(&[
-                0x12, 0xFF, 0x00, 0x34, 0xFF, 0xD0, 0x56, 0xFF, 0x00, 0xFF, 0xD1, 0x77, s as u8,
-            ]);
+            seg(&mut v, 0xDA, &[3, 1, 0x00, 2, 0x00, 3, 0x00, 0, 63, 0]);
+            for mcu in 0..2u32 {
+                let mut w = W::default();
+                for b in 0..6 {
+                    block(&mut w, mcu * 6 + b + s as u32);
+                }
+                w.flush();
+                v.extend_from_slice(&w.out);
+                if mcu == 0 {
+                    v.extend_from_slice(&[0xFF, 0xD0]);
+                }
+            }
             if s + 1 < scans {
-                seg(&mut v, 0xC4, &dht);
+                seg(&mut v, 0xC4, &tables());
             }
         }
+        v.extend_from_slice(&[0xFF, 0xD9]);
+        v
+    }
+
+    /// A progressive JPEG, 16x16 grey: DC first, AC first (with an EOB
+    /// run), DC refinement, AC refinement (with correction bits and a newly
+    /// non-zero coefficient).
+    fn progressive() -> Vec<u8> {
+        let mut v = vec![0xFF, 0xD8];
+        app0(&mut v);
+        let mut dqt = vec![0u8];
+        dqt.extend((1..=64).map(|i| i as u8));
+        seg(&mut v, 0xDB, &dqt);
+        seg(&mut v, 0xC2, &[8, 0, 16, 0, 16, 1, 1, 0x11, 0]);
+        seg(&mut v, 0xC4, &tables());
+        // DC first (Al = 1): four blocks.
+        seg(&mut v, 0xDA, &[1, 1, 0x00, 0, 0, 0x01]);
+        let mut w = W::default();
+        for i in 0..4 {
+            w.dc(i % 3, i);
+        }
+        w.flush();
+        v.extend_from_slice(&w.out);
+        // AC first 1..63: block 0 one coefficient at 1; then an EOB run of 3.
+        seg(&mut v, 0xDA, &[1, 1, 0x00, 1, 63, 0x01]);
+        let mut w = W::default();
+        w.ac(0x01, 1);
+        w.ac(0x00, 0);
+        w.ac(0x10, 0); // EOBRUN = 2 + 0 → this block and the next one…
+        w.ac(0x00, 0); // …then the last block.
+        w.flush();
+        v.extend_from_slice(&w.out);
+        // DC refinement: one bit per block.
+        seg(&mut v, 0xDA, &[1, 1, 0x00, 0, 0, 0x10]);
+        let mut w = W::default();
+        w.put(0b1010, 4);
+        w.flush();
+        v.extend_from_slice(&w.out);
+        // AC refinement: block 0 gets a new coefficient at 2 (after the
+        // correction bit of coefficient 1), then EOB; blocks 1..3 EOB.
+        seg(&mut v, 0xDA, &[1, 1, 0x00, 1, 63, 0x10]);
+        let mut w = W::default();
+        w.ac(0x01, 1); // new coefficient, sign bit
+        w.put(1, 1); // correction bit for coefficient 1
+        w.ac(0x00, 0); // EOB: EOBRUN 1, nothing else non-zero in the band
+        for _ in 1..4 {
+            w.ac(0x00, 0);
+        }
+        w.flush();
+        v.extend_from_slice(&w.out);
         v.extend_from_slice(&[0xFF, 0xD9]);
         v
     }
@@ -350,12 +1197,80 @@ pub(crate) mod tests {
         let s = sample();
         assert_complete("jpeg", &s);
         assert_prefixes("jpeg", &s);
-        // Progressive: SOF2 and several scans with DHT between them.
-        let mut p = jpeg(app0, 3);
-        let i = p.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
-        p[i + 1] = 0xC2;
+        // Progressive with refinement scans.
+        let p = progressive();
         assert_complete("jpeg", &p);
         assert_prefixes("jpeg", &p);
+        // Several sequential scans with DHT between them.
+        let m = jpeg(app0, 3);
+        assert_complete("jpeg", &m);
+    }
+
+    /// Offset of the first entropy-coded byte of the first scan.
+    fn scan_data(j: &[u8]) -> usize {
+        let i = j.windows(2).position(|w| w == [0xFF, 0xDA]).unwrap();
+        i + 2 + usize::from(u16::from_be_bytes([j[i + 2], j[i + 3]]))
+    }
+
+    #[test]
+    fn foreign_data_in_the_scan_is_caught() {
+        let good = jpeg(app0, 1);
+        let d = scan_data(&good);
+        let rst = d + good[d..]
+            .windows(2)
+            .position(|w| w == [0xFF, 0xD0])
+            .unwrap();
+        // Cut after the restart marker, then someone else's bytes and an EOI:
+        // a marker walk would call this complete.
+        for junk in [
+            (0..200u32)
+                .map(|i| (i * 37 % 251) as u8)
+                .collect::<Vec<u8>>(),
+            vec![0u8; 300],
+            b"plain text that happens to follow the cut ".repeat(8),
+        ] {
+            let mut bad = good[..rst + 2].to_vec();
+            bad.extend_from_slice(&junk);
+            bad.extend_from_slice(&[0xFF, 0xD9]);
+            let v = run("jpeg", &bad).unwrap();
+            assert_eq!(v.status, Status::Partial, "{:?}", v.notes);
+            assert!(
+                v.length >= rst as u64 + 2 && v.length < bad.len() as u64,
+                "{v:?}"
+            );
+        }
+        // Restart marker out of sequence.
+        let mut bad = good.clone();
+        bad[rst + 1] = 0xD3;
+        assert_eq!(run("jpeg", &bad).unwrap().status, Status::Partial);
+        // An MCU too few: the EOI comes early.
+        let mut short = good[..rst].to_vec();
+        short.extend_from_slice(&[0xFF, 0xD9]);
+        assert_eq!(run("jpeg", &short).unwrap().status, Status::Partial);
+        // Same for progressive data.
+        let p = progressive();
+        let d = scan_data(&p);
+        let mut bad = p[..d].to_vec();
+        bad.extend(std::iter::repeat_n(0x5Au8, 64));
+        bad.extend_from_slice(&p[p.len() - 40..]);
+        assert_eq!(run("jpeg", &bad).unwrap().status, Status::Partial);
+    }
+
+    #[test]
+    fn scans_without_tables_fall_back_to_the_marker_walk() {
+        // Motion-JPEG frames omit DHT (the decoder uses the standard tables).
+        let good = jpeg(app0, 1);
+        let i = good.windows(2).position(|w| w == [0xFF, 0xC4]).unwrap();
+        let n = usize::from(u16::from_be_bytes([good[i + 2], good[i + 3]])) + 2;
+        let mut mj = good[..i].to_vec();
+        mj.extend_from_slice(&good[i + n..]);
+        let v = run("jpeg", &mj).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, mj.len() as u64));
+        assert!(
+            v.notes.iter().any(|n| n.contains("marker walk")),
+            "{:?}",
+            v.notes
+        );
     }
 
     #[test]
@@ -405,5 +1320,124 @@ pub(crate) mod tests {
         dirs.extend(py_dirs("test/imghdrdata"));
         let d: Vec<&str> = dirs.iter().map(String::as_str).collect();
         check_real("jpeg", &real_files(&d, &[".jpg", ".jpeg"], 30));
+    }
+
+    /// C source of a small libjpeg encoder used by [`libjpeg_variants`].
+    const GEN_C: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+#include <jpeglib.h>
+int main(int argc, char **argv) {
+  if (argc < 11) return 2;
+  const char *out = argv[1];
+  int w = atoi(argv[2]), h = atoi(argv[3]), nc = atoi(argv[4]);
+  int hs = atoi(argv[5]), vs = atoi(argv[6]), prog = atoi(argv[7]);
+  int rst = atoi(argv[8]), opt = atoi(argv[9]), arith = atoi(argv[10]);
+  int q = argc > 11 ? atoi(argv[11]) : 85;
+  struct jpeg_compress_struct c; struct jpeg_error_mgr e;
+  c.err = jpeg_std_error(&e); jpeg_create_compress(&c);
+  FILE *f = fopen(out, "wb"); if (!f) return 3;
+  jpeg_stdio_dest(&c, f);
+  c.image_width = w; c.image_height = h; c.input_components = nc;
+  c.in_color_space = nc == 1 ? JCS_GRAYSCALE : nc == 3 ? JCS_RGB : JCS_CMYK;
+  jpeg_set_defaults(&c);
+  jpeg_set_quality(&c, q, TRUE);
+  if (nc == 3) { c.comp_info[0].h_samp_factor = hs; c.comp_info[0].v_samp_factor = vs; }
+  if (prog) jpeg_simple_progression(&c);
+  if (rst > 0) c.restart_interval = rst; else if (rst < 0) c.restart_in_rows = -rst;
+  c.optimize_coding = opt ? TRUE : FALSE;
+  c.arith_code = arith ? TRUE : FALSE;
+  jpeg_start_compress(&c, TRUE);
+  unsigned char *row = malloc(w * nc);
+  unsigned s = 12345;
+  while (c.next_scanline < c.image_height) {
+    int y = c.next_scanline;
+    for (int x = 0; x < w * nc; x++) {
+      s = s * 1103515245 + 12345;
+      int v = (x * 3 + y * 5 + ((x / 7) ^ (y / 5)) * 11) & 255;
+      if (((x / 13) + (y / 9)) % 4 == 0) v = (s >> 16) & 255; /* noisy patches */
+      row[x] = v;
+    }
+    JSAMPROW r = row; jpeg_write_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_compress(&c); fclose(f); jpeg_destroy_compress(&c);
+  return 0;
+}
+"#;
+
+    /// JPEGs written by the system's libjpeg in many configurations
+    /// (sampling factors, grey/RGB/CMYK, progressive, restart intervals,
+    /// optimised tables, arithmetic coding, odd sizes): each must be Complete
+    /// with its exact length, and each cut in its scan data and followed by
+    /// foreign bytes and an EOI must not be. Skipped without cc + libjpeg.
+    #[test]
+    fn libjpeg_variants() {
+        let dir = std::env::temp_dir().join(format!("gpucarve-jpeg-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let c = dir.join("gen.c");
+        let exe = dir.join("gen");
+        std::fs::write(&c, GEN_C).unwrap();
+        let built = std::process::Command::new("cc")
+            .arg("-O1")
+            .arg("-o")
+            .arg(&exe)
+            .arg(&c)
+            .arg("-ljpeg")
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !built {
+            eprintln!("cc or libjpeg not available; skipped");
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+        let configs = [
+            "64 48 3 2 2 0 0 0 0",
+            "65 49 3 2 2 1 0 0 0",
+            "33 17 1 1 1 0 5 0 0",
+            "33 17 1 1 1 1 3 0 0",
+            "100 75 3 2 1 0 -1 1 0",
+            "100 75 3 2 1 1 -2 1 0",
+            "80 80 3 1 1 1 0 1 0 95",
+            "80 80 3 4 1 0 0 0 0",
+            "40 40 4 1 1 0 0 0 0",
+            "40 40 4 1 1 1 0 0 0",
+            "257 129 3 2 2 1 7 1 0 50",
+            "64 64 3 2 2 0 0 0 1",
+            "300 200 3 1 2 1 0 0 0 100",
+        ];
+        let mut files = Vec::new();
+        for (i, args) in configs.iter().enumerate() {
+            let out = dir.join(format!("{i}.jpg"));
+            let ok = std::process::Command::new(&exe)
+                .arg(&out)
+                .args(args.split(' '))
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "generator failed for {args}");
+            files.push(out);
+        }
+        let (total, exact) = check_real("jpeg", &files);
+        assert_eq!(total, exact);
+        for (f, args) in files.iter().zip(configs) {
+            let d = std::fs::read(f).unwrap();
+            let arith = args.ends_with(" 1");
+            let sd = scan_data(&d);
+            for cut in [sd + 7, sd + (d.len() - sd) / 2] {
+                let mut bad = d[..cut].to_vec();
+                bad.extend((0..2000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+                bad.extend_from_slice(&[0xFF, 0xD9]);
+                let v = run("jpeg", &bad).unwrap();
+                // Arithmetic-coded scans are only marker-walked.
+                if !arith {
+                    assert_ne!(
+                        v.status,
+                        Status::Complete,
+                        "{args} cut at {cut}: {:?}",
+                        v.notes
+                    );
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -12,21 +12,26 @@
 //! The first frame is looked for right after the ID3v2 tag (skipping up to
 //! [`MAX_GAP`] bytes of padding/junk); it only counts when [`MIN_FRAMES`]
 //! consecutive valid frames with the same version, layer and sample rate
-//! follow. The walk then goes frame by frame while that holds.
+//! follow. The walk then goes frame by frame while that holds. When the
+//! first frame is an info frame (LAME `Xing`/`Info` with the frame-count
+//! flag, or Fraunhofer `VBRI`), the walk stops at the declared number of
+//! frames (the info frame counted) and must reach it.
 //!
 //! * `None`: no [`MIN_FRAMES`] valid frames at the candidate (or within
 //!   [`MAX_GAP`] after a valid ID3v2 tag): a stray `FF Fx`, or the ID3 tag of
 //!   something else.
-//! * `Complete`: at least [`MIN_FRAMES`] frames and the chain ends cleanly
-//!   (the next bytes are not a frame header); length = end of the last frame
-//!   (+ 128 for an ID3v1 tag).
+//! * `Complete`: the declared number of frames, or (without an info frame)
+//!   at least [`MIN_FRAMES`] frames and the chain ends cleanly (the next
+//!   bytes are not a frame header); length = end of the last frame (+ 128
+//!   for an ID3v1 tag).
 //! * `Partial`: a frame (or the ID3v2 tag) runs past the window (length =
 //!   window), or the frame chain after an ID3v2 tag breaks before
-//!   [`MIN_FRAMES`] frames (length = end of the last frame).
+//!   [`MIN_FRAMES`] frames, or before the info frame's count (a cut or
+//!   fragmented file; length = end of the last frame).
 //!
 //! Not handled: free-format bitrate streams (bitrate index 0), APEv2 and
-//! Lyrics3 trailers (not included in the length), VBR header frame counts.
-//! A file cut exactly at a frame boundary looks complete.
+//! Lyrics3 trailers (not included in the length). Without an info frame, a
+//! file cut (or fragmented) exactly at a frame boundary looks complete.
 
 use super::Verdict;
 use super::read::Src;
@@ -98,6 +103,36 @@ struct Chain {
     n: u32,
     end: u64,
     cut: bool,
+}
+
+/// The total number of frames a Xing/Info (LAME) or VBRI (Fraunhofer) header
+/// in the frame at `pos` declares, counting that frame itself.
+fn vbr_frames(src: &Src, pos: u64) -> Option<u32> {
+    let h = src.bytes::<4>(pos)?;
+    let ver = (h[1] >> 3) & 3;
+    let mono = h[3] >> 6 == 3;
+    let crc = if h[1] & 1 == 0 { 2 } else { 0 };
+    let side: u64 = match (ver == 3, mono) {
+        (true, false) => 32,
+        (true, true) => 17,
+        (false, false) => 17,
+        (false, true) => 9,
+    };
+    let x = pos + 4 + crc + side;
+    if src.starts_with_at(x, b"Xing") || src.starts_with_at(x, b"Info") {
+        let flags = src.u32be(x + 4)?;
+        if flags & 1 == 0 {
+            return None;
+        }
+        let frames = src.u32be(x + 8)?;
+        return (frames > 0).then(|| frames.saturating_add(1));
+    }
+    let v = pos + 4 + 32;
+    if src.starts_with_at(v, b"VBRI") {
+        let frames = src.u32be(v + 14)?;
+        return (frames > 0).then(|| frames.saturating_add(1));
+    }
+    None
 }
 
 /// Walks frames from `pos` (at most `limit` frames).
@@ -179,15 +214,30 @@ pub fn validate(src: Src) -> Option<Verdict> {
         // No MPEG audio after the tag (e.g. the ID3 tag of another format).
         return None;
     };
-    let Chain { n, end, cut } = walk(&src, first, MAX_FRAMES);
+    // A VBR/CBR info frame (Xing/Info/VBRI) says how many frames follow.
+    let declared = vbr_frames(&src, first);
+    let limit = declared.map_or(MAX_FRAMES, |d| d.min(MAX_FRAMES));
+    let Chain { n, end, cut } = walk(&src, first, limit);
     if cut {
         return Some(Verdict::partial(src.len(), src.cut_note()));
     }
-    if n < MIN_FRAMES {
+    if n < MIN_FRAMES && declared.is_none_or(|d| d > n) {
         return tagged.then(|| Verdict::partial(end, "too few MPEG audio frames"));
+    }
+    if let Some(d) = declared
+        && n < d
+    {
+        // The chain breaks before the declared end: cut or fragmented.
+        return Some(Verdict::partial(
+            end,
+            format!("{n} of {d} frames declared by the info frame"),
+        ));
     }
     let mut len = end;
     let mut v_notes = vec![format!("{n} frames")];
+    if declared.is_some() {
+        v_notes.push("frame count matches the info frame".into());
+    }
     if first > start {
         v_notes.push(format!("{} bytes before the first frame", first - start));
     }
@@ -255,6 +305,35 @@ pub(crate) mod tests {
         for n in 0..t.len() {
             let _ = run("mp3", &t[..n]);
         }
+    }
+
+    /// `n` frames whose first is a LAME info frame declaring `n` in all.
+    fn with_xing(n: usize, tag: &[u8; 4]) -> Vec<u8> {
+        let mut f = frames(n);
+        f[36..40].copy_from_slice(tag);
+        f[40..44].copy_from_slice(&3u32.to_be_bytes()); // frames + bytes present
+        f[44..48].copy_from_slice(&(n as u32 - 1).to_be_bytes());
+        let len = f.len() as u32;
+        f[48..52].copy_from_slice(&len.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn info_frame_count() {
+        let x = with_xing(10, b"Xing");
+        assert_complete("mp3", &x);
+        assert_complete("mp3", &with_xing(7, b"Info"));
+        // Fragmented: the chain stops at 6 of 10 frames.
+        let cut_at = frames(6).len();
+        let mut frag = x[..cut_at].to_vec();
+        frag.extend_from_slice(&[0x11; 900]);
+        let v = run("mp3", &frag).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, cut_at as u64));
+        // Frames of another stream right after: stop at the declared count.
+        let mut two = x.clone();
+        two.extend_from_slice(&frames(5));
+        let v = run("mp3", &two).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, x.len() as u64));
     }
 
     #[test]
