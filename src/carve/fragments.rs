@@ -64,8 +64,10 @@ pub struct FragLimits {
     pub max_candidates: u64,
     /// Most bytes read for checksums, inflation and full validation.
     pub max_bytes: u64,
-    /// Wall-time cap.
+    /// Wall-time cap per file.
     pub max_time: Duration,
+    /// Wall-time cap for all searches of one run.
+    pub max_total_time: Duration,
 }
 
 impl Default for FragLimits {
@@ -76,6 +78,7 @@ impl Default for FragLimits {
             max_candidates: 4_000_000,
             max_bytes: 512 << 20,
             max_time: Duration::from_secs(3),
+            max_total_time: Duration::from_secs(60),
         }
     }
 }
@@ -112,6 +115,8 @@ pub struct Fragments {
     starts: Vec<u64>,
     /// End of the furthest complete file (starts inside it are embedded files, not counted).
     complete_end: u64,
+    /// Time spent searching so far in this run.
+    spent: Duration,
 }
 
 /// Most complete-file starts remembered for the estimate.
@@ -124,6 +129,7 @@ impl Fragments {
             limits: FragLimits::default(),
             starts: Vec::new(),
             complete_end: 0,
+            spent: Duration::ZERO,
         }
     }
 
@@ -163,13 +169,28 @@ impl Fragments {
                 false
             }
             Some(v) => v.status == Status::Partial && supported(validator),
-            None => validator == "zip",
+            None => false,
         };
         if !try_it {
             return (verdict, None);
         }
         let cl = self.cluster_for(start);
+        // A file system starts files at cluster boundaries: a header elsewhere
+        // is an object inside something else or a remnant, not a fragment's head.
+        if start % cl.max(512) != 0 {
+            return (verdict, None);
+        }
+        if self.spent >= self.limits.max_total_time {
+            let mut v = verdict;
+            if let Some(v) = v.as_mut() {
+                v.notes
+                    .push("fragment search skipped: this run's search budget is spent".into());
+            }
+            return (v, None);
+        }
+        let t0 = std::time::Instant::now();
         let a = recover(validator, r, start, max_len, cl, &self.limits);
+        self.spent += t0.elapsed();
         match (a.joined, verdict) {
             (Some(j), _) => {
                 let mut v = Verdict::complete(j.length);

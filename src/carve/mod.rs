@@ -124,6 +124,11 @@ pub struct CarvedFile {
     pub notes: Vec<String>,
 }
 
+/// Partial and unvalidated files that are not written are hashed only up to
+/// this length: their extent is a guess (often a maximum size), and hashing
+/// hundreds of MiB of it per candidate would dominate the run.
+pub const MAX_UNWRITTEN_HASH: u64 = 16 << 20;
+
 /// What to do with what was found.
 #[derive(Clone, Debug)]
 pub struct CarveOptions {
@@ -376,6 +381,61 @@ struct CarverTotals {
     rejected: u64,
 }
 
+/// Verdicts for a batch's non-ZIP header candidates, computed on `workers` threads.
+fn prevalidate(
+    batch: &[Event],
+    catalogue: &Catalogue,
+    bytes: &ImageBytes<'_>,
+    image_len: u64,
+    own_start: u64,
+    own_end: u64,
+    workers: usize,
+) -> std::collections::HashMap<(u64, usize), Option<validators::Verdict>> {
+    let jobs: Vec<(u64, usize, &str, u64)> = batch
+        .iter()
+        .filter_map(|ev| match ev {
+            Event::Header(c) if c.start >= own_start && c.start < own_end => {
+                let t = &catalogue.types[c.type_index];
+                let v = t.validator.as_deref().filter(|v| *v != "zip")?;
+                Some((
+                    c.start,
+                    c.type_index,
+                    v,
+                    t.max_size.min(image_len.saturating_sub(c.start)),
+                ))
+            }
+            _ => None,
+        })
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(std::collections::HashMap::new());
+    std::thread::scope(|s| {
+        for _ in 0..workers.min(jobs.len()) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(start, ti, v, max_len)) = jobs.get(i) else {
+                        break;
+                    };
+                    let verdict = validators::validate(v, bytes, start, Limits { max_len });
+                    results
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert((start, ti), verdict);
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A structure a validator walked, for spotting candidates inside it.
+struct Covering {
+    start: u64,
+    end: u64,
+    validator: String,
+}
+
 /// A complete file that may contain others: (end, id).
 struct Parent {
     start: u64,
@@ -424,7 +484,22 @@ fn carve_events(
             .collect();
     }
 
+    let mut covering: Vec<Covering> = Vec::new();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     for batch in rx {
+        // Validate this block's candidates on every core first (validators are
+        // pure functions); the ordered pass below then only looks verdicts up.
+        // ZIP candidates stay in the ordered pass: whether one is an entry of
+        // an archive already walked depends on the verdicts before it.
+        let mut pre = prevalidate(
+            &batch,
+            catalogue,
+            &bytes,
+            image.len(),
+            own_start,
+            own_end,
+            workers,
+        );
         for ev in batch {
             match ev {
                 Event::Header(c) => {
@@ -439,16 +514,43 @@ fn carve_events(
                     let t = &catalogue.types[c.type_index];
                     match &t.validator {
                         Some(v) => {
+                            // Structures validated just before, still covering this start.
+                            covering.retain(|e| e.end > c.start);
+                            let inside = covering.iter().find(|e| e.start < c.start);
+                            // A ZIP local header inside a ZIP already walked is one of
+                            // that archive's entries, not a file of its own.
+                            if v == "zip" && inside.is_some_and(|e| e.validator == "zip") {
+                                totals.rejected += 1;
+                                continue;
+                            }
                             let max_len = t.max_size.min(image.len().saturating_sub(c.start));
-                            let verdict =
-                                validators::validate(v, &bytes, c.start, Limits { max_len });
+                            let verdict = match pre.remove(&(c.start, c.type_index)) {
+                                Some(v) => v,
+                                None => {
+                                    validators::validate(v, &bytes, c.start, Limits { max_len })
+                                }
+                            };
                             // >>> bifragment recovery: a Partial PNG/ZIP may be two fragments.
-                            let (verdict, runs) =
-                                frags.after_validate(v, &bytes, c.start, max_len, verdict);
+                            // Objects inside another structure are not searched: their
+                            // container explains where they end.
+                            let (verdict, runs) = if inside.is_some() {
+                                (verdict, None)
+                            } else {
+                                frags.after_validate(v, &bytes, c.start, max_len, verdict)
+                            };
                             if let Some(runs) = runs {
                                 joined_runs.insert((c.start, c.type_index), to_byte_runs(&runs));
                             }
                             // <<< bifragment recovery
+                            if let Some(vd) = &verdict
+                                && vd.length > 0
+                            {
+                                covering.push(Covering {
+                                    start: c.start,
+                                    end: c.start.saturating_add(vd.length),
+                                    validator: v.clone(),
+                                });
+                            }
                             match verdict {
                                 Some(verdict)
                                     if verdict.length >= t.min_size.min(max_len)
@@ -621,10 +723,17 @@ fn emit(
         file.md5 = Some(written.md5);
         totals.written += 1;
         totals.bytes_written += file.length;
-    } else if opts.hash_unwritten {
+    } else if opts.hash_unwritten
+        && (ext.status == Status::Complete || file.length <= MAX_UNWRITTEN_HASH)
+    {
         let (sha, md5) = output::hash_runs(bytes, &file.byte_runs).map_err(CarveError::Output)?;
         file.sha256 = Some(sha);
         file.md5 = Some(md5);
+    } else if opts.hash_unwritten {
+        file.notes.push(format!(
+            "not hashed: not written and longer than {} MiB (extract it to hash it)",
+            MAX_UNWRITTEN_HASH >> 20
+        ));
     }
     if ext.status == Status::Complete && parent.is_none() {
         parents.push(Parent {
