@@ -414,6 +414,88 @@ pub fn be32(b: &[u8]) -> u32 {
     }
 }
 
+/// True when `[at, at + n)` (at most 64 KiB of it) has the byte statistics
+/// of compressed/random data or of text.
+pub fn looks_foreign(src: &Src, at: u64, n: u64) -> bool {
+    let mut counts = [0u32; 256];
+    let mut buf = [0u8; 4096];
+    let mut total = 0u64;
+    let n = n.min(64 * 1024);
+    while total < n {
+        let want = (n - total).min(buf.len() as u64) as usize;
+        let got = src.read(at + total, &mut buf[..want]);
+        if got == 0 {
+            break;
+        }
+        for &b in &buf[..got] {
+            counts[usize::from(b)] += 1;
+        }
+        total += got as u64;
+    }
+    if total < 256 {
+        return false;
+    }
+    let t = total as f64;
+    let entropy: f64 = counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / t;
+            -p * p.log2()
+        })
+        .sum();
+    let printable: u32 = counts
+        .iter()
+        .enumerate()
+        .filter(|(b, _)| matches!(*b, 9 | 10 | 13 | 32..=126))
+        .map(|(_, c)| *c)
+        .sum();
+    entropy >= 7.5 || f64::from(printable) >= 0.98 * t
+}
+
+/// Checks for the ext2/ext3 indirect block inside a carved file.
+///
+/// A file of more than 12 blocks on ext2/3 (block size 1, 2 or 4 KiB) has
+/// its 13th and later data blocks listed in an indirect block, which the
+/// allocator usually places right after the 12th data block. Carving such a
+/// file contiguously therefore takes in the indirect block at file offset
+/// `12 × block size`: a run of consecutive block numbers (u32 LE), as many
+/// as the file's remaining data blocks (at most one block's worth), then
+/// zeros. Returns that offset when the bytes there are exactly that, for a
+/// file of `len` bytes; data formats that cannot check their contents (raw
+/// pixels, PCM samples) use it to avoid calling such a file complete.
+pub fn ext_indirect_block(src: &Src, len: u64) -> Option<u64> {
+    let mut buf = [0u8; 4096];
+    for bs in [1024u64, 2048, 4096] {
+        let at = 12 * bs;
+        if len <= at || !src.has(at, bs) {
+            continue;
+        }
+        let b = &mut buf[..bs as usize];
+        if !src.read_exact(at, b) {
+            continue;
+        }
+        let first = le32(b);
+        let entries = bs / 4;
+        let want = (len - at).div_ceil(bs).min(entries);
+        if first == 0 || u64::from(first) + want > u64::from(u32::MAX) {
+            continue;
+        }
+        let ok = (0..entries).all(|i| {
+            let v = u64::from(le32(&b[(4 * i) as usize..]));
+            if i < want {
+                v == u64::from(first) + i
+            } else {
+                v == 0
+            }
+        });
+        if ok {
+            return Some(at);
+        }
+    }
+    None
+}
+
 /// How a raw deflate stream ended (see [`inflate`]).
 #[derive(Debug, PartialEq, Eq)]
 pub enum Inflated {

@@ -98,7 +98,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     w.run(&h);
     let v = match w.first_bad {
         Some((page, why)) => {
-            let good = (u64::from(page).saturating_sub(1) * page_size).max(page_size);
+            let good = (u64::from(page).saturating_sub(1) * page_size).clamp(page_size, len);
             Verdict::partial(good, format!("page {page}: {why}"))
         }
         None => match w.unseen() {
@@ -213,11 +213,13 @@ impl Walker<'_> {
         let mut trunk = be32(32);
         let mut free_left = u64::from(be32(36));
         let mut hops = 0u32;
+        let mut by = 1; // the header names the first trunk page
         while trunk != 0 && hops <= self.pages {
             hops += 1;
-            if !self.mark(trunk, trunk) || !self.read_page(trunk) {
+            if !self.mark(trunk, by) || !self.read_page(trunk) {
                 break;
             }
+            by = trunk;
             let next = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
             let n = u64::from(u32::from_be_bytes([
                 self.buf[4],
