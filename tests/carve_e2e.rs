@@ -115,12 +115,14 @@ fn check_carving(fs: &str, seed: u32) {
             .collect();
         assert_eq!(run_bytes.len(), length, "id {}", r["id"]);
         assert_eq!(runs[0]["img_offset"].as_u64().unwrap() as usize, offset);
-        assert_eq!(
-            common::sha256(&run_bytes),
-            r["sha256"].as_str().unwrap(),
-            "report sha256 of id {}",
-            r["id"]
-        );
+        match r["sha256"].as_str() {
+            Some(h) => assert_eq!(common::sha256(&run_bytes), h, "report sha256 of id {}", r["id"]),
+            // Only long unwritten guesses go unhashed, and the report says so.
+            None => {
+                assert!(r["path"].is_null() && r["status"] != "complete", "id {} lacks a hash", r["id"]);
+                assert!(r["notes"].to_string().contains("not hashed"), "id {}", r["id"]);
+            }
+        }
         if let Some(p) = r["path"].as_str() {
             written += 1;
             let data = std::fs::read(out.join(p)).unwrap();
