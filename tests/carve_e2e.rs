@@ -116,11 +116,24 @@ fn check_carving(fs: &str, seed: u32) {
         assert_eq!(run_bytes.len(), length, "id {}", r["id"]);
         assert_eq!(runs[0]["img_offset"].as_u64().unwrap() as usize, offset);
         match r["sha256"].as_str() {
-            Some(h) => assert_eq!(common::sha256(&run_bytes), h, "report sha256 of id {}", r["id"]),
+            Some(h) => assert_eq!(
+                common::sha256(&run_bytes),
+                h,
+                "report sha256 of id {}",
+                r["id"]
+            ),
             // Only long unwritten guesses go unhashed, and the report says so.
             None => {
-                assert!(r["path"].is_null() && r["status"] != "complete", "id {} lacks a hash", r["id"]);
-                assert!(r["notes"].to_string().contains("not hashed"), "id {}", r["id"]);
+                assert!(
+                    r["path"].is_null() && r["status"] != "complete",
+                    "id {} lacks a hash",
+                    r["id"]
+                );
+                assert!(
+                    r["notes"].to_string().contains("not hashed"),
+                    "id {}",
+                    r["id"]
+                );
             }
         }
         if let Some(p) = r["path"].as_str() {
@@ -272,9 +285,15 @@ fn no_write_then_extract_gives_the_same_bytes() {
     let files_written = walk(&out)
         .into_iter()
         .filter(|p| {
-            !["report.jsonl", "report.xml", "audit.txt", "journal.jsonl", "run.json"]
-                .iter()
-                .any(|b| p.ends_with(b))
+            ![
+                "report.jsonl",
+                "report.xml",
+                "audit.txt",
+                "journal.jsonl",
+                "run.json",
+            ]
+            .iter()
+            .any(|b| p.ends_with(b))
         })
         .count();
     assert_eq!(files_written, 0, "--no-write wrote files");
