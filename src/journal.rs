@@ -66,9 +66,16 @@ impl Journal {
         })
     }
 
-    /// Flushes and fsyncs.
+    /// Flushes and makes durable: first every carved file written so far
+    /// (syncfs on the journal's file system: carved files are not synced one
+    /// by one), then the journal, so a journalled file is always on disk.
     pub fn sync(&mut self) -> std::io::Result<()> {
         self.out.flush()?;
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: the descriptor belongs to the open journal file for the whole call.
+        if unsafe { libc::syncfs(self.out.get_ref().as_raw_fd()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
         self.out.get_ref().sync_data()?;
         self.last_sync = Instant::now();
         Ok(())
