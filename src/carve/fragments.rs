@@ -177,7 +177,7 @@ impl Fragments {
         let cl = self.cluster_for(start);
         // A file system starts files at cluster boundaries: a header elsewhere
         // is an object inside something else or a remnant, not a fragment's head.
-        if start % cl.max(512) != 0 {
+        if !start.is_multiple_of(cl.max(512)) {
             return (verdict, None);
         }
         if self.spent >= self.limits.max_total_time {
