@@ -96,6 +96,10 @@ fn containers_read_as_the_raw_image() {
     ) {
         inputs.push("e01img.E01");
     } else {
+        assert!(
+            !common::required("GPUCARVE_REQUIRE_SAMPLES"),
+            "ewfacquire (Debian ewf-tools) is required in CI for the E01 checks"
+        );
         eprintln!("ewfacquire (Debian ewf-tools) not available: E01 not tested");
     }
     for (i, name) in inputs.iter().enumerate() {
@@ -117,6 +121,84 @@ fn containers_read_as_the_raw_image() {
         !o.status.success() && e.contains("s.002") && e.contains("missing"),
         "{e}"
     );
+}
+
+/// What identifies a carved file, whatever container it came from.
+fn carved(report: &Path) -> Vec<(u64, u64, String, String, String)> {
+    std::fs::read_to_string(report)
+        .unwrap_or_else(|e| panic!("{}: {e}", report.display()))
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["offset"].as_u64().unwrap(),
+                v["length"].as_u64().unwrap(),
+                v["type"].as_str().unwrap().to_string(),
+                v["status"].as_str().unwrap().to_string(),
+                v["sha256"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// One command over a folder holding an E01 set, a split raw image, a gzip'd
+/// image and the plain raw image of the same media: every container's
+/// carving equals the plain raw's (same logical offsets, lengths, hashes).
+#[test]
+fn folder_of_containers_carves_like_the_raw_media() {
+    let d = tempfile::tempdir().unwrap();
+    let ev = d.path().join("evidence");
+    std::fs::create_dir_all(&ev).unwrap();
+    image(&ev, "plain.dd", "24MiB", 7);
+    assert!(sh(
+        "rm -f plain.dd.truth.json && mkdir split gz && split -b 5MiB -d -a 3 --numeric-suffixes=1 plain.dd split/media. && gzip -c plain.dd > gz/media.dd.gz",
+        &ev
+    ));
+    let e01 = sh(
+        "mkdir e01 && ewfacquire -u -t e01/media -f encase6 -c deflate:fast -S 8MiB -q plain.dd </dev/null >/dev/null 2>&1",
+        &ev,
+    );
+    assert!(
+        e01 || !common::required("GPUCARVE_REQUIRE_SAMPLES"),
+        "ewfacquire (Debian ewf-tools) is required in CI for the E01 checks"
+    );
+    let case = d.path().join("case");
+    let o = run(&[
+        "carve",
+        "--engine",
+        "cpu",
+        "-q",
+        ev.to_str().unwrap(),
+        "-o",
+        case.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(case.join("case.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let out_of = |suffix: &str| -> PathBuf {
+        let l = lines
+            .iter()
+            .find(|l| l["image"].as_str().unwrap().ends_with(suffix))
+            .unwrap_or_else(|| panic!("{suffix} not carved: {lines:?}"));
+        PathBuf::from(l["output"].as_str().unwrap())
+    };
+    let want = carved(&out_of("plain.dd").join("report.jsonl"));
+    assert!(want.iter().filter(|f| f.3 == "complete").count() > 10);
+    let mut containers = vec!["split/media.001", "gz/media.dd.gz"];
+    if e01 {
+        containers.push("e01/media.E01");
+    }
+    assert_eq!(lines.len(), containers.len() + 1, "{lines:?}");
+    for c in containers {
+        assert_eq!(
+            carved(&out_of(c).join("report.jsonl")),
+            want,
+            "{c}: carving differs from the raw media's"
+        );
+    }
 }
 
 #[test]
