@@ -255,7 +255,9 @@ impl Tables {
                         let path = &b[..n];
                         let nul = path.iter().position(|&c| c == 0);
                         let ok = path.first() == Some(&b'/')
-                            && nul.is_some_and(|z| path[..z].iter().all(|c| (0x21..0x7F).contains(c)));
+                            && nul.is_some_and(|z| {
+                                path[..z].iter().all(|c| (0x21..0x7F).contains(c))
+                            });
                         if !ok {
                             return Err((off, "interpreter path is not a path"));
                         }
@@ -398,7 +400,12 @@ pub(crate) mod tests {
         let shoff = 300;
         f[shoff + 64..].fill(0);
         let v = run("elf", &f).unwrap();
-        assert_eq!((v.status, v.length), (Status::Partial, shoff as u64), "{:?}", v.notes);
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Partial, shoff as u64),
+            "{:?}",
+            v.notes
+        );
     }
 
     #[test]

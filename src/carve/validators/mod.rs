@@ -248,7 +248,8 @@ fn after(src: Src, v: Verdict) -> Verdict {
     }
     match read::ext_indirect_block(&src, v.length) {
         Some(at) => {
-            let mut p = Verdict::partial(at, format!("ext2/3 indirect block at {at}: not contiguous"));
+            let mut p =
+                Verdict::partial(at, format!("ext2/3 indirect block at {at}: not contiguous"));
             p.subtype = v.subtype;
             p
         }

@@ -191,7 +191,10 @@ fn check_xref(src: &Src, mut x: u64) -> Result<(), (u64, &'static str)> {
                 return Err((x, "unreadable cross-reference table"));
             };
             let t2 = &t[a..];
-            let w = t2.iter().take_while(|c| matches!(**c, b' ' | b'\t')).count();
+            let w = t2
+                .iter()
+                .take_while(|c| matches!(**c, b' ' | b'\t'))
+                .count();
             let Some((count, b)) = number(&t2[w..]) else {
                 return Err((x, "unreadable cross-reference table"));
             };
@@ -204,7 +207,8 @@ fn check_xref(src: &Src, mut x: u64) -> Result<(), (u64, &'static str)> {
                 }
                 if e[17] == b'n' && checked < MAX_XREF_ENTRIES {
                     checked += 1;
-                    let (Some((off, _)), Some((generation, _))) = (number(&e[..10]), number(&e[11..16]))
+                    let (Some((off, _)), Some((generation, _))) =
+                        (number(&e[..10]), number(&e[11..16]))
                     else {
                         return Err((pos, "bad cross-reference entry"));
                     };
@@ -243,7 +247,14 @@ fn check_xref(src: &Src, mut x: u64) -> Result<(), (u64, &'static str)> {
 /// A decimal number at the start of `t` (at most 19 digits): (value, digits).
 fn number(t: &[u8]) -> Option<(u64, usize)> {
     let d = t.iter().take(19).take_while(|c| c.is_ascii_digit()).count();
-    (d > 0).then(|| (t[..d].iter().fold(0u64, |a, c| a * 10 + u64::from(c - b'0')), d))
+    (d > 0).then(|| {
+        (
+            t[..d]
+                .iter()
+                .fold(0u64, |a, c| a * 10 + u64::from(c - b'0')),
+            d,
+        )
+    })
 }
 
 /// True when `N G obj` for object `num` generation `gen` starts at `off`
@@ -334,7 +345,10 @@ pub(crate) mod tests {
         v.extend_from_slice(format!("startxref\n{x2}\n%%EOF\n").as_bytes());
         // Second update with a cross-reference stream.
         let x3 = v.len();
-        v.extend_from_slice(format!("5 0 obj\n<< /Type /XRef /Prev {x2} >>\nstream\n\nendstream\nendobj\n").as_bytes());
+        v.extend_from_slice(
+            format!("5 0 obj\n<< /Type /XRef /Prev {x2} >>\nstream\n\nendstream\nendobj\n")
+                .as_bytes(),
+        );
         v.extend_from_slice(format!("startxref\n{x3}\n%%EOF\r\n").as_bytes());
         v
     }
@@ -342,7 +356,13 @@ pub(crate) mod tests {
     /// Only the first update (classic tables all the way).
     fn classic() -> Vec<u8> {
         let s = sample();
-        let e = s.windows(6).enumerate().filter(|(_, w)| *w == b"%%EOF\n").map(|(i, _)| i + 6).nth(2).unwrap();
+        let e = s
+            .windows(6)
+            .enumerate()
+            .filter(|(_, w)| *w == b"%%EOF\n")
+            .map(|(i, _)| i + 6)
+            .nth(2)
+            .unwrap();
         s[..e].to_vec()
     }
 
@@ -356,7 +376,12 @@ pub(crate) mod tests {
         let mut bad = c.clone();
         bad[o2..o2 + 7].copy_from_slice(b"\x8f\x12junk!");
         let v = run("pdf", &bad).unwrap();
-        assert_eq!((v.status, v.length), (Status::Partial, o2 as u64), "{:?}", v.notes);
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Partial, o2 as u64),
+            "{:?}",
+            v.notes
+        );
         // The same in the section reached through /Prev only.
         let o4 = c.windows(7).position(|w| w == b"4 0 obj").unwrap();
         let mut bad = c.clone();

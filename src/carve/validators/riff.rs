@@ -55,7 +55,7 @@ struct Block {
 }
 
 /// Blocks needed before a candidate seam (up to [`SEAM_BLOCKS`] are used).
-const MIN_BEFORE: usize = 6;
+const MIN_BEFORE: usize = 4;
 
 /// For 8/16-bit PCM WAVE data: the offset of the first block where the
 /// samples stop looking like audio, when the [`SEAM_BLOCKS`] blocks after a
@@ -68,14 +68,21 @@ const MIN_BEFORE: usize = 6;
 ///   2 % of full scale);
 /// * foreign bytes read as samples are spread evenly over the whole range
 ///   (ratio > 0.93 and ≥ 18 % of samples beyond 75 % of full scale after,
-///   at least 1.8 times as many as before), which even loud noise-like
+///   at least 1.6 times as many as before), which even loud noise-like
 ///   audio rarely is;
 /// * text read as samples has a large DC offset (mean beyond 12 % of full
 ///   scale after, within 3 % before).
 ///
+/// And one more: loud audio (mean level above 5 % of full scale in one of
+/// the two blocks before) followed,
+/// without any decay, by exact digital silence to the end of the data that
+/// fills at least a quarter of it (and [`SEAM_BLOCKS`] blocks) — the zeroed
+/// clusters a fragmented file runs into.
+///
 /// Only the first channel is looked at. Tuned on the PCM files of this
 /// machine (speech, music, plucked strings, noise) with no false seam;
-/// audio that turns into loud white noise would be flagged.
+/// audio that turns into loud white noise, or stops dead into long digital
+/// silence, would be flagged.
 fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
     let f = src.bytes::<16>(fmt)?;
     let tag = u16::from_le_bytes([f[0], f[1]]);
@@ -98,6 +105,12 @@ fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
     let mut x = vec![0i32; SEAM_BLOCK as usize];
     let mut hist: std::collections::VecDeque<Block> = std::collections::VecDeque::new();
     let n = SEAM_BLOCK as f64;
+    // Trailing digital silence: where it began, and whether audio was loud
+    // right before it.
+    let mut zero_from: Option<u64> = None;
+    let mut loud_before_zero = false;
+    let mut prev_level = 0.0f64;
+    let mut prev_prev_level = 0.0f64;
     for b in 0..nblocks {
         if !src.read_exact(data + b * block, &mut buf) {
             return None;
@@ -114,6 +127,18 @@ fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
         let lag: i64 = x.windows(8).map(|w| i64::from((w[7] - w[0]).abs())).sum();
         let top = x.iter().filter(|v| v.abs() > high).count();
         let sum: i64 = x.iter().map(|&v| i64::from(v)).sum();
+        let level = x.iter().map(|&v| f64::from(v.abs())).sum::<f64>() / n;
+        if buf.iter().all(|&c| c == 0) {
+            if zero_from.is_none() {
+                zero_from = Some(b);
+                // (The block holding the boundary is part silence already.)
+                loud_before_zero = prev_level.max(prev_prev_level) > 0.05 * full;
+            }
+        } else {
+            zero_from = None;
+        }
+        prev_prev_level = prev_level;
+        prev_level = level;
         hist.push_back(Block {
             step: step as f64 / (n - 1.0),
             lag: lag as f64 / (n - 7.0),
@@ -145,7 +170,7 @@ fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
         let (z, zc) = avg(&mut hist.iter().skip(mi + 1));
         let (qa, qz) = (a.step / (a.lag + 1e-9), z.step / (z.lag + 1e-9));
         let decorrelated = qa < 0.8 && qz > 0.93 && z.step / zc > 0.02 * full;
-        let spread = qz > 0.93 && z.top / zc >= 0.18 && z.top / zc >= 1.8 * (a.top / ac);
+        let spread = qz > 0.93 && z.top / zc >= 0.18 && z.top / zc >= 1.6 * (a.top / ac);
         let offset = z.mean / zc > 0.12 * full && a.mean / ac < 0.03 * full;
         if (decorrelated || spread || offset)
             && looks_foreign(src, data + (m + 1) * block, block * k as u64)
@@ -163,7 +188,12 @@ fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
             return Some(data + (m + first as u64) * block);
         }
     }
-    None
+    match zero_from {
+        Some(z) if loud_before_zero && nblocks - z >= (nblocks / 4).max(k as u64) => {
+            Some(data + z * block)
+        }
+        _ => None,
+    }
 }
 
 fn printable(id: &[u8]) -> bool {
@@ -363,6 +393,29 @@ pub(crate) mod tests {
         let v = run("riff", &bad).unwrap();
         assert_eq!(v.status, Status::Partial, "{:?}", v.notes);
         assert!((v.length as usize).abs_diff(cut) <= 2 * 256, "{v:?}");
+        // Loud audio that stops dead into digital silence for the rest.
+        let mut dead = w.clone();
+        let stop = 44 + 4 * 6400;
+        dead[stop..].fill(0);
+        let v = run("riff", &dead).unwrap();
+        assert_eq!(v.status, Status::Partial, "{:?}", v.notes);
+        assert!((v.length as usize).abs_diff(stop) <= 256, "{v:?}");
+        // A fade to silence is fine.
+        let mut fade = w.clone();
+        let n = (w.len() - 44) / 4;
+        for i in 0..n {
+            let g = if i < n / 2 {
+                1.0
+            } else {
+                (1.0 - (i - n / 2) as f64 / (n / 4) as f64).max(0.0)
+            };
+            for c in 0..2 {
+                let o = 44 + 4 * i + 2 * c;
+                let s = i16::from_le_bytes([fade[o], fade[o + 1]]);
+                fade[o..o + 2].copy_from_slice(&((f64::from(s) * g) as i16).to_le_bytes());
+            }
+        }
+        assert_complete("riff", &fade);
         // An ext2 indirect block (1 KiB blocks) at offset 12 KiB.
         let mut ind = w.clone();
         let remaining = (w.len() - 12 * 1024).div_ceil(1024).min(256);
