@@ -14,7 +14,6 @@
 //! goes on, and the scan continues to the next `%%EOF` unless a new `%PDF-`
 //! header comes first. Everything is bounded by the window (max_len).
 //!
-//! * `None`: no `%PDF-d.d` header.
 //! The final `startxref` must point (from the candidate) at a
 //! cross-reference section; when that is a classic table, it and the tables
 //! reached through `/Prev` are read and every in-use entry must point at its
@@ -22,13 +21,16 @@
 //! else's data even when its first and last pieces are in place.
 //! (Cross-reference streams are not decoded.)
 //!
+//! * `None`: no `%PDF-d.d` header.
 //! * `Complete`: the final `%%EOF` is preceded (within 1 KiB) by `startxref`
 //!   and an offset pointing at a cross-reference section whose objects are
 //!   all where it says; length = end of that `%%EOF` and its EOL.
-//! * `Partial`: no `%%EOF` in the window (length = window), or the final one
-//!   lacks `startxref` (length = its end).
+//! * `Partial`: no `%%EOF` in the window (length = window); the final one
+//!   lacks a valid `startxref` (length = its end, or the header of another
+//!   PDF the scan ran into); an object is not where the table says (length =
+//!   that object's offset).
 //!
-//! Not checked: the cross-reference offsets and object syntax.
+//! Not checked: object syntax, stream contents, cross-reference streams.
 
 use super::Verdict;
 use super::read::Src;
