@@ -83,7 +83,7 @@ const MIN_BEFORE: usize = 4;
 /// machine (speech, music, plucked strings, noise) with no false seam;
 /// audio that turns into loud white noise, or stops dead into long digital
 /// silence, would be flagged.
-fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
+pub fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
     let f = src.bytes::<16>(fmt)?;
     let tag = u16::from_le_bytes([f[0], f[1]]);
     let channels = u64::from(u16::from_le_bytes([f[2], f[3]]));
