@@ -399,7 +399,9 @@ impl<'a> Walk<'a> {
             crc = self.entry_crc(method, data, data_len);
         }
         match crc {
-            Crc::Value(c) if c != want_crc => return Err(format!("CRC mismatch in the entry at {pos}")),
+            Crc::Value(c) if c != want_crc => {
+                return Err(format!("CRC mismatch in the entry at {pos}"));
+            }
             Crc::Bad(why) => return Err(format!("{why} in the entry at {pos}")),
             _ => {}
         }
@@ -420,8 +422,14 @@ impl<'a> Walk<'a> {
             0 => {
                 let n = clen;
                 let mut hs = crc32fast::Hasher::new();
-                let got = self.src.for_each_chunk(data, n, &mut self.scratch, |b| hs.update(b));
-                if got == n { Crc::Value(hs.finalize()) } else { Crc::Skipped }
+                let got = self
+                    .src
+                    .for_each_chunk(data, n, &mut self.scratch, |b| hs.update(b));
+                if got == n {
+                    Crc::Value(hs.finalize())
+                } else {
+                    Crc::Skipped
+                }
             }
             8 if self.budget > 0 => {
                 let mut hs = crc32fast::Hasher::new();
@@ -698,7 +706,8 @@ impl<'a> Walk<'a> {
             let mut v = Verdict::complete(end);
             v.notes.push(format!("{} entries", self.cd_count));
             if self.crc_skipped {
-                v.notes.push("some deflated entries not CRC-checked (inflate budget spent)".into());
+                v.notes
+                    .push("some deflated entries not CRC-checked (inflate budget spent)".into());
             }
             Some(v)
         } else {
@@ -1089,15 +1098,29 @@ pub(crate) mod tests {
         let k = d.windows(4).rposition(|w| w == b"<x/>").unwrap();
         let mut bad = d.clone();
         bad[k + 1] ^= 0x20;
-        let at = d.windows(16).position(|w| w == b"docProps/app.xml").unwrap() - 30;
+        let at = d
+            .windows(16)
+            .position(|w| w == b"docProps/app.xml")
+            .unwrap()
+            - 30;
         let v = run("zip", &bad).unwrap();
-        assert_eq!((v.status, v.length), (Status::Partial, at as u64), "{:?}", v.notes);
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Partial, at as u64),
+            "{:?}",
+            v.notes
+        );
         // A byte of the deflated _rels/.rels (second entry) changed.
         let j = d.windows(11).position(|w| w == b"_rels/.rels").unwrap();
         let mut bad = d.clone();
         bad[j + 11 + 10] ^= 0x55;
         let v = run("zip", &bad).unwrap();
-        assert_eq!((v.status, v.length), (Status::Partial, (j - 30) as u64), "{:?}", v.notes);
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Partial, (j - 30) as u64),
+            "{:?}",
+            v.notes
+        );
     }
 
     #[test]
