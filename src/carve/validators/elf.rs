@@ -16,11 +16,18 @@
 //!
 //! Checked: identification bytes, `e_version` 1, a known `e_type`, `e_ehsize`
 //! and table entry sizes matching the class, at least one table present, and
-//! no offset + size overflowing.
+//! no offset + size overflowing. Then the contents the tables point at, to
+//! catch a fragmented file whose later parts are someone else's data:
+//! section 0 null and at most a few other null sections, the section-name
+//! string table a `SHT_STRTAB` whose names are printable and NUL-terminated,
+//! the dynamic section made of known tags up to `DT_NULL`, the interpreter
+//! an absolute path.
 //!
 //! * `None`: any header check fails, or an offset + size overflows.
-//! * `Complete`: the extent lies inside the window; length = extent.
-//! * `Partial`: the extent (or a table) runs past the window; length = window.
+//! * `Complete`: the extent lies inside the window and the content checks
+//!   pass; length = extent.
+//! * `Partial`: the extent (or a table) runs past the window (length =
+//!   window), or a content check fails (length = offset of that structure).
 //!
 //! Bytes after the extent that nothing refers to (e.g. appended payloads)
 //! are not included.
@@ -151,6 +158,24 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if extent > src.len() || truncated_tables {
         return cut();
     }
+    let mut shstrndx = u64::from(u16_(rest + 14));
+    if shstrndx == 0xFFFF && shoff != 0 {
+        shstrndx = u64::from(u32_(shoff.saturating_add(if wide { 40 } else { 24 })));
+    }
+    let t = Tables {
+        e,
+        wide,
+        phoff,
+        phnum,
+        phentsize,
+        shoff,
+        shnum,
+        shentsize,
+        shstrndx,
+    };
+    if let Err((at, why)) = t.check(&src) {
+        return Some(Verdict::partial(at.min(extent), why));
+    }
     let kind = match e_type {
         1 => "relocatable",
         2 => "executable",
@@ -159,6 +184,133 @@ pub fn validate(src: Src) -> Option<Verdict> {
         _ => "OS/processor specific",
     };
     Some(Verdict::complete(extent).with_note(format!("{}-bit {kind}", if wide { 64 } else { 32 })))
+}
+
+/// The header tables, for the content checks.
+struct Tables {
+    e: Endian,
+    wide: bool,
+    phoff: u64,
+    phnum: u64,
+    phentsize: u64,
+    shoff: u64,
+    shnum: u64,
+    shentsize: u64,
+    shstrndx: u64,
+}
+
+/// Sections whose names are checked at most.
+const MAX_NAMES: u64 = 4096;
+
+impl Tables {
+    fn word(&self, s: &Src, o: u64) -> u64 {
+        if self.wide {
+            self.e.u64(s, o).unwrap_or(0)
+        } else {
+            u64::from(self.e.u32(s, o).unwrap_or(0))
+        }
+    }
+
+    /// Content checks on the structures the tables point at: the section
+    /// header table (entry 0 null, few null entries, the section-name string
+    /// table a `SHT_STRTAB` whose names are printable and NUL-terminated),
+    /// the dynamic section (known tags up to `DT_NULL`) and the interpreter
+    /// path. On failure: the offset of the structure that failed.
+    fn check(&self, s: &Src) -> Result<(), (u64, &'static str)> {
+        let (e, w) = (self.e, self.wide);
+        // Program headers: PT_DYNAMIC and PT_INTERP.
+        for i in 0..self.phnum.min(MAX_TABLE) {
+            let at = self.phoff + i * self.phentsize;
+            let ty = e.u32(s, at).unwrap_or(0);
+            let (off, filesz) = if w {
+                (self.word(s, at + 8), self.word(s, at + 32))
+            } else {
+                (self.word(s, at + 4), self.word(s, at + 16))
+            };
+            match ty {
+                2 => {
+                    let ent = if w { 16 } else { 8 };
+                    let mut ended = false;
+                    for k in 0..(filesz / ent).min(65_536) {
+                        let tag = self.word(s, off + k * ent);
+                        let known = tag <= 38
+                            || (0x6000_000D..=0x6FFF_FFFF).contains(&tag)
+                            || (0x7000_0000..=0x7FFF_FFFF).contains(&tag);
+                        if !known {
+                            return Err((off, "dynamic section holds unknown tags"));
+                        }
+                        if tag == 0 {
+                            ended = true;
+                            break;
+                        }
+                    }
+                    if !ended && filesz >= ent {
+                        return Err((off, "dynamic section without DT_NULL"));
+                    }
+                }
+                3 => {
+                    let mut b = [0u8; 256];
+                    let n = (filesz as usize).min(b.len());
+                    if n > 0 && s.read_exact(off, &mut b[..n]) {
+                        let path = &b[..n];
+                        let nul = path.iter().position(|&c| c == 0);
+                        let ok = path.first() == Some(&b'/')
+                            && nul.is_some_and(|z| {
+                                path[..z].iter().all(|c| (0x21..0x7F).contains(c))
+                            });
+                        if !ok {
+                            return Err((off, "interpreter path is not a path"));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if self.shoff == 0 || self.shnum == 0 {
+            return Ok(());
+        }
+        let sh = |i: u64| self.shoff + i * self.shentsize;
+        let ty = |i: u64| e.u32(s, sh(i) + 4).unwrap_or(0);
+        if ty(0) != 0 {
+            return Err((self.shoff, "section 0 is not null"));
+        }
+        let n = self.shnum.min(MAX_TABLE);
+        let nulls = (1..n).filter(|&i| ty(i) == 0).count() as u64;
+        if n > 1 && nulls * 2 >= n - 1 {
+            return Err((self.shoff, "section header table mostly empty"));
+        }
+        if self.shstrndx == 0 {
+            return Ok(());
+        }
+        if self.shstrndx >= self.shnum || ty(self.shstrndx) != 3 {
+            return Err((self.shoff, "section-name table is not a string table"));
+        }
+        let at = sh(self.shstrndx);
+        let (str_off, str_size) = if w {
+            (self.word(s, at + 24), self.word(s, at + 32))
+        } else {
+            (self.word(s, at + 16), self.word(s, at + 20))
+        };
+        let mut name = [0u8; 64];
+        for i in 1..n.min(MAX_NAMES) {
+            let no = u64::from(e.u32(s, sh(i)).unwrap_or(0));
+            if no >= str_size {
+                return Err((self.shoff, "section name outside the string table"));
+            }
+            let len = ((str_size - no) as usize).min(name.len());
+            if !s.read_exact(str_off + no, &mut name[..len]) {
+                return Err((str_off, "section-name table unreadable"));
+            }
+            let ok = name[..len]
+                .iter()
+                .position(|&c| c == 0)
+                .is_some_and(|z| name[..z].iter().all(|c| (0x21..0x7F).contains(c)));
+            if !ok {
+                return Err((str_off, "section names are not names"));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -239,6 +391,21 @@ pub(crate) mod tests {
         assert_complete("elf", &sample32be());
         assert_prefixes("elf", &sample64());
         assert_prefixes("elf", &sample32be());
+    }
+
+    #[test]
+    fn foreign_tables_are_caught() {
+        // The section header table zeroed (a fragmented file): Partial at it.
+        let mut f = sample64();
+        let shoff = 300;
+        f[shoff + 64..].fill(0);
+        let v = run("elf", &f).unwrap();
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Partial, shoff as u64),
+            "{:?}",
+            v.notes
+        );
     }
 
     #[test]

@@ -9,8 +9,12 @@
 //! ended by a zero length.
 //!
 //! Checked: the signature; the packed-field reserved bits of image
-//! descriptors; the LZW minimum code size (1..=11); the graphic control
-//! extension's fixed block size (4); each block introducer.
+//! descriptors; the LZW minimum code size (2..=8); the graphic control
+//! extension's fixed block size (4); each block introducer; and each image's
+//! LZW data is decoded (code lengths only, no pixels kept, a fixed 16 KiB
+//! table): every code must be defined and the codes must yield at least
+//! width × height pixels — so a cut or fragmented GIF whose tail is someone
+//! else's data is not taken for complete when a `3B` turns up in it.
 //!
 //! * `None`: bad signature, or the first block after the header is not an
 //!   extension, image or trailer.
@@ -44,6 +48,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     }
     let mut blocks = 0u32;
     let mut images = 0u32;
+    let mut lz = Box::new(LzwTable { len: [0; 4096] });
     let mut good_end = c.pos();
     let damaged =
         |at: u64, blocks: u32, note: String| (blocks > 0).then(|| Verdict::partial(at, note));
@@ -85,12 +90,17 @@ pub fn validate(src: Src) -> Option<Verdict> {
                     return cut(&src);
                 }
                 let Some(code) = c.u8() else { return cut(&src) };
-                if !(1..=11).contains(&code) {
+                if !(2..=8).contains(&code) {
                     return damaged(good_end, blocks, format!("LZW code size {code} at {at}"));
                 }
-                match sub_blocks(&mut c) {
-                    Walk::Ok => {}
-                    Walk::Cut => return cut(&src),
+                let pixels = u64::from(u16::from_le_bytes([d[4], d[5]]))
+                    * u64::from(u16::from_le_bytes([d[6], d[7]]));
+                match lzw(&mut c, &mut lz, code, pixels) {
+                    Lzw::Ok => {}
+                    Lzw::Cut => return cut(&src),
+                    Lzw::Bad(why) => {
+                        return damaged(good_end, blocks, format!("image at {at}: {why}"));
+                    }
                 }
                 images += 1;
             }
@@ -100,6 +110,93 @@ pub fn validate(src: Src) -> Option<Verdict> {
         good_end = c.pos();
     }
     damaged(good_end, blocks, "too many blocks".into())
+}
+
+/// LZW decoding state: each code's string length (fixed size, reused for
+/// every image).
+struct LzwTable {
+    len: [u32; 4096],
+}
+
+enum Lzw {
+    Ok,
+    Cut,
+    Bad(&'static str),
+}
+
+/// Decodes an image's LZW data (GIF89a Appendix F: variable-length codes,
+/// LSB first, over the sub-block chain) without producing pixels: every
+/// code must be defined, and the codes must expand to exactly `pixels`
+/// pixels (at least — some encoders add a few), before the end-of-information
+/// code or the end of the data. Leaves the cursor after the chain.
+fn lzw(c: &mut Cursor, t: &mut LzwTable, min: u8, pixels: u64) -> Lzw {
+    let clear = 1u32 << min;
+    let eoi = clear + 1;
+    let mut width = u32::from(min) + 1;
+    let mut next = eoi + 1;
+    let mut prev: Option<u32> = None;
+    let mut acc = 0u32;
+    let mut nbits = 0u32;
+    let mut out = 0u64;
+    let mut ended = false;
+    for i in 0..clear {
+        t.len[i as usize] = 1;
+    }
+    // Sub-blocks: length byte, then data.
+    loop {
+        let Some(n) = c.u8() else { return Lzw::Cut };
+        if n == 0 {
+            break;
+        }
+        for _ in 0..n {
+            let Some(b) = c.u8() else { return Lzw::Cut };
+            if ended {
+                continue; // bytes after the end code are ignored
+            }
+            acc |= u32::from(b) << nbits;
+            nbits += 8;
+            while nbits >= width && !ended {
+                let code = acc & ((1 << width) - 1);
+                acc >>= width;
+                nbits -= width;
+                if code == clear {
+                    width = u32::from(min) + 1;
+                    next = eoi + 1;
+                    prev = None;
+                    continue;
+                }
+                if code == eoi {
+                    ended = true;
+                    break;
+                }
+                let l = if code < next {
+                    if code >= clear && code <= eoi {
+                        return Lzw::Bad("undefined LZW code");
+                    }
+                    t.len[code as usize]
+                } else if code == next && prev.is_some() {
+                    prev.map_or(1, |p| t.len[p as usize] + 1)
+                } else {
+                    return Lzw::Bad("undefined LZW code");
+                };
+                out += u64::from(l);
+                if let Some(p) = prev
+                    && next < 4096
+                {
+                    t.len[next as usize] = t.len[p as usize] + 1;
+                    next += 1;
+                    if next == 1 << width && width < 12 {
+                        width += 1;
+                    }
+                }
+                prev = Some(code);
+            }
+        }
+    }
+    if out < pixels {
+        return Lzw::Bad("fewer pixels than the image size");
+    }
+    Lzw::Ok
 }
 
 enum Walk {
@@ -131,6 +228,41 @@ pub(crate) mod tests {
         sample(2)
     }
 
+    /// LZW image data (min code size 2) for `n` pixels: pairs of literal
+    /// codes (the second adds a table entry, code 6) with a clear code
+    /// before each pair so the width stays 3 bits, then the end code; split
+    /// into sub-blocks of at most `chunk` bytes.
+    fn lzw_data(n: usize, chunk: usize) -> Vec<u8> {
+        let mut codes = Vec::new();
+        for i in 0..n {
+            if i % 2 == 0 {
+                codes.push(4u32);
+            }
+            codes.push((i % 4) as u32);
+        }
+        codes.push(5);
+        let (mut acc, mut bits, mut bytes) = (0u32, 0, Vec::new());
+        for c in codes {
+            acc |= c << bits;
+            bits += 3;
+            while bits >= 8 {
+                bytes.push(acc as u8);
+                acc >>= 8;
+                bits -= 8;
+            }
+        }
+        if bits > 0 {
+            bytes.push(acc as u8);
+        }
+        let mut v = vec![2u8];
+        for piece in bytes.chunks(chunk) {
+            v.push(piece.len() as u8);
+            v.extend_from_slice(piece);
+        }
+        v.push(0);
+        v
+    }
+
     fn sample(frames: usize) -> Vec<u8> {
         let mut v = b"GIF89a".to_vec();
         v.extend_from_slice(&[4, 0, 4, 0, 0x81, 0, 0]); // 4x4, global table of 4 colours
@@ -143,13 +275,34 @@ pub(crate) mod tests {
             v.extend_from_slice(&[0x21, 0xF9, 4, 0, 10, 0, 0, 0]);
             v.extend_from_slice(&[0x2C, 0, 0, 0, 0, 4, 0, 4, 0, 0x80]);
             v.extend_from_slice(&[1, 2, 3, 4, 5, 6]); // local table of 2 colours
-            v.extend_from_slice(&[2, 5, 0x84, 0x8F, 0xA9, 0xCB, 0x3B, 3, 0x3B, 0x21, 0x00, 0]);
+            v.extend_from_slice(&lzw_data(16, 4));
         }
         v.extend_from_slice(&[0x21, 0xFE, 5]);
         v.extend_from_slice(b"hello");
         v.push(0);
         v.push(0x3B);
         v
+    }
+
+    #[test]
+    fn image_data_is_decoded() {
+        let g = sample(1);
+        let i = g.windows(3).position(|w| w == [0x2C, 0, 0]).unwrap();
+        // Garbage LZW codes, then a trailer: not Complete.
+        let mut bad = g[..i + 10 + 6].to_vec();
+        bad.extend_from_slice(&[2, 6, 0xFF, 0xEE, 0xDD, 0xCC, 0xBB, 0xAA, 0, 0x3B]);
+        let v = run("gif", &bad).unwrap();
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Partial, i as u64),
+            "{:?}",
+            v.notes
+        );
+        // Too few pixels for the image size.
+        let mut short = g[..i + 10 + 6].to_vec();
+        short.extend_from_slice(&lzw_data(10, 255));
+        short.push(0x3B);
+        assert_eq!(run("gif", &short).unwrap().status, Status::Partial);
     }
 
     #[test]

@@ -32,7 +32,9 @@
 //! coefficient for at most [`MAX_HISTORY_BLOCKS`] blocks; larger progressive
 //! images, arithmetic-coded and lossless frames, frames whose height comes
 //! from a DNL marker and scans whose tables are missing (Motion-JPEG) fall
-//! back to the marker walk for that scan (noted).
+//! back to the marker walk for that scan (noted). At most [`MAX_BLOCKS`]
+//! blocks are decoded per candidate (end-of-band runs make blocks cheap to
+//! claim), and one frame header is allowed (no hierarchical mode).
 //!
 //! * `None`: not `FF D8 FF <segment marker>`, or damage before the second
 //!   segment (a lone plausible segment is not evidence enough).
@@ -113,6 +115,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         ac: Default::default(),
         restart: 0,
         history: None,
+        budget: MAX_BLOCKS,
     };
     let mut frame: Option<Frame> = None;
     let mut scan: Option<Scan> = None;
@@ -213,6 +216,14 @@ pub fn validate(src: Src) -> Option<Verdict> {
                     return cut(&src);
                 }
                 let nf = u64::from(h[5]);
+                if seen_sof {
+                    // One frame per (non-hierarchical) image.
+                    return damaged(
+                        good_end,
+                        segments,
+                        format!("second frame header at {marker_pos}"),
+                    );
+                }
                 progressive |= matches!(m, 0xC2 | 0xC6 | 0xCA | 0xCE);
                 seen_sof = true;
                 let lossless = matches!(m, 0xC3 | 0xC7 | 0xCB | 0xCF);
@@ -748,7 +759,13 @@ struct Tables {
     restart: u32,
     /// Progressive: per component, one bit per coefficient per block.
     history: Option<Vec<Vec<u64>>>,
+    /// Blocks that may still be decoded (a bound on time: end-of-band runs
+    /// decode many blocks from few bits).
+    budget: u64,
 }
+
+/// Blocks decoded at most per candidate, over all scans.
+pub const MAX_BLOCKS: u64 = 1 << 28;
 
 /// Decodes one scan starting at the cursor; on success the cursor is at the
 /// marker that ends the scan. Errors carry the offset where good data ends.
@@ -764,6 +781,18 @@ fn decode_scan(c: &mut Cursor, t: &mut Tables, f: &Frame, s: &Scan) -> Result<()
         f.blocks(s.comps[0].0)
     };
     let total = mcux * mcuy;
+    let per_mcu: u64 = if interleaved {
+        s.comps
+            .iter()
+            .map(|&(ci, _, _)| u64::from(f.comps[ci].1 * f.comps[ci].2))
+            .sum()
+    } else {
+        1
+    };
+    match t.budget.checked_sub(total * per_mcu) {
+        Some(left) => t.budget = left,
+        None => return Err((ScanErr::Bad("too many blocks to decode"), start)),
+    }
     let (max_dc, max_ac) = if f.precision > 8 { (15, 14) } else { (11, 10) };
     let progressive = f.kind == FrameKind::Progressive;
     let mut b = Bits::new(c);

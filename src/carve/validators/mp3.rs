@@ -10,7 +10,8 @@
 //! optional 128-byte ID3v1 tag `TAG…`.
 //!
 //! The first frame is looked for right after the ID3v2 tag (skipping up to
-//! [`MAX_GAP`] bytes of padding/junk); it only counts when [`MIN_FRAMES`]
+//! [`MAX_GAP`] bytes of zero padding, of which at most [`MAX_JUNK`] may be
+//! other bytes); it only counts when [`MIN_FRAMES`]
 //! consecutive valid frames with the same version, layer and sample rate
 //! follow. The walk then goes frame by frame while that holds. When the
 //! first frame is an info frame (LAME `Xing`/`Info` with the frame-count
@@ -38,8 +39,10 @@ use super::read::Src;
 
 /// Consecutive frames needed to accept a frame chain.
 pub const MIN_FRAMES: u32 = 4;
-/// Bytes searched after an ID3v2 tag for the first frame.
+/// Bytes searched after an ID3v2 tag for the first frame (zero padding).
 pub const MAX_GAP: u64 = 64 * 1024;
+/// Non-zero bytes tolerated between an ID3v2 tag and the first frame.
+pub const MAX_JUNK: u64 = 128;
 /// Frames walked at most.
 const MAX_FRAMES: u32 = 10_000_000;
 
@@ -186,14 +189,26 @@ pub fn validate(src: Src) -> Option<Verdict> {
         }
         tagged = true;
     }
-    // Find the first frame that starts a chain of MIN_FRAMES.
+    // Find the first frame that starts a chain of MIN_FRAMES. Between the
+    // tag and it only zero padding, or at most MAX_JUNK other bytes.
     let search_end = if tagged { start + MAX_GAP } else { start + 1 };
     let mut first = None;
     let mut p = start;
+    let mut junk = 0u64;
     while p < search_end && p < src.len() {
         match src.u8(p) {
             Some(0xFF) => {}
-            Some(_) => {
+            Some(b) => {
+                if b == b'I' && src.starts_with_at(p, b"ID3") {
+                    // Another tag before any audio: this one is not its file's.
+                    return None;
+                }
+                if b != 0 {
+                    junk += 1;
+                    if junk > MAX_JUNK {
+                        return None;
+                    }
+                }
                 p += 1;
                 continue;
             }
@@ -206,6 +221,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
         }
         if cut && n == 0 && !tagged {
             // A single header cut by the window: can't tell.
+            return None;
+        }
+        junk += 1;
+        if junk > MAX_JUNK {
             return None;
         }
         p += 1;

@@ -14,13 +14,23 @@
 //! goes on, and the scan continues to the next `%%EOF` unless a new `%PDF-`
 //! header comes first. Everything is bounded by the window (max_len).
 //!
+//! The final `startxref` must point (from the candidate) at a
+//! cross-reference section; when that is a classic table, it and the tables
+//! reached through `/Prev` are read and every in-use entry must point at its
+//! own `N G obj` — which catches a fragmented file whose middle is someone
+//! else's data even when its first and last pieces are in place.
+//! (Cross-reference streams are not decoded.)
+//!
 //! * `None`: no `%PDF-d.d` header.
 //! * `Complete`: the final `%%EOF` is preceded (within 1 KiB) by `startxref`
-//!   and an offset; length = end of that `%%EOF` and its EOL.
-//! * `Partial`: no `%%EOF` in the window (length = window), or the final one
-//!   lacks `startxref` (length = its end).
+//!   and an offset pointing at a cross-reference section whose objects are
+//!   all where it says; length = end of that `%%EOF` and its EOL.
+//! * `Partial`: no `%%EOF` in the window (length = window); the final one
+//!   lacks a valid `startxref` (length = its end, or the header of another
+//!   PDF the scan ran into); an object is not where the table says (length =
+//!   that object's offset).
 //!
-//! Not checked: the cross-reference offsets and object syntax.
+//! Not checked: object syntax, stream contents, cross-reference streams.
 
 use super::Verdict;
 use super::read::Src;
@@ -55,7 +65,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     }
     let mut scratch = Vec::new();
     let mut pos: u64 = 8;
-    let mut last: Option<(u64, Result<(), &'static str>)> = None;
+    let mut last: Option<(u64, Result<u64, &'static str>)> = None;
     let mut eofs = 0u32;
     for _ in 0..MAX_EOFS {
         let Some(p) = src.find(b"%%EOF", pos, src.len(), &mut scratch) else {
@@ -98,6 +108,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
             Some(h) => Verdict::partial(h, format!("{why}; another PDF header at {h}")),
             None => Verdict::partial(end, why),
         }
+    } else if let Ok(x) = sx
+        && let Err((bad, why)) = check_xref(&src, x)
+    {
+        Verdict::partial(bad.min(end), why)
     } else {
         Verdict::complete(end)
     };
@@ -107,7 +121,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
 /// Checks that `startxref`, white space and an offset precede the `%%EOF` at
 /// `p`, and that the offset (from the candidate) points at a cross-reference
 /// table (`xref`) or stream (`N G obj`) before `p`.
-fn startxref_ok(src: &Src, p: u64, scratch: &mut Vec<u8>) -> Result<(), &'static str> {
+fn startxref_ok(src: &Src, p: u64, scratch: &mut Vec<u8>) -> Result<u64, &'static str> {
     let Some(s) = src.rfind(b"startxref", p.saturating_sub(1024), p, scratch) else {
         return Err("final %%EOF without startxref");
     };
@@ -136,10 +150,130 @@ fn startxref_ok(src: &Src, p: u64, scratch: &mut Vec<u8>) -> Result<(), &'static
     // Some writers point at the white space before the keyword.
     let t = &t[t.iter().take(4).take_while(|c| is_ws(**c)).count()..];
     if t.starts_with(b"xref") || is_obj_start(t) {
-        Ok(())
+        Ok(x)
     } else {
         Err("startxref does not point at a cross-reference section")
     }
+}
+
+/// Cross-reference entries checked at most.
+const MAX_XREF_ENTRIES: u64 = 1 << 20;
+/// Cross-reference sections followed through `/Prev` at most.
+const MAX_XREF_SECTIONS: usize = 256;
+
+/// Checks classic cross-reference tables (§7.5.4) from the one at `x`
+/// through the `/Prev` chain: every in-use entry's offset must hold
+/// `N G obj` for its own object number and generation. On failure returns
+/// the lowest bad offset (the file is good up to there at best). A section
+/// that is a cross-reference *stream* ends the check (not decoded).
+fn check_xref(src: &Src, mut x: u64) -> Result<(), (u64, &'static str)> {
+    let mut seen: Vec<u64> = Vec::new();
+    let mut checked = 0u64;
+    let mut worst: Option<u64> = None;
+    let mut line = [0u8; 64];
+    while seen.len() < MAX_XREF_SECTIONS && !seen.contains(&x) {
+        seen.push(x);
+        let n = src.read(x, &mut line);
+        let ws = line[..n].iter().take(4).take_while(|c| is_ws(**c)).count();
+        if !line[ws..n].starts_with(b"xref") {
+            break; // an xref stream
+        }
+        let mut pos = x + ws as u64 + 4;
+        // Subsections: "first count" then count entries of 20 bytes.
+        loop {
+            let n = src.read(pos, &mut line);
+            let t = &line[..n];
+            let skip = t.iter().take_while(|c| is_ws(**c)).count();
+            let t = &t[skip..];
+            if t.starts_with(b"trailer") {
+                pos += skip as u64;
+                break;
+            }
+            let Some((first, a)) = number(t) else {
+                return Err((x, "unreadable cross-reference table"));
+            };
+            let t2 = &t[a..];
+            let w = t2
+                .iter()
+                .take_while(|c| matches!(**c, b' ' | b'\t'))
+                .count();
+            let Some((count, b)) = number(&t2[w..]) else {
+                return Err((x, "unreadable cross-reference table"));
+            };
+            let eol = t2[w + b..].iter().take_while(|c| is_ws(**c)).count();
+            pos += (skip + a + w + b + eol) as u64;
+            for i in 0..count {
+                let mut e = [0u8; 20];
+                if !src.read_exact(pos + 20 * i, &mut e) {
+                    return Err((pos, "cross-reference table cut"));
+                }
+                if e[17] == b'n' && checked < MAX_XREF_ENTRIES {
+                    checked += 1;
+                    let (Some((off, _)), Some((generation, _))) =
+                        (number(&e[..10]), number(&e[11..16]))
+                    else {
+                        return Err((pos, "bad cross-reference entry"));
+                    };
+                    if off != 0 && !obj_at(src, off, first + i, generation) {
+                        worst = Some(worst.map_or(off, |w: u64| w.min(off)));
+                    }
+                } else if e[17] != b'n' && e[17] != b'f' {
+                    return Err((pos, "bad cross-reference entry"));
+                }
+            }
+            pos += 20 * count;
+        }
+        // /Prev in the trailer dictionary.
+        let mut tr = [0u8; 1024];
+        let n = src.read(pos, &mut tr);
+        let t = &tr[..n];
+        let end = memchr::memmem::find(t, b">>").map_or(n, |e| e);
+        match memchr::memmem::find(&t[..end], b"/Prev") {
+            Some(i) => {
+                let r = &t[i + 5..end];
+                let w = r.iter().take_while(|c| is_ws(**c)).count();
+                match number(&r[w..]) {
+                    Some((p, _)) => x = p,
+                    None => break,
+                }
+            }
+            None => break,
+        }
+    }
+    match worst {
+        Some(w) => Err((w, "an object is not where the cross-reference table says")),
+        None => Ok(()),
+    }
+}
+
+/// A decimal number at the start of `t` (at most 19 digits): (value, digits).
+fn number(t: &[u8]) -> Option<(u64, usize)> {
+    let d = t.iter().take(19).take_while(|c| c.is_ascii_digit()).count();
+    (d > 0).then(|| {
+        (
+            t[..d]
+                .iter()
+                .fold(0u64, |a, c| a * 10 + u64::from(c - b'0')),
+            d,
+        )
+    })
+}
+
+/// True when `N G obj` for object `num` generation `gen` starts at `off`
+/// (a few white-space bytes before it are tolerated).
+fn obj_at(src: &Src, off: u64, num: u64, generation: u64) -> bool {
+    let mut b = [0u8; 48];
+    let n = src.read(off, &mut b);
+    let t = &b[..n];
+    let t = &t[t.iter().take(4).take_while(|c| is_ws(**c)).count()..];
+    let Some((a, da)) = number(t) else {
+        return false;
+    };
+    let w = t[da..].iter().take_while(|c| is_ws(**c)).count();
+    let Some((g, _)) = number(&t[da + w..]) else {
+        return false;
+    };
+    a == num && g == generation && is_obj_start(t)
 }
 
 /// True when `t` starts with `N G obj`.
@@ -184,22 +318,77 @@ pub(crate) mod tests {
         sample()
     }
 
+    /// A PDF with a classic cross-reference table, an embedded PDF in an
+    /// uncompressed stream, an incremental update with its own table
+    /// (`/Prev` to the first) and a second update whose cross-reference
+    /// section is a stream.
     fn sample() -> Vec<u8> {
         let mut v = b"%PDF-1.4\n%\xE2\xE3\xCF\xD3\n".to_vec();
+        let o1 = v.len();
         v.extend_from_slice(b"1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n");
+        let o2 = v.len();
         v.extend_from_slice(b"2 0 obj\n<< /Type /Pages /Kids [] /Count 0 >>\nendobj\n");
         // An embedded PDF in an uncompressed stream: its %%EOF must not end us.
+        let o3 = v.len();
         v.extend_from_slice(b"3 0 obj\n<< /Length 44 >>\nstream\n%PDF-1.3\nstartxref\n0\n%%EOF\nendstream\nendobj\n");
         let x1 = v.len();
-        v.extend_from_slice(
-            b"xref\n0 4\n0000000000 65535 f \ntrailer\n<< /Size 4 /Root 1 0 R >>\n",
-        );
+        v.extend_from_slice(b"xref\n0 4\n0000000000 65535 f \n");
+        for o in [o1, o2, o3] {
+            v.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
+        }
+        v.extend_from_slice(b"trailer\n<< /Size 4 /Root 1 0 R >>\n");
         v.extend_from_slice(format!("startxref\n{x1}\n%%EOF\n").as_bytes());
-        // Incremental update (its cross-reference section is a stream object).
+        // Incremental update: object 4 and a table for it.
+        let o4 = v.len();
+        v.extend_from_slice(b"4 0 obj\n(update)\nendobj\n");
         let x2 = v.len();
-        v.extend_from_slice(b"4 0 obj\n<< /Type /XRef /Prev 120 >>\nstream\n\nendstream\nendobj\n");
-        v.extend_from_slice(format!("startxref\n{x2}\n%%EOF\r\n").as_bytes());
+        v.extend_from_slice(format!("xref\n4 1\n{o4:010} 00000 n \r\n").as_bytes());
+        v.extend_from_slice(format!("trailer\n<< /Size 5 /Root 1 0 R /Prev {x1} >>\n").as_bytes());
+        v.extend_from_slice(format!("startxref\n{x2}\n%%EOF\n").as_bytes());
+        // Second update with a cross-reference stream.
+        let x3 = v.len();
+        v.extend_from_slice(
+            format!("5 0 obj\n<< /Type /XRef /Prev {x2} >>\nstream\n\nendstream\nendobj\n")
+                .as_bytes(),
+        );
+        v.extend_from_slice(format!("startxref\n{x3}\n%%EOF\r\n").as_bytes());
         v
+    }
+
+    /// Only the first update (classic tables all the way).
+    fn classic() -> Vec<u8> {
+        let s = sample();
+        let e = s
+            .windows(6)
+            .enumerate()
+            .filter(|(_, w)| *w == b"%%EOF\n")
+            .map(|(i, _)| i + 6)
+            .nth(2)
+            .unwrap();
+        s[..e].to_vec()
+    }
+
+    #[test]
+    fn cross_reference_tables_are_checked() {
+        let c = classic();
+        assert_complete_opts("pdf", &c, false);
+        // Object 2 replaced by foreign bytes (a fragmented file whose first
+        // and last pieces are in place): Partial at object 2.
+        let o2 = c.windows(7).position(|w| w == b"2 0 obj").unwrap();
+        let mut bad = c.clone();
+        bad[o2..o2 + 7].copy_from_slice(b"\x8f\x12junk!");
+        let v = run("pdf", &bad).unwrap();
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Partial, o2 as u64),
+            "{:?}",
+            v.notes
+        );
+        // The same in the section reached through /Prev only.
+        let o4 = c.windows(7).position(|w| w == b"4 0 obj").unwrap();
+        let mut bad = c.clone();
+        bad[o4] = b'9';
+        assert_eq!(run("pdf", &bad).unwrap().status, Status::Partial);
     }
 
     #[test]

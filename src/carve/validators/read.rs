@@ -9,6 +9,10 @@
 //!   64 KiB buffer, reused), for the walks that read many small fields.
 //! * [`Endian`]: integer decoding for the formats whose byte order is chosen by
 //!   the file (TIFF, ELF).
+//! * [`inflate`]: finds the end of a raw deflate stream with fixed buffers
+//!   (ZIP data descriptors, gzip).
+//! * [`looks_foreign`], [`ext_indirect_block`]: content tests shared by the
+//!   formats that cannot check their payload (raw pixels, PCM samples).
 //!
 //! Nothing here allocates in proportion to a value read from the file.
 

@@ -41,16 +41,49 @@ const MAX_AVIX: u32 = 10_000;
 pub const SEAM_BLOCK: u64 = 64;
 pub const SEAM_BLOCKS: usize = 8;
 
+/// Per-block statistics of the first channel (see [`pcm_seam`]).
+#[derive(Clone, Copy, Default)]
+struct Block {
+    /// Mean |x[i] − x[i−1]|.
+    step: f64,
+    /// Mean |x[i] − x[i−7]|.
+    lag: f64,
+    /// Fraction of samples beyond 75 % of full scale.
+    top: f64,
+    /// Mean sample value (DC).
+    mean: f64,
+}
+
+/// Blocks needed before a candidate seam (up to [`SEAM_BLOCKS`] are used).
+const MIN_BEFORE: usize = 4;
+
 /// For 8/16-bit PCM WAVE data: the offset of the first block where the
-/// samples stop looking like audio. Audio is correlated from sample to
-/// sample: the mean step between neighbours is well below that between
-/// samples 7 apart (ratio < 0.8 for the [`SEAM_BLOCKS`] blocks before),
-/// whereas someone else's data is not (ratio > 0.93 after, with steps of
-/// more than 2 % of full scale, and bytes that look compressed/random or
-/// like text). Only the first channel is looked at. Tuned on the PCM files
-/// of this machine (speech, music, plucked strings) with no false seam;
-/// audio that turns into white noise would be flagged.
-fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
+/// samples stop looking like audio, when the [`SEAM_BLOCKS`] blocks after a
+/// point hold bytes that look like someone else's data (entropy ≥ 7.5
+/// bits/byte or ≥ 98 % text, see [`looks_foreign`]) *and* their samples
+/// change character from the blocks before in one of these ways:
+/// * audio is correlated from sample to sample — the mean step between
+///   neighbours is well below that between samples 7 apart (ratio < 0.8
+///   before) — whereas foreign data is not (ratio > 0.93 after, steps above
+///   2 % of full scale);
+/// * foreign bytes read as samples are spread evenly over the whole range
+///   (ratio > 0.93 and ≥ 18 % of samples beyond 75 % of full scale after,
+///   at least 1.6 times as many as before), which even loud noise-like
+///   audio rarely is;
+/// * text read as samples has a large DC offset (mean beyond 12 % of full
+///   scale after, within 3 % before).
+///
+/// And one more: loud audio (mean level above 5 % of full scale in one of
+/// the two blocks before) followed,
+/// without any decay, by exact digital silence to the end of the data that
+/// fills at least a quarter of it (and [`SEAM_BLOCKS`] blocks) — the zeroed
+/// clusters a fragmented file runs into.
+///
+/// Only the first channel is looked at. Tuned on the PCM files of this
+/// machine (speech, music, plucked strings, noise) with no false seam;
+/// audio that turns into loud white noise, or stops dead into long digital
+/// silence, would be flagged.
+pub fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
     let f = src.bytes::<16>(fmt)?;
     let tag = u16::from_le_bytes([f[0], f[1]]);
     let channels = u64::from(u16::from_le_bytes([f[2], f[3]]));
@@ -63,13 +96,21 @@ fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
     let block = SEAM_BLOCK * frame;
     let k = SEAM_BLOCKS;
     let nblocks = len / block;
-    if nblocks < 2 * k as u64 + 2 || !src.has(data, len) {
+    if nblocks < (MIN_BEFORE + 1 + k) as u64 || !src.has(data, len) {
         return None;
     }
     let full = if bits == 8 { 256.0 } else { 65536.0 };
+    let high = if bits == 8 { 96 } else { 24576 };
     let mut buf = vec![0u8; block as usize];
     let mut x = vec![0i32; SEAM_BLOCK as usize];
-    let mut hist: std::collections::VecDeque<(f64, f64)> = std::collections::VecDeque::new();
+    let mut hist: std::collections::VecDeque<Block> = std::collections::VecDeque::new();
+    let n = SEAM_BLOCK as f64;
+    // Trailing digital silence: where it began, and whether audio was loud
+    // right before it.
+    let mut zero_from: Option<u64> = None;
+    let mut loud_before_zero = false;
+    let mut prev_level = 0.0f64;
+    let mut prev_prev_level = 0.0f64;
     for b in 0..nblocks {
         if !src.read_exact(data + b * block, &mut buf) {
             return None;
@@ -84,37 +125,75 @@ fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
         }
         let step: i64 = x.windows(2).map(|w| i64::from((w[1] - w[0]).abs())).sum();
         let lag: i64 = x.windows(8).map(|w| i64::from((w[7] - w[0]).abs())).sum();
-        hist.push_back((step as f64 / 63.0, lag as f64 / 57.0));
+        let top = x.iter().filter(|v| v.abs() > high).count();
+        let sum: i64 = x.iter().map(|&v| i64::from(v)).sum();
+        let level = x.iter().map(|&v| f64::from(v.abs())).sum::<f64>() / n;
+        if buf.iter().all(|&c| c == 0) {
+            if zero_from.is_none() {
+                zero_from = Some(b);
+                // (The block holding the boundary is part silence already.)
+                loud_before_zero = prev_level.max(prev_prev_level) > 0.05 * full;
+            }
+        } else {
+            zero_from = None;
+        }
+        prev_prev_level = prev_level;
+        prev_level = level;
+        hist.push_back(Block {
+            step: step as f64 / (n - 1.0),
+            lag: lag as f64 / (n - 7.0),
+            top: top as f64 / n,
+            mean: sum as f64 / n,
+        });
         if hist.len() > 2 * k + 1 {
             hist.pop_front();
         }
-        if hist.len() == 2 * k + 1 {
-            let m = b - k as u64;
-            let (av, al) = hist
-                .iter()
-                .take(k)
-                .fold((0.0, 0.0), |(a, c), (v, l)| (a + v, c + l));
-            let (bv, bl) = hist
-                .iter()
-                .skip(k + 1)
-                .fold((0.0, 0.0), |(a, c), (v, l)| (a + v, c + l));
-            let (qa, qb) = (av / (al + 1e-9), bv / (bl + 1e-9));
-            if qa < 0.8
-                && qb > 0.93
-                && bv / k as f64 > 0.02 * full
-                && looks_foreign(src, data + (m + 1) * block, block * k as u64)
-            {
-                // The first block after `m` that is unlike audio.
-                let first = hist
-                    .iter()
-                    .skip(k)
-                    .position(|(v, l)| *v > 0.9 * *l && *v > 0.02 * full)
-                    .unwrap_or(0);
-                return Some(data + (m + first as u64) * block);
+        if hist.len() < MIN_BEFORE + 1 + k {
+            continue;
+        }
+        // Candidate seam at `mi` (index in `hist`): blocks before it, k after.
+        let mi = hist.len() - 1 - k;
+        let m = b - k as u64;
+        let avg = |it: &mut dyn Iterator<Item = &Block>| {
+            let mut t = Block::default();
+            let mut c = 0.0;
+            for bl in it {
+                t.step += bl.step;
+                t.lag += bl.lag;
+                t.top += bl.top;
+                t.mean += bl.mean.abs();
+                c += 1.0;
             }
+            (t, c)
+        };
+        let (a, ac) = avg(&mut hist.iter().take(mi));
+        let (z, zc) = avg(&mut hist.iter().skip(mi + 1));
+        let (qa, qz) = (a.step / (a.lag + 1e-9), z.step / (z.lag + 1e-9));
+        let decorrelated = qa < 0.8 && qz > 0.93 && z.step / zc > 0.02 * full;
+        let spread = qz > 0.93 && z.top / zc >= 0.18 && z.top / zc >= 1.6 * (a.top / ac);
+        let offset = z.mean / zc > 0.12 * full && a.mean / ac < 0.03 * full;
+        if (decorrelated || spread || offset)
+            && looks_foreign(src, data + (m + 1) * block, block * k as u64)
+        {
+            // The first block from `m` on that is unlike audio.
+            let first = hist
+                .iter()
+                .skip(mi)
+                .position(|bl| {
+                    (bl.step > 0.9 * bl.lag && bl.step > 0.02 * full && bl.top >= 0.1)
+                        || bl.mean.abs() > 0.12 * full
+                        || (decorrelated && bl.step > 0.9 * bl.lag && bl.step > 0.02 * full)
+                })
+                .unwrap_or(0);
+            return Some(data + (m + first as u64) * block);
         }
     }
-    None
+    match zero_from {
+        Some(z) if loud_before_zero && nblocks - z >= (nblocks / 4).max(k as u64) => {
+            Some(data + z * block)
+        }
+        _ => None,
+    }
 }
 
 fn printable(id: &[u8]) -> bool {
@@ -314,6 +393,29 @@ pub(crate) mod tests {
         let v = run("riff", &bad).unwrap();
         assert_eq!(v.status, Status::Partial, "{:?}", v.notes);
         assert!((v.length as usize).abs_diff(cut) <= 2 * 256, "{v:?}");
+        // Loud audio that stops dead into digital silence for the rest.
+        let mut dead = w.clone();
+        let stop = 44 + 4 * 6400;
+        dead[stop..].fill(0);
+        let v = run("riff", &dead).unwrap();
+        assert_eq!(v.status, Status::Partial, "{:?}", v.notes);
+        assert!((v.length as usize).abs_diff(stop) <= 256, "{v:?}");
+        // A fade to silence is fine.
+        let mut fade = w.clone();
+        let n = (w.len() - 44) / 4;
+        for i in 0..n {
+            let g = if i < n / 2 {
+                1.0
+            } else {
+                (1.0 - (i - n / 2) as f64 / (n / 4) as f64).max(0.0)
+            };
+            for c in 0..2 {
+                let o = 44 + 4 * i + 2 * c;
+                let s = i16::from_le_bytes([fade[o], fade[o + 1]]);
+                fade[o..o + 2].copy_from_slice(&((f64::from(s) * g) as i16).to_le_bytes());
+            }
+        }
+        assert_complete("riff", &fade);
         // An ext2 indirect block (1 KiB blocks) at offset 12 KiB.
         let mut ind = w.clone();
         let remaining = (w.len() - 12 * 1024).div_ceil(1024).min(256);

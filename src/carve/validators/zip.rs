@@ -17,6 +17,12 @@
 //! data is searched for a `PK\7\8` whose size field matches the distance. The
 //! descriptor's compressed size must match.
 //!
+//! Every stored or deflated, unencrypted entry's data is checked against its
+//! CRC-32 (deflated data inflated with fixed buffers, output discarded, at
+//! most 64 × the window or 256 MiB of output per candidate; later entries
+//! are then not checked, noted): a fragmented archive whose middle is
+//! someone else's data fails here even when its local headers line up.
+//!
 //! Cross-checks at the EOCD (with ZIP64 values where the 32-bit ones are
 //! saturated): entry counts equal the central headers walked (and the local
 //! headers walked), the central directory offset and size equal where it was
@@ -204,6 +210,19 @@ struct Walk<'a> {
     z64: Option<(u64, u64, u64, u64)>, // (position, total entries, cd size, cd offset)
     z64_loc: Option<u64>,
     records: u32,
+    /// Inflated bytes the CRC checks may still produce.
+    budget: u64,
+    /// Some CRCs were not checked for lack of budget.
+    crc_skipped: bool,
+}
+
+/// An entry's CRC-32 check.
+enum Crc {
+    Value(u32),
+    /// The data cannot be this entry's.
+    Bad(&'static str),
+    /// Not computed (other methods, encrypted, budget spent).
+    Skipped,
 }
 
 enum Step {
@@ -226,6 +245,8 @@ impl<'a> Walk<'a> {
             z64: None,
             z64_loc: None,
             records: 0,
+            budget: src.len().saturating_mul(64).max(256 << 20),
+            crc_skipped: false,
         }
     }
 
@@ -321,10 +342,19 @@ impl<'a> Walk<'a> {
         }
         self.local_count += 1;
         let encrypted = flags & 1 != 0;
+        // CRC-32 of the entry's uncompressed data, when computed on the way.
+        let mut crc = Crc::Skipped;
+        let mut want_crc = le32(&h[14..]);
+        let mut data_len = csize;
         let end = if flags & 8 != 0 {
             let clen = if method == 8 && !encrypted {
-                match inflate(&self.src, data, MAX_INFLATE_OUT, |_| {}) {
-                    Inflated::End { consumed, .. } => consumed,
+                let mut hs = crc32fast::Hasher::new();
+                match inflate(&self.src, data, MAX_INFLATE_OUT, |b| hs.update(b)) {
+                    Inflated::End { consumed, produced } => {
+                        self.budget = self.budget.saturating_sub(produced);
+                        crc = Crc::Value(hs.finalize());
+                        consumed
+                    }
                     Inflated::Cut => return Ok(self.cut()),
                     Inflated::Corrupt { .. } => {
                         return Err(format!("corrupt deflate data in entry at {pos}"));
@@ -344,12 +374,16 @@ impl<'a> Walk<'a> {
                     None => return Ok(self.cut()),
                 }
             };
+            data_len = clen;
             let dd_at = data.saturating_add(clen);
             if dd_at > self.src.len() {
                 return Ok(self.cut());
             }
             match self.descriptor_len(dd_at, clen, z64.is_some()) {
-                Some(n) => dd_at + n,
+                Some((n, c)) => {
+                    want_crc = c;
+                    dd_at + n
+                }
                 None if !self.src.has(dd_at, 24) => return Ok(self.cut()),
                 None => return Err(format!("data descriptor mismatch for entry at {pos}")),
             }
@@ -359,6 +393,18 @@ impl<'a> Walk<'a> {
         if end > self.src.len() {
             return Ok(self.cut());
         }
+        // The data must be the entry's: its CRC-32 (stored and deflated
+        // entries, while the inflate budget lasts).
+        if matches!(crc, Crc::Skipped) && !encrypted {
+            crc = self.entry_crc(method, data, data_len);
+        }
+        match crc {
+            Crc::Value(c) if c != want_crc => {
+                return Err(format!("CRC mismatch in the entry at {pos}"));
+            }
+            Crc::Bad(why) => return Err(format!("{why} in the entry at {pos}")),
+            _ => {}
+        }
         if is_mimetype && method == 0 && csize <= 128 {
             let mut m = vec![0u8; csize as usize];
             if self.src.read_exact(data, &mut m) {
@@ -366,6 +412,51 @@ impl<'a> Walk<'a> {
             }
         }
         Ok(Step::Next(end))
+    }
+
+    /// CRC-32 of an entry's uncompressed data: stored data read directly,
+    /// deflated data inflated (output discarded) within the remaining
+    /// budget; `clen` is the compressed length.
+    fn entry_crc(&mut self, method: u16, data: u64, clen: u64) -> Crc {
+        match method {
+            0 => {
+                let n = clen;
+                let mut hs = crc32fast::Hasher::new();
+                let got = self
+                    .src
+                    .for_each_chunk(data, n, &mut self.scratch, |b| hs.update(b));
+                if got == n {
+                    Crc::Value(hs.finalize())
+                } else {
+                    Crc::Skipped
+                }
+            }
+            8 if self.budget > 0 => {
+                let mut hs = crc32fast::Hasher::new();
+                let cap = self.budget.min(MAX_INFLATE_OUT);
+                match inflate(&self.src, data, cap, |b| hs.update(b)) {
+                    Inflated::End { consumed, produced } => {
+                        self.budget = self.budget.saturating_sub(produced);
+                        if clen != consumed {
+                            Crc::Bad("deflate data does not end at the compressed size")
+                        } else {
+                            Crc::Value(hs.finalize())
+                        }
+                    }
+                    Inflated::TooLarge => {
+                        self.budget = 0;
+                        self.crc_skipped = true;
+                        Crc::Skipped
+                    }
+                    Inflated::Corrupt { .. } | Inflated::Cut => Crc::Bad("corrupt deflate data"),
+                }
+            }
+            8 => {
+                self.crc_skipped = true;
+                Crc::Skipped
+            }
+            _ => Crc::Skipped,
+        }
     }
 
     /// Searches for `PK\7\8` whose compressed-size field equals the distance
@@ -387,8 +478,9 @@ impl<'a> Walk<'a> {
         None
     }
 
-    /// Length of the data descriptor at `at` for `clen` compressed bytes.
-    fn descriptor_len(&self, at: u64, clen: u64, z64: bool) -> Option<u64> {
+    /// Length of the data descriptor at `at` for `clen` compressed bytes,
+    /// and the CRC-32 it holds.
+    fn descriptor_len(&self, at: u64, clen: u64, z64: bool) -> Option<(u64, u32)> {
         let s = &self.src;
         let (base, sig) = if s.u32le(at)? == DD {
             (at + 4, 4)
@@ -406,10 +498,11 @@ impl<'a> Walk<'a> {
                 continue;
             }
             let next = base + n;
+            let crc = s.u32le(base)?;
             // The next record must start with PK (or the window ends there).
             match s.bytes::<2>(next) {
-                Some(b) if b == *b"PK" => return Some(sig + n),
-                None => return Some(sig + n),
+                Some(b) if b == *b"PK" => return Some((sig + n, crc)),
+                None => return Some((sig + n, crc)),
                 _ => {}
             }
         }
@@ -612,6 +705,10 @@ impl<'a> Walk<'a> {
         if notes.is_empty() {
             let mut v = Verdict::complete(end);
             v.notes.push(format!("{} entries", self.cd_count));
+            if self.crc_skipped {
+                v.notes
+                    .push("some deflated entries not CRC-checked (inflate budget spent)".into());
+            }
             Some(v)
         } else {
             let mut v = Verdict::partial(end, notes.remove(0));
@@ -983,6 +1080,44 @@ pub(crate) mod tests {
         assert_eq!((v.status, v.length), (Status::Partial, z.len() as u64));
         assert!(
             v.notes.iter().any(|n| n.contains("shifted by 80")),
+            "{:?}",
+            v.notes
+        );
+    }
+
+    #[test]
+    fn entry_data_must_match_its_crc() {
+        let d = docx();
+        // A byte of the stored [Content_Types].xml (the first entry)
+        // changed: nothing of the archive is left to stand on.
+        let i = d.windows(8).position(|w| w == b"<Types/>").unwrap();
+        let mut bad = d.clone();
+        bad[i + 1] ^= 0x20;
+        assert!(run("zip", &bad).is_none());
+        // A byte of the stored docProps/app.xml (the last entry) changed.
+        let k = d.windows(4).rposition(|w| w == b"<x/>").unwrap();
+        let mut bad = d.clone();
+        bad[k + 1] ^= 0x20;
+        let at = d
+            .windows(16)
+            .position(|w| w == b"docProps/app.xml")
+            .unwrap()
+            - 30;
+        let v = run("zip", &bad).unwrap();
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Partial, at as u64),
+            "{:?}",
+            v.notes
+        );
+        // A byte of the deflated _rels/.rels (second entry) changed.
+        let j = d.windows(11).position(|w| w == b"_rels/.rels").unwrap();
+        let mut bad = d.clone();
+        bad[j + 11 + 10] ^= 0x55;
+        let v = run("zip", &bad).unwrap();
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Partial, (j - 30) as u64),
             "{:?}",
             v.notes
         );
