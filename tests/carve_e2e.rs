@@ -11,6 +11,15 @@ use serde_json::Value;
 
 /// Builds a drive image with ground truth using corpora/mkimage.py.
 fn generated_image(dir: &Path, fs: &str, seed: u32) -> Option<(PathBuf, Value)> {
+    generated_image_with(dir, fs, seed, &[])
+}
+
+fn generated_image_with(
+    dir: &Path,
+    fs: &str,
+    seed: u32,
+    extra: &[&str],
+) -> Option<(PathBuf, Value)> {
     let out = dir.join(format!("{fs}-{seed}.img"));
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/mkimage.py");
     let status = std::process::Command::new("python3")
@@ -426,4 +435,71 @@ fn hostile_images_are_handled() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("empty"));
+}
+
+/// Bifragment recovery floor: at least half of the in-order two-fragment
+/// JPEG/PNG/ZIP-family files are recovered exactly, and no joined file is
+/// written as complete unless it is a planted original.
+#[test]
+fn half_of_in_order_two_fragment_files_are_recovered_without_false_joins() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut total, mut recovered, mut joins) = (0, 0, 0);
+    for (fs, seed) in [("raw", 1), ("fat32", 1)] {
+        let Some((img, truth)) =
+            generated_image_with(dir.path(), fs, seed, &["--fragmented-fraction", "0.5"])
+        else {
+            return;
+        };
+        let out = dir.path().join(format!("{fs}-{seed}-out"));
+        let o = common::run(&[
+            "carve",
+            img.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report = read_report(&out);
+        let files = truth["files"].as_array().unwrap();
+        let planted: HashSet<&str> = files
+            .iter()
+            .map(|f| f["sha256"].as_str().unwrap())
+            .collect();
+        let written: HashSet<&str> = report
+            .iter()
+            .filter(|r| r["path"].is_string())
+            .map(|r| r["sha256"].as_str().unwrap())
+            .collect();
+        for r in &report {
+            if r["byte_runs"].as_array().unwrap().len() > 1 && r["status"] == "complete" {
+                joins += 1;
+                assert!(
+                    planted.contains(r["sha256"].as_str().unwrap()),
+                    "{fs}: false join written as complete at {}",
+                    r["offset"]
+                );
+            }
+        }
+        for f in files {
+            let family = matches!(
+                f["type"].as_str().unwrap(),
+                "jpeg" | "png" | "zip" | "docx" | "xlsx" | "odt" | "jar"
+            );
+            if family
+                && f["fragments"].as_array().unwrap().len() == 2
+                && f["fragment_order"] == "in-order"
+            {
+                total += 1;
+                recovered += usize::from(written.contains(f["sha256"].as_str().unwrap()));
+            }
+        }
+    }
+    eprintln!(
+        "in-order two-fragment JPEG/PNG/ZIP recovered exactly: {recovered}/{total}; joins written: {joins}"
+    );
+    assert!(total > 0);
+    assert!(
+        recovered * 2 >= total,
+        "recovered {recovered} of {total} in-order two-fragment files"
+    );
 }

@@ -434,6 +434,7 @@ struct Covering {
     start: u64,
     end: u64,
     validator: String,
+    complete: bool,
 }
 
 /// A complete file that may contain others: (end, id).
@@ -516,10 +517,14 @@ fn carve_events(
                         Some(v) => {
                             // Structures validated just before, still covering this start.
                             covering.retain(|e| e.end > c.start);
-                            let inside = covering.iter().find(|e| e.start < c.start);
-                            // A ZIP local header inside a ZIP already walked is one of
-                            // that archive's entries, not a file of its own.
-                            if v == "zip" && inside.is_some_and(|e| e.validator == "zip") {
+                            // A ZIP local header inside a ZIP already walked (complete or
+                            // not: a partial verdict ends where its structure broke) is
+                            // one of that archive's entries, not a file of its own.
+                            if v == "zip"
+                                && covering
+                                    .iter()
+                                    .any(|e| e.start < c.start && e.validator == "zip")
+                            {
                                 totals.rejected += 1;
                                 continue;
                             }
@@ -533,7 +538,10 @@ fn carve_events(
                             // >>> bifragment recovery: a Partial PNG/ZIP may be two fragments.
                             // Objects inside another structure are not searched: their
                             // container explains where they end.
-                            let (verdict, runs) = if inside.is_some() {
+                            // Only complete structures count: a partial verdict's length
+                            // may be a guess reaching far beyond its file.
+                            let inside = covering.iter().any(|e| e.start < c.start && e.complete);
+                            let (verdict, runs) = if inside {
                                 (verdict, None)
                             } else {
                                 frags.after_validate(v, &bytes, c.start, max_len, verdict)
@@ -549,6 +557,7 @@ fn carve_events(
                                     start: c.start,
                                     end: c.start.saturating_add(vd.length),
                                     validator: v.clone(),
+                                    complete: vd.status == Status::Complete,
                                 });
                             }
                             match verdict {
