@@ -32,8 +32,9 @@ fn generated_image_with(
             "--seed",
             &seed.to_string(),
             "--quiet",
-            "--out",
         ])
+        .args(extra)
+        .arg("--out")
         .arg(&out)
         .status();
     match status {
@@ -444,7 +445,14 @@ fn hostile_images_are_handled() {
 fn half_of_in_order_two_fragment_files_are_recovered_without_false_joins() {
     let dir = tempfile::tempdir().unwrap();
     let (mut total, mut recovered, mut joins) = (0, 0, 0);
-    for (fs, seed) in [("raw", 1), ("fat32", 1)] {
+    for (fs, seed) in [
+        ("raw", 1),
+        ("raw", 2),
+        ("raw", 3),
+        ("fat32", 1),
+        ("fat32", 2),
+        ("fat32", 3),
+    ] {
         let Some((img, truth)) =
             generated_image_with(dir.path(), fs, seed, &["--fragmented-fraction", "0.5"])
         else {

@@ -5,8 +5,8 @@
 //! `GPUCARVE_REQUIRE_GPU=1`, where a missing device fails them.
 //!
 //! llvmpipe searches at roughly 0.1–0.2 GiB/s, so the data here stays at a
-//! few MiB. The throughput measurement is `#[ignore]`d:
-//! `cargo test --release --test gpu -- --ignored --nocapture`.
+//! few MiB. Throughput is measured by `cargo bench --bench search`
+//! (`search/pfac_gpu/*`), never here.
 
 use gpucarve::engine::cpu::CpuEngine;
 use gpucarve::engine::gpu::{DeviceChoice, GpuConfig, GpuEngine, GpuError, list_devices};
