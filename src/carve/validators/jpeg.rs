@@ -256,10 +256,17 @@ pub fn validate(src: Src) -> Option<Verdict> {
                     precision: h[0],
                     height: u32::from(u16::from_be_bytes([h[1], h[2]])),
                     width: u32::from(u16::from_be_bytes([h[3], h[4]])),
-                    hmax: comps.iter().map(|c| c.1).max().unwrap_or(1),
-                    vmax: comps.iter().map(|c| c.2).max().unwrap_or(1),
+                    hmax: comps.iter().map(|c| c.1).max().unwrap_or(1).max(1),
+                    vmax: comps.iter().map(|c| c.2).max().unwrap_or(1).max(1),
                     comps,
                 };
+                if !(ok && hv_ok) {
+                    return damaged(
+                        good_end,
+                        segments,
+                        format!("invalid frame header at {marker_pos}"),
+                    );
+                }
                 if kind == FrameKind::Progressive {
                     let blocks: Vec<(u64, u64)> = (0..f.comps.len()).map(|i| f.blocks(i)).collect();
                     let total: u64 = blocks.iter().map(|(w, h)| w * h).sum();
@@ -1149,7 +1156,7 @@ pub(crate) mod tests {
     /// A progressive JPEG, 16x16 grey: DC first, AC first (with an EOB
     /// run), DC refinement, AC refinement (with correction bits and a newly
     /// non-zero coefficient).
-    fn progressive() -> Vec<u8> {
+    pub fn progressive() -> Vec<u8> {
         let mut v = vec![0xFF, 0xD8];
         app0(&mut v);
         let mut dqt = vec![0u8];

@@ -585,6 +585,8 @@ mod props {
             ("gzip", gzip::tests::seed()),
             ("elf", elf::tests::seed()),
             ("pe", pe::tests::seed()),
+            ("jpeg", jpeg::tests::progressive()),
+            ("zip", zip::tests::zip64_sample()),
         ]
     }
 
@@ -687,7 +689,7 @@ mod props {
         /// Valid files with random bytes overwritten, truncated and/or extended.
         #[test]
         fn mutated_seeds(
-            which in 0usize..17,
+            which in 0usize..19,
             edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..12),
             cut in any::<prop::sample::Index>(),
             do_cut in any::<bool>(),
@@ -710,7 +712,7 @@ mod props {
         /// Hostile 32-bit length-like values written at random field offsets.
         #[test]
         fn hostile_fields(
-            which in 0usize..17,
+            which in 0usize..19,
             at in any::<prop::sample::Index>(),
             value in prop_oneof![Just(u32::MAX), Just(0x7FFF_FFFF), Just(0xFFFF_FFF0), Just(0), Just(1), any::<u32>()],
             be in any::<bool>(),

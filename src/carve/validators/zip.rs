@@ -990,6 +990,31 @@ pub(crate) mod tests {
         }
     }
 
+    /// Data descriptors (stored and deflated), ZIP64 extra fields and EOCD.
+    pub fn zip64_sample() -> Vec<u8> {
+        let t = text();
+        build(
+            &[
+                Entry {
+                    descriptor: true,
+                    ..entry("stored-dd.txt", &t)
+                },
+                Entry {
+                    deflate: true,
+                    descriptor: true,
+                    zip64: true,
+                    ..entry("z64-dd", &t)
+                },
+                Entry {
+                    zip64: true,
+                    ..entry("z64", b"zip64 stored")
+                },
+            ],
+            b"",
+            true,
+        )
+    }
+
     #[test]
     fn descriptors_and_zip64() {
         let t = text();
