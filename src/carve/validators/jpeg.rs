@@ -1316,7 +1316,7 @@ pub(crate) mod tests {
         w.ac(0xF0, 0);
         w.ac(0x11, 0);
         w.ac(0x02, 3);
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             w.ac(0x00, 0);
         } else {
             // Fill the block to coefficient 63 exactly (no EOB): k is 21
