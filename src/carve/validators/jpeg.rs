@@ -108,7 +108,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
         return None;
     }
     // Room for one DQT/DHT segment body (lengths are 16-bit).
-    let mut seg_buf = vec![0u8; 65536];
+    let mut seg_buf = Vec::new();
+    // Entropy-coded data, read in large pieces (allocated on the first scan).
+    let mut entropy_buf = Vec::new();
+    let mut kept = Buffered::default();
     let mut c = Cursor::new(src, 2);
     let mut tables = Tables {
         dc: Default::default(),
@@ -281,7 +284,11 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 ok && hv_ok
             }
             0xC4 | 0xDB => {
-                let Some(b) = seg_buf.get_mut(..(len - 2) as usize) else {
+                let body_len = (len - 2) as usize;
+                if seg_buf.len() < body_len {
+                    seg_buf.resize(body_len, 0);
+                }
+                let Some(b) = seg_buf.get_mut(..body_len) else {
                     return cut(&src);
                 };
                 if !src.read_exact(body, b) {
@@ -364,7 +371,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
                     let (Some(f), Some(s)) = (&frame, &scan) else {
                         return cut(&src);
                     };
-                    match decode_scan(&mut c, &mut tables, f, s) {
+                    match decode_scan(&mut c, &mut entropy_buf, &mut kept, &mut tables, f, s) {
                         Ok(()) => good_end = c.pos(),
                         Err((ScanErr::Cut, _)) => return cut(&src),
                         Err((ScanErr::Bad(why), at)) => {
@@ -546,11 +553,49 @@ enum ScanErr {
     Bad(&'static str),
 }
 
+/// First piece of entropy-coded data read at once; pieces double up to
+/// [`MAX_PIECE`].
+const FIRST_PIECE: usize = 64 * 1024;
+
+/// Largest piece of entropy-coded data read at once (the buffer never grows
+/// past this plus a few bytes).
+const MAX_PIECE: usize = 512 * 1024;
+
+/// A code found in a lookup table: its length and symbol.
+struct Code {
+    len: u32,
+    sym: u32,
+}
+
+/// The range of the window that an entropy buffer holds.
+#[derive(Clone, Copy, Default)]
+struct Buffered {
+    off: u64,
+    len: usize,
+    piece: usize,
+}
+
 /// Bits of entropy-coded data (stuffing removed), stopping at a marker: past
 /// a marker (or the window's end) only padding is supplied, and consuming it
 /// is an error.
-struct Bits<'c, 'a> {
-    c: &'c mut Cursor<'a>,
+///
+/// The data is read from the window in large pieces into `buf` (reused
+/// across scans, at most [`MAX_PIECE`] + 8 bytes). `acc` holds `n` bits,
+/// MSB first, of which the last `pad` are padding; [`Bits::fill`] tops it up
+/// to more than 56 bits a whole byte at a time (eight at once when none of
+/// them is `FF`), so the state after every call is the same as a byte-by-byte
+/// reader's.
+struct Bits<'s, 'b> {
+    src: Src<'s>,
+    buf: &'b mut Vec<u8>,
+    /// Window offset of `buf[0]`.
+    off: u64,
+    /// Next unread byte in `buf`.
+    i: usize,
+    /// Valid bytes in `buf`.
+    len: usize,
+    /// Size of the next read.
+    piece: usize,
     acc: u64,
     n: u32,
     pad: u32,
@@ -558,10 +603,21 @@ struct Bits<'c, 'a> {
     cut: bool,
 }
 
-impl<'c, 'a> Bits<'c, 'a> {
-    fn new(c: &'c mut Cursor<'a>) -> Self {
+impl<'s, 'b> Bits<'s, 'b> {
+    /// A reader at `at`, reusing what `keep` (the buffered range left by
+    /// the previous scan's reader) holds.
+    fn new(src: Src<'s>, at: u64, buf: &'b mut Vec<u8>, keep: Buffered) -> Self {
+        let (off, i, len, piece) = match at.checked_sub(keep.off) {
+            Some(d) if d <= keep.len as u64 => (keep.off, d as usize, keep.len, keep.piece),
+            _ => (at, 0, 0, FIRST_PIECE),
+        };
         Bits {
-            c,
+            src,
+            buf,
+            off,
+            i,
+            len,
+            piece,
             acc: 0,
             n: 0,
             pad: 0,
@@ -570,18 +626,112 @@ impl<'c, 'a> Bits<'c, 'a> {
         }
     }
 
+    /// What the buffer holds, for the next scan's reader.
+    fn buffered(&self) -> Buffered {
+        Buffered {
+            off: self.off,
+            len: self.len,
+            piece: self.piece,
+        }
+    }
+
+    /// Window offset of the next unread byte.
+    fn at(&self) -> u64 {
+        self.off + self.i as u64
+    }
+
+    /// Reads the next piece after the buffered bytes, keeping the unread
+    /// bytes and the one before them (so that [`Bits::back`] always works).
+    fn refill(&mut self) {
+        let keep = self.i.saturating_sub(1).min(self.len);
+        self.buf.copy_within(keep..self.len, 0);
+        self.off += keep as u64;
+        self.i -= keep;
+        self.len -= keep;
+        let want = self.len + self.piece;
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
+        let Some(dst) = self.buf.get_mut(self.len..want) else {
+            return;
+        };
+        let got = self.src.read(self.off + self.len as u64, dst);
+        self.len += got.min(want - self.len);
+        self.piece = (self.piece * 2).min(MAX_PIECE);
+    }
+
+    /// Next byte, `None` at the window's end.
+    fn next(&mut self) -> Option<u8> {
+        if self.i >= self.len {
+            self.refill();
+        }
+        let b = if self.i < self.len {
+            self.buf.get(self.i).copied()
+        } else {
+            None
+        };
+        if b.is_some() {
+            self.i += 1;
+        }
+        b
+    }
+
+    /// Next byte without advancing.
+    fn peek(&mut self) -> Option<u8> {
+        if self.i >= self.len {
+            self.refill();
+        }
+        if self.i < self.len {
+            self.buf.get(self.i).copied()
+        } else {
+            None
+        }
+    }
+
+    /// Steps back over the byte [`Bits::next`] just returned.
+    fn back(&mut self) {
+        self.i = self.i.saturating_sub(1);
+    }
+
     fn fill(&mut self) {
+        if self.n <= 56 && !self.marker && !self.cut {
+            if self.len - self.i < 8 {
+                self.refill();
+            }
+            if self.i + 8 <= self.len
+                && let Some(w) = self.buf.get(self.i..self.i + 8)
+            {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(w);
+                let w = u64::from_be_bytes(a);
+                // Whole bytes that fit: the byte-by-byte loop below stops
+                // once more than 56 bits are held.
+                let cnt = (56 - self.n) / 8 + 1;
+                let bits = 8 * cnt;
+                let top = w >> (64 - bits) << (64 - bits);
+                // Any FF among those bytes (a zero byte of !top; the bytes
+                // not taken are FF there, so never zero)?
+                let x = !top;
+                let ff = x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080;
+                if ff == 0 {
+                    self.acc |= top >> self.n;
+                    self.n += bits;
+                    self.i += cnt as usize;
+                    return;
+                }
+            }
+        }
         while self.n <= 56 {
             if self.marker || self.cut {
                 self.n += 8;
                 self.pad += 8;
                 continue;
             }
-            match self.c.u8() {
+            match self.next() {
                 None => self.cut = true,
-                Some(0xFF) => match self.c.peek_u8() {
+                Some(0xFF) => match self.peek() {
                     Some(0x00) => {
-                        self.c.u8();
+                        self.i += 1;
                         self.push(0xFF);
                     }
                     other => {
@@ -591,8 +741,7 @@ impl<'c, 'a> Bits<'c, 'a> {
                         } else {
                             self.cut = true;
                         }
-                        let p = self.c.pos();
-                        self.c.seek(p - 1);
+                        self.back();
                     }
                 },
                 Some(b) => self.push(b),
@@ -611,9 +760,10 @@ impl<'c, 'a> Bits<'c, 'a> {
 
     /// Approximate offset of the next unread bit's byte.
     fn pos(&self) -> u64 {
-        self.c.pos().saturating_sub(u64::from(self.real() / 8))
+        self.at().saturating_sub(u64::from(self.real() / 8))
     }
 
+    #[inline]
     fn consume(&mut self, k: u32) -> Result<(), ScanErr> {
         if k > self.real() {
             return Err(if self.cut {
@@ -628,6 +778,7 @@ impl<'c, 'a> Bits<'c, 'a> {
     }
 
     /// `k ≤ 16` raw bits.
+    #[inline]
     fn bits(&mut self, k: u32) -> Result<u32, ScanErr> {
         if k == 0 {
             return Ok(0);
@@ -640,6 +791,45 @@ impl<'c, 'a> Bits<'c, 'a> {
         Ok(v)
     }
 
+    /// Skips `k ≤ 16` raw bits (the value is not needed).
+    #[inline]
+    fn skip(&mut self, k: u32) -> Result<(), ScanErr> {
+        if k == 0 {
+            return Ok(());
+        }
+        if self.n < k {
+            self.fill();
+        }
+        self.consume(k)
+    }
+
+    /// The next code if the lookup table has it (filling first exactly as
+    /// [`Bits::decode`] does); consumes nothing.
+    #[inline]
+    fn peek_code(&mut self, h: &Huff) -> Option<Code> {
+        if self.n < 16 {
+            self.fill();
+        }
+        let e = h.look[(self.acc >> 55) as usize];
+        (e != 0).then_some(Code {
+            len: u32::from(e >> 8),
+            sym: u32::from(e & 0xFF),
+        })
+    }
+
+    /// Consumes `k < 64` bits when that many real bits are held (no fill:
+    /// the caller has filled); false otherwise, nothing consumed.
+    #[inline]
+    fn take(&mut self, k: u32) -> bool {
+        if k > self.real() {
+            return false;
+        }
+        self.acc <<= k;
+        self.n -= k;
+        true
+    }
+
+    #[inline]
     fn decode(&mut self, h: &Huff) -> Result<u8, ScanErr> {
         if self.n < 16 {
             self.fill();
@@ -649,6 +839,12 @@ impl<'c, 'a> Bits<'c, 'a> {
             self.consume(u32::from(e >> 8))?;
             return Ok(e as u8);
         }
+        self.decode_slow(h)
+    }
+
+    /// Codes longer than the lookup table's 9 bits.
+    #[cold]
+    fn decode_slow(&mut self, h: &Huff) -> Result<u8, ScanErr> {
         for l in 10..=16usize {
             let code = (self.acc >> (64 - l)) as i32;
             if code <= h.maxcode[l] {
@@ -671,7 +867,7 @@ impl<'c, 'a> Bits<'c, 'a> {
     /// After the last MCU of an interval or scan: drops the padding bits,
     /// requires the next thing in the stream to be a marker (at most
     /// `tolerance` data bytes before it) and returns its code and the offset
-    /// of its first `FF`, leaving the cursor after the code.
+    /// of its first `FF`, leaving the reader after the code.
     fn finish(&mut self, tolerance: u32) -> Result<(u8, u64), ScanErr> {
         let mut extra = self.real() / 8;
         self.acc = 0;
@@ -685,16 +881,15 @@ impl<'c, 'a> Bits<'c, 'a> {
                 if extra > tolerance {
                     return Err(ScanErr::Bad("data after the last MCU"));
                 }
-                match self.c.u8() {
+                match self.next() {
                     None => return Err(ScanErr::Cut),
-                    Some(0xFF) => match self.c.peek_u8() {
+                    Some(0xFF) => match self.peek() {
                         Some(0x00) => {
-                            self.c.u8();
+                            self.i += 1;
                             extra += 1;
                         }
                         Some(_) => {
-                            let p = self.c.pos();
-                            self.c.seek(p - 1);
+                            self.back();
                             break;
                         }
                         None => return Err(ScanErr::Cut),
@@ -707,9 +902,9 @@ impl<'c, 'a> Bits<'c, 'a> {
             return Err(ScanErr::Bad("data after the last MCU"));
         }
         self.marker = false;
-        let at = self.c.pos();
+        let at = self.at();
         for _ in 0..4096 {
-            match self.c.u8() {
+            match self.next() {
                 Some(0xFF) => continue,
                 Some(m) => return Ok((m, at)),
                 None => return Err(ScanErr::Cut),
@@ -776,8 +971,32 @@ pub const MAX_BLOCKS: u64 = 1 << 28;
 
 /// Decodes one scan starting at the cursor; on success the cursor is at the
 /// marker that ends the scan. Errors carry the offset where good data ends.
-fn decode_scan(c: &mut Cursor, t: &mut Tables, f: &Frame, s: &Scan) -> Result<(), (ScanErr, u64)> {
+fn decode_scan(
+    c: &mut Cursor,
+    buf: &mut Vec<u8>,
+    kept: &mut Buffered,
+    t: &mut Tables,
+    f: &Frame,
+    s: &Scan,
+) -> Result<(), (ScanErr, u64)> {
     let start = c.pos();
+    let mut b = Bits::new(c.src(), start, buf, *kept);
+    let r = scan_body(&mut b, start, t, f, s);
+    *kept = b.buffered();
+    let at = r?;
+    c.seek(at);
+    Ok(())
+}
+
+/// [`decode_scan`] on a reader at `start`; returns the offset of the marker
+/// that ends the scan.
+fn scan_body(
+    b: &mut Bits,
+    start: u64,
+    t: &mut Tables,
+    f: &Frame,
+    s: &Scan,
+) -> Result<u64, (ScanErr, u64)> {
     let interleaved = s.comps.len() > 1;
     let (mcux, mcuy) = if interleaved {
         (
@@ -802,7 +1021,6 @@ fn decode_scan(c: &mut Cursor, t: &mut Tables, f: &Frame, s: &Scan) -> Result<()
     }
     let (max_dc, max_ac) = if f.precision > 8 { (15, 14) } else { (11, 10) };
     let progressive = f.kind == FrameKind::Progressive;
-    let mut b = Bits::new(c);
     let mut good = start;
     let mut eobrun: u32 = 0;
     let mut rst = 0u8;
@@ -821,7 +1039,7 @@ fn decode_scan(c: &mut Cursor, t: &mut Tables, f: &Frame, s: &Scan) -> Result<()
             }
             rst = (rst + 1) % 8;
             eobrun = 0;
-            good = b.c.pos();
+            good = b.at();
         } else if mcu % mcux == 0 {
             good = b.pos().max(good);
         }
@@ -833,7 +1051,7 @@ fn decode_scan(c: &mut Cursor, t: &mut Tables, f: &Frame, s: &Scan) -> Result<()
                     let (Some(dc), Some(ac)) = (&t.dc[td], &t.ac[ta]) else {
                         return Err((ScanErr::Bad("missing table"), good));
                     };
-                    block_sequential(&mut b, dc, ac, max_dc, max_ac)
+                    block_sequential(b, dc, ac, max_dc, max_ac)
                 } else if s.ss == 0 {
                     if s.ah == 0 {
                         match &t.dc[td] {
@@ -841,13 +1059,13 @@ fn decode_scan(c: &mut Cursor, t: &mut Tables, f: &Frame, s: &Scan) -> Result<()
                                 if n > max_dc {
                                     Err(ScanErr::Bad("DC difference too large"))
                                 } else {
-                                    b.bits(u32::from(n)).map(|_| ())
+                                    b.skip(u32::from(n))
                                 }
                             }),
                             None => Err(ScanErr::Bad("missing table")),
                         }
                     } else {
-                        b.bits(1).map(|_| ())
+                        b.skip(1)
                     }
                 } else {
                     let Some(ac) = &t.ac[ta] else {
@@ -859,10 +1077,10 @@ fn decode_scan(c: &mut Cursor, t: &mut Tables, f: &Frame, s: &Scan) -> Result<()
                         .and_then(|hh| hh.get_mut(ci))
                         .and_then(|hc| hc.get_mut(mcu as usize));
                     if s.ah == 0 {
-                        block_ac_first(&mut b, ac, s, &mut eobrun, max_ac, hist)
+                        block_ac_first(b, ac, s, &mut eobrun, max_ac, hist)
                     } else {
                         match hist {
-                            Some(hb) => block_ac_refine(&mut b, ac, s, &mut eobrun, hb),
+                            Some(hb) => block_ac_refine(b, ac, s, &mut eobrun, hb),
                             None => Err(ScanErr::Bad("no history")),
                         }
                     }
@@ -872,10 +1090,7 @@ fn decode_scan(c: &mut Cursor, t: &mut Tables, f: &Frame, s: &Scan) -> Result<()
         }
     }
     match b.finish(0) {
-        Ok((m, at)) if !matches!(m, 0x00 | 0xD0..=0xD7) => {
-            c.seek(at);
-            Ok(())
-        }
+        Ok((m, at)) if !matches!(m, 0x00 | 0xD0..=0xD7) => Ok(at),
         Ok(_) => Err((ScanErr::Bad("restart marker after the last MCU"), good)),
         Err(e) => Err((e, good)),
     }
@@ -892,9 +1107,30 @@ fn block_sequential(
     if n > max_dc {
         return Err(ScanErr::Bad("DC difference too large"));
     }
-    b.bits(u32::from(n))?;
+    b.skip(u32::from(n))?;
     let mut k = 1u32;
     while k < 64 {
+        // Fast run, in registers: while no fill is due, a table code that is
+        // a coefficient inside the block is taken with its extra bits at
+        // once (the state is then what decoding them one by one gives).
+        let (mut acc, mut n) = (b.acc, b.n);
+        let real_min = b.pad + 16;
+        while k < 64 && n >= real_min {
+            let e = u32::from(ac.look[(acc >> 55) as usize]);
+            let (l, r, sz) = (e >> 8, (e >> 4) & 15, e & 15);
+            let t = l + sz;
+            if l == 0 || sz == 0 || k + r > 63 || sz > u32::from(max_ac) || t + b.pad > n {
+                break;
+            }
+            acc <<= t;
+            n -= t;
+            k += r + 1;
+        }
+        b.acc = acc;
+        b.n = n;
+        if k >= 64 {
+            break;
+        }
         let rs = b.decode(ac)?;
         let (r, sz) = (u32::from(rs >> 4), rs & 15);
         if sz == 0 {
@@ -911,7 +1147,7 @@ fn block_sequential(
         if k > 63 || sz > max_ac {
             return Err(ScanErr::Bad("coefficient past the block"));
         }
-        b.bits(u32::from(sz))?;
+        b.skip(u32::from(sz))?;
         k += 1;
     }
     Ok(())
@@ -932,6 +1168,17 @@ fn block_ac_first(
     let se = u32::from(s.se);
     let mut k = u32::from(s.ss);
     while k <= se {
+        if let Some(rs) = b.peek_code(ac) {
+            let (r, sz) = (rs.sym >> 4, rs.sym & 15);
+            if sz != 0 && k + r <= se && sz <= u32::from(max_ac) && b.take(rs.len + sz) {
+                k += r;
+                if let Some(h) = hist.as_deref_mut() {
+                    *h |= 1 << k;
+                }
+                k += 1;
+                continue;
+            }
+        }
         let rs = b.decode(ac)?;
         let (r, sz) = (u32::from(rs >> 4), rs & 15);
         if sz == 0 {
@@ -949,7 +1196,7 @@ fn block_ac_first(
         if k > se || sz > max_ac {
             return Err(ScanErr::Bad("coefficient past the spectral band"));
         }
-        b.bits(u32::from(sz))?;
+        b.skip(u32::from(sz))?;
         if let Some(h) = hist.as_deref_mut() {
             *h |= 1 << k;
         }
@@ -981,7 +1228,7 @@ fn block_ac_refine(
                 if sz != 1 {
                     return Err(ScanErr::Bad("refinement coefficient size is not 1"));
                 }
-                b.bits(1)?;
+                b.skip(1)?;
             } else if r != 15 {
                 *eobrun = 1 << r;
                 if r > 0 {
@@ -991,7 +1238,7 @@ fn block_ac_refine(
             }
             while k <= se {
                 if *hist & (1 << k) != 0 {
-                    b.bits(1)?;
+                    b.skip(1)?;
                 } else {
                     r -= 1;
                     if r < 0 {
@@ -1012,7 +1259,7 @@ fn block_ac_refine(
     if *eobrun > 0 {
         while k <= se {
             if *hist & (1 << k) != 0 {
-                b.bits(1)?;
+                b.skip(1)?;
             }
             k += 1;
         }
@@ -1105,7 +1352,7 @@ pub(crate) mod tests {
         w.ac(0xF0, 0);
         w.ac(0x11, 0);
         w.ac(0x02, 3);
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             w.ac(0x00, 0);
         } else {
             // Fill the block to coefficient 63 exactly (no EOB): k is 21
