@@ -450,7 +450,7 @@ fn residual(b: &mut Bits, bs: u32, order: u32) -> Result<(), FrameErr> {
     };
     let porder = b.read(4)?;
     let parts = 1u32 << porder;
-    if bs % parts != 0 || bs / parts < order {
+    if !bs.is_multiple_of(parts) || bs / parts < order {
         return Err(FrameErr::Invalid);
     }
     for p in 0..parts {

@@ -378,10 +378,11 @@ impl Walker<'_> {
                 let count = (payload - local).div_ceil(u - 4) as u64;
                 overflows.push((first, count));
             }
-            if schema && ty == 13 {
-                if let Some(r) = schema_root(&b[at..at + local]) {
-                    roots.push((r, page));
-                }
+            if schema
+                && ty == 13
+                && let Some(r) = schema_root(&b[at..at + local])
+            {
+                roots.push((r, page));
             }
         }
         for c in children {
