@@ -235,6 +235,7 @@ impl CarveJob {
             own_start: self.range.map_or(0, |r| r.0),
             own_end: self.range.map(|r| r.1),
             resume: None,
+            prior_complete: Vec::new(),
         };
         let mut earlier: Vec<CarvedFile> = Vec::new();
         let mut journal = match resumed {
@@ -251,6 +252,16 @@ impl CarveJob {
                     cp.files
                 ));
                 scope.resume = Some(cp);
+                scope.prior_complete = files
+                    .iter()
+                    .filter(|f| {
+                        f.status == "complete"
+                            && f.parent.is_none()
+                            && f.validator.is_some()
+                            && f.byte_runs.len() == 1
+                    })
+                    .map(|f| (f.offset, f.length))
+                    .collect();
                 earlier = files;
                 j
             }

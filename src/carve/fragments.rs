@@ -64,10 +64,10 @@ pub struct FragLimits {
     pub max_candidates: u64,
     /// Most bytes read for checksums, inflation and full validation.
     pub max_bytes: u64,
-    /// Wall-time cap per file.
+    /// Wall-time cap per file: a safety net only. The byte and candidate caps
+    /// bound the work (and keep reports reproducible); this one should never
+    /// be what stops a search.
     pub max_time: Duration,
-    /// Wall-time cap for all searches of one run.
-    pub max_total_time: Duration,
 }
 
 impl Default for FragLimits {
@@ -77,8 +77,7 @@ impl Default for FragLimits {
             max_splits: 4096,
             max_candidates: 4_000_000,
             max_bytes: 512 << 20,
-            max_time: Duration::from_secs(3),
-            max_total_time: Duration::from_secs(60),
+            max_time: Duration::from_secs(30),
         }
     }
 }
@@ -115,8 +114,6 @@ pub struct Fragments {
     starts: Vec<u64>,
     /// End of the furthest complete file (starts inside it are embedded files, not counted).
     complete_end: u64,
-    /// Time spent searching so far in this run.
-    spent: Duration,
 }
 
 /// Most complete-file starts remembered for the estimate.
@@ -129,7 +126,6 @@ impl Fragments {
             limits: FragLimits::default(),
             starts: Vec::new(),
             complete_end: 0,
-            spent: Duration::ZERO,
         }
     }
 
@@ -138,6 +134,15 @@ impl Fragments {
         if self.starts.len() < MAX_STARTS {
             self.starts.push(start);
         }
+    }
+
+    /// Re-learns from files carved before a resume checkpoint: complete,
+    /// top-level, single-run files (what `after_validate` noted the first time).
+    pub fn seed(&mut self, start: u64, length: u64) {
+        if start >= self.complete_end {
+            self.note_complete(start);
+        }
+        self.complete_end = self.complete_end.max(start.saturating_add(length));
     }
 
     /// The cluster size to use for a candidate at `start`.
@@ -180,17 +185,7 @@ impl Fragments {
         if !start.is_multiple_of(cl.max(512)) {
             return (verdict, None);
         }
-        if self.spent >= self.limits.max_total_time {
-            let mut v = verdict;
-            if let Some(v) = v.as_mut() {
-                v.notes
-                    .push("fragment search skipped: this run's search budget is spent".into());
-            }
-            return (v, None);
-        }
-        let t0 = std::time::Instant::now();
         let a = recover(validator, r, start, max_len, cl, &self.limits);
-        self.spent += t0.elapsed();
         match (a.joined, verdict) {
             (Some(j), _) => {
                 let mut v = Verdict::complete(j.length);

@@ -193,6 +193,9 @@ pub struct CarveScope {
     pub own_end: Option<u64>,
     /// Resume after this checkpoint: candidates before its frontier are done.
     pub resume: Option<Checkpoint>,
+    /// Complete top-level single-run files reported before the checkpoint,
+    /// as (offset, length): the fragment search re-learns the cluster size from them.
+    pub prior_complete: Vec<(u64, u64)>,
 }
 
 /// The carver's state at a point where every candidate starting before
@@ -485,6 +488,9 @@ fn carve_events(
             .collect();
     }
 
+    for &(start, length) in &scope.prior_complete {
+        frags.seed(start, length);
+    }
     let mut covering: Vec<Covering> = Vec::new();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     for batch in rx {
