@@ -35,7 +35,8 @@ import os
 import sys
 
 REPORT_FILES = {"report.jsonl", "report.xml", "audit.txt", "photorec.log", "photorec.ses",
-                "scalpel.conf", "foremost.conf", "timing.txt"}
+                "scalpel.conf", "foremost.conf", "timing.txt", "journal.jsonl", "run.json",
+                "case.jsonl", "case.txt"}
 EXT_TYPES = {
     "jpg": "jpeg", "jpeg": "jpeg", "jfif": "jpeg", "png": "png", "gif": "gif", "bmp": "bmp",
     "tif": "tiff", "tiff": "tiff", "pdf": "pdf", "zip": "zip", "jar": "zip", "docx": "docx",
