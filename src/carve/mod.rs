@@ -605,25 +605,18 @@ fn carve_events(
                             .drain(..)
                             .map(|(c, e)| ((c.start, c.type_index), (c, e))),
                     );
-                    while let Some(entry) = held.first_entry() {
-                        if entry.key().0 >= limit {
-                            break;
-                        }
-                        let (c, ext) = entry.remove();
-                        let runs = joined_runs.remove(&(c.start, c.type_index));
-                        emit(
-                            c,
-                            ext,
-                            runs,
-                            catalogue,
-                            opts,
-                            &bytes,
-                            out,
-                            report,
-                            &mut parents,
-                            &mut totals,
-                        )?;
-                    }
+                    emit_held(
+                        &mut held,
+                        limit,
+                        &mut joined_runs,
+                        catalogue,
+                        opts,
+                        &bytes,
+                        out,
+                        report,
+                        &mut parents,
+                        &mut totals,
+                    )?;
                     found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
                     if limit > frontier {
                         frontier = limit;
@@ -650,21 +643,18 @@ fn carve_events(
             .drain(..)
             .map(|(c, e)| ((c.start, c.type_index), (c, e))),
     );
-    for (_, (c, ext)) in std::mem::take(&mut held) {
-        let runs = joined_runs.remove(&(c.start, c.type_index));
-        emit(
-            c,
-            ext,
-            runs,
-            catalogue,
-            opts,
-            &bytes,
-            out,
-            report,
-            &mut parents,
-            &mut totals,
-        )?;
-    }
+    emit_held(
+        &mut held,
+        u64::MAX,
+        &mut joined_runs,
+        catalogue,
+        opts,
+        &bytes,
+        out,
+        report,
+        &mut parents,
+        &mut totals,
+    )?;
     found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
     report
         .checkpoint(&Checkpoint {
@@ -675,6 +665,33 @@ fn carve_events(
         })
         .map_err(CarveError::Report)?;
     Ok(totals)
+}
+
+/// Emits, in (offset, type) order, every decided candidate starting before `below`.
+#[allow(clippy::too_many_arguments)]
+fn emit_held(
+    held: &mut BTreeMap<(u64, usize), (Candidate, extent::Extent)>,
+    below: u64,
+    joined_runs: &mut BTreeMap<(u64, usize), Vec<ByteRun>>,
+    catalogue: &Catalogue,
+    opts: &CarveOptions,
+    bytes: &ImageBytes<'_>,
+    out: &mut OutputDir,
+    report: &mut (dyn CarveReport + Send),
+    parents: &mut Vec<Parent>,
+    totals: &mut CarverTotals,
+) -> Result<(), CarveError> {
+    while let Some(entry) = held.first_entry() {
+        if entry.key().0 >= below {
+            break;
+        }
+        let (c, ext) = entry.remove();
+        let runs = joined_runs.remove(&(c.start, c.type_index));
+        emit(
+            c, ext, runs, catalogue, opts, bytes, out, report, parents, totals,
+        )?;
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
