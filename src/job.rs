@@ -106,6 +106,18 @@ fn hash_image(image: &Image) -> Result<String, String> {
     Ok(sha.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Bytes reserved for `audit.txt` at the start of a job.
+const AUDIT_RESERVE: i64 = 256 << 10;
+
+/// Allocates `len` bytes for `file` (best effort: file systems without
+/// fallocate simply do not reserve).
+fn reserve(file: &std::fs::File, len: i64) {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: the descriptor is valid for the duration of the call; mode 0
+    // allocates blocks and extends the file, which we truncate when writing.
+    let _ = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
+}
+
 impl CarveJob {
     /// Runs the job. `progress(bytes_done, files_found)`; `warn` gets one-line warnings.
     pub fn run(
@@ -230,6 +242,9 @@ impl CarveJob {
         let mut dfxml =
             DfxmlReport::new(open("report.xml")?, &info).map_err(|e| format!("report.xml: {e}"))?;
         let audit_file = out.create_report("audit.txt").map_err(|e| e.to_string())?;
+        // Reserve room for the audit now, so that it can still be written if
+        // the output file system fills up during the carving.
+        reserve(&audit_file, AUDIT_RESERVE);
         let journal_err = |e: std::io::Error| format!("{}: {e}", journal::JOURNAL);
         let mut scope = CarveScope {
             own_start: self.range.map_or(0, |r| r.0),
@@ -323,11 +338,24 @@ impl CarveJob {
             ));
         }
         let clock = summary.scan.wall.as_secs_f64();
-        jsonl.finish().map_err(|e| format!("report.jsonl: {e}"))?;
-        dfxml
-            .finish(clock, error.as_deref())
-            .map_err(|e| format!("report.xml: {e}"))?;
-        journal.sync().map_err(journal_err)?;
+        // Close every report even if one fails (disk full): the audit, written
+        // last into its reserved space, says what happened.
+        let closing = [
+            jsonl
+                .finish()
+                .map(|_| ())
+                .map_err(|e| format!("report.jsonl: {e}")),
+            dfxml
+                .finish(clock, error.as_deref())
+                .map(|_| ())
+                .map_err(|e| format!("report.xml: {e}")),
+            journal.sync().map_err(journal_err),
+        ];
+        let error = match (error, closing.iter().find_map(|r| r.as_ref().err())) {
+            (Some(e), _) => Some(e),
+            (None, Some(e)) => Some(e.clone()),
+            (None, None) => None,
+        };
         let mut text = audit::render(&info, image_sha.as_deref(), &summary, error.as_deref());
         text.push_str(&format!("container: {}\n", outcome.container));
         if let Some((a, b)) = self.range {
@@ -342,9 +370,16 @@ impl CarveJob {
                 d.reason
             ));
         }
-        std::io::Write::write_all(&mut BufWriter::new(audit_file), text.as_bytes())
+        let mut audit_file = audit_file;
+        std::io::Write::write_all(&mut audit_file, text.as_bytes())
+            .map_err(|e| format!("audit.txt: {e}"))?;
+        audit_file
+            .set_len(text.len() as u64)
             .map_err(|e| format!("audit.txt: {e}"))?;
         result.map_err(|e| e.to_string())?;
+        if let Some(e) = closing.into_iter().find_map(Result::err) {
+            return Err(e);
+        }
         Ok(summary)
     }
 }

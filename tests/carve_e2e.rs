@@ -511,3 +511,56 @@ fn half_of_in_order_two_fragment_files_are_recovered_without_false_joins() {
         "recovered {recovered} of {total} in-order two-fragment files"
     );
 }
+
+/// Disk full while writing: a clear one-line error, and the reports (on a
+/// file system with room) say what was written before it.
+#[test]
+fn disk_full_is_a_clear_error_and_the_reports_say_what_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((img, _)) = generated_image(dir.path(), "raw", 31) else {
+        return;
+    };
+    let small = dir.path().join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    // A 2 MiB file system for the output (needs root, as CI has).
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        assert!(
+            !common::required("GPUCARVE_REQUIRE_SAMPLES"),
+            "CI runs as root and must be able to mount a tmpfs"
+        );
+        eprintln!("note: cannot mount a small tmpfs here (not root?); disk-full check not run");
+        return;
+    }
+    let out = small.join("out");
+    let o = common::run(&[
+        "carve",
+        img.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let audit = std::fs::read_to_string(out.join("audit.txt")).unwrap_or_default();
+    let report = std::fs::read_to_string(out.join("report.jsonl")).unwrap_or_default();
+    let _ = std::process::Command::new("umount").arg(&small).status();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("No space left") || err.contains("write failed"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(!err.contains("panicked"));
+    assert!(
+        audit.contains("INCOMPLETE"),
+        "audit.txt must say the run stopped early: {audit}"
+    );
+    assert!(
+        !report.is_empty(),
+        "report.jsonl lists what was written before the error"
+    );
+}
