@@ -11,7 +11,12 @@
 //! * [`source`]: reading an image as blocks into a bounded buffer pool (buffered, mmap, O_DIRECT, io_uring);
 //! * [`engine`]: all-matches search over a block (CPU prefilter+verify, GPU PFAC);
 //! * [`scan`]: the pipeline, the one place that knows about block overlap;
-//! * [`carve`]: deciding where each candidate file ends (structure validators);
+//! * [`carve`]: deciding where each candidate file ends (structure validators,
+//!   footer rules, bifragment recovery) and writing it;
+//! * [`report`]: scan output, DFXML, JSON Lines, audit;
+//! * [`job`]: one carving end to end; [`batch`], [`journal`] and [`merge`]:
+//!   many images, resume after interruption, shards;
+//! * [`bench`](mod@bench): `gpucarve bench`, throughput and stage profile on this machine.
 //!
 //! The evidence is opened read-only and never written.
 

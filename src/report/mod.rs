@@ -1,6 +1,6 @@
 //! Reports: how matches and carved files are written for people and tools.
 //!
-//! * [`matches`]: the `scan` match stream as JSON Lines or CSV, and the `--count` table;
+//! * [`matches`](mod@matches): the `scan` match stream as JSON Lines or CSV, and the `--count` table;
 //! * [`jsonl`]: `report.jsonl`, one object per carved or detected file;
 //! * [`dfxml`]: `report.xml`, Digital Forensics XML as PhotoRec and fiwalk write it;
 //! * [`audit`]: `audit.txt`, the human summary (image, command, times, counts).
