@@ -230,3 +230,71 @@ fn match_dense_block_reports_every_byte() {
     assert_eq!(got.len(), data.len() * 2 - 1);
     assert_eq!(got, oracle(&patterns, &data));
 }
+
+/// An engine that loses its "device" after a few blocks.
+struct FlakyEngine {
+    inner: CpuEngine,
+    left: std::sync::atomic::AtomicUsize,
+}
+
+impl Engine for FlakyEngine {
+    fn name(&self) -> String {
+        "flaky".into()
+    }
+    fn search(&self, hay: &[u8], out: &mut Vec<Hit>) -> Result<(), gpucarve::engine::EngineError> {
+        let left = self.left.load(std::sync::atomic::Ordering::SeqCst);
+        if left == 0 {
+            // Report some garbage first: the pipeline must discard a failed block's hits.
+            out.push(Hit { pos: 0, pattern: 0 });
+            return Err(gpucarve::engine::EngineError::Device(
+                "device lost (simulated)".into(),
+            ));
+        }
+        self.left
+            .store(left - 1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.search(hay, out)
+    }
+}
+
+#[test]
+fn device_lost_mid_scan_falls_back_to_the_cpu_and_loses_nothing() {
+    let patterns = tricky_patterns();
+    let mut data = vec![0u8; 20 * 4096 + 77];
+    for i in (0..data.len() - 8).step_by(1000) {
+        data[i..i + 4].copy_from_slice(b"ABCD");
+    }
+    let expected = oracle(&patterns, &data);
+    let file = write_temp(&data);
+    let image = Image::open(file.path()).unwrap();
+    let flaky = FlakyEngine {
+        inner: CpuEngine::new(&patterns).unwrap(),
+        left: std::sync::atomic::AtomicUsize::new(5),
+    };
+    let cpu = CpuEngine::new(&patterns).unwrap();
+    let mut got = Vec::new();
+    let mut warnings = Vec::new();
+    let stats = scan(
+        &image,
+        Engines {
+            primary: &flaky,
+            fallback: Some(&cpu),
+        },
+        gpucarve::engine::max_pattern_len(&patterns) - 1,
+        &ScanOptions {
+            block_size: 4096,
+            io: IoMode::Buffered,
+            threads: 2,
+        },
+        &mut |_: &BlockSpec, m: &[Match]| {
+            got.extend_from_slice(m);
+            Ok(())
+        },
+        &mut |_| {},
+        &mut |w| warnings.push(w),
+    )
+    .unwrap();
+    assert_eq!(got, expected);
+    assert!(stats.fallback_blocks >= 15, "{}", stats.fallback_blocks);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("device lost") && warnings[0].contains("CPU"));
+}
