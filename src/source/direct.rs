@@ -66,11 +66,7 @@ impl BlockReader for DirectReader {
         pool: &BufferPool,
         deliver: &mut dyn FnMut(Block) -> bool,
     ) -> Result<(), SourceError> {
-        if pool.capacity() < plan.buffer_capacity() {
-            return Err(SourceError::Settings(
-                "buffer pool smaller than the block plan".into(),
-            ));
-        }
+        pool.check_fits(plan)?;
         for spec in plan.blocks() {
             let read_len = spec.data_len.next_multiple_of(DIRECT_ALIGN);
             let file = &self.file;

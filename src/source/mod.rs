@@ -427,6 +427,18 @@ impl BufferPool {
         self.capacity * self.count
     }
 
+    /// Errs when a buffer cannot hold the largest block of `plan` (plus O_DIRECT rounding).
+    pub fn check_fits(&self, plan: &BlockPlan) -> Result<(), SourceError> {
+        if self.capacity < plan.buffer_capacity() {
+            return Err(SourceError::Settings(format!(
+                "buffer pool of {} bytes per buffer is smaller than the block plan's {}",
+                self.capacity,
+                plan.buffer_capacity()
+            )));
+        }
+        Ok(())
+    }
+
     /// Takes a buffer, waiting until one is returned if all are in use.
     pub fn take(&self) -> PooledBuf {
         let mut free = self.inner.free.lock().unwrap_or_else(|p| p.into_inner());

@@ -87,11 +87,7 @@ impl BlockReader for UringReader {
         pool: &BufferPool,
         deliver: &mut dyn FnMut(Block) -> bool,
     ) -> Result<(), SourceError> {
-        if pool.capacity() < plan.buffer_capacity() {
-            return Err(SourceError::Settings(
-                "buffer pool smaller than the block plan".into(),
-            ));
-        }
+        pool.check_fits(plan)?;
         let mut in_flight: BTreeMap<u64, InFlight> = BTreeMap::new();
         let result = self.run(plan, pool, deliver, &mut in_flight);
         // Whatever happened, the kernel must be done with every buffer before it
