@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
@@ -154,7 +154,12 @@ impl CarveJob {
         warn: &mut dyn FnMut(String),
         outcome: &mut JobOutcome,
     ) -> Result<CarveSummary, String> {
-        refuse_output_on_image(&self.out_dir, &self.image)?;
+        if crate::source::same_file(&self.out_dir, &self.image) {
+            return Err(format!(
+                "{}: the output folder is the image itself",
+                self.out_dir.display()
+            ));
+        }
         // Resuming: what the interrupted run had finished.
         let resumed = if self.resume {
             let meta_path = self.out_dir.join(RUN_META);
@@ -382,19 +387,4 @@ impl CarveJob {
         }
         Ok(summary)
     }
-}
-
-/// The output folder must not be the image, nor contain it as a file we could overwrite.
-fn refuse_output_on_image(out: &Path, image: &Path) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    if let (Ok(a), Ok(b)) = (std::fs::metadata(out), std::fs::metadata(image))
-        && a.dev() == b.dev()
-        && a.ino() == b.ino()
-    {
-        return Err(format!(
-            "{}: the output folder is the image itself",
-            out.display()
-        ));
-    }
-    Ok(())
 }

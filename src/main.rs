@@ -241,21 +241,6 @@ fn warn(msg: String) {
     eprintln!("gpucarve: warning: {msg}");
 }
 
-/// Refuses to write output onto the evidence itself.
-fn check_not_image(output: &Path, image: &Path) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    if let (Ok(a), Ok(b)) = (std::fs::metadata(output), std::fs::metadata(image))
-        && a.dev() == b.dev()
-        && a.ino() == b.ino()
-    {
-        return Err(format!(
-            "{}: refusing to write output over the image being examined",
-            output.display()
-        ));
-    }
-    Ok(())
-}
-
 fn progress_bar(len: u64, quiet: bool) -> indicatif::ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
@@ -283,12 +268,7 @@ fn run_scan(
     let set = cat.compile();
     let img = gpucarve::source::open_any_with(image, spool_dir.unwrap_or(&std::env::temp_dir()))
         .map_err(|e| e.to_string())?;
-    let choice = match &args.device {
-        Some(d) => EngineChoice::Gpu {
-            device: Some(d.clone()),
-        },
-        None => args.engine.clone(),
-    };
+    let choice = engine_choice(args);
     let engines = build_engines(
         &set.patterns,
         &choice,
@@ -298,7 +278,12 @@ fn run_scan(
     .map_err(|e| e.to_string())?;
     let out: Box<dyn Write> = match output {
         Some(p) => {
-            check_not_image(p, image)?;
+            if gpucarve::source::same_file(p, image) {
+                return Err(format!(
+                    "{}: refusing to write output over the image being examined",
+                    p.display()
+                ));
+            }
             Box::new(
                 std::fs::File::create(p)
                     .map_err(|e| format!("{}: cannot create: {e}", p.display()))?,

@@ -241,7 +241,17 @@ impl Image {
     }
 }
 
-pub(crate) fn io_open_error(path: &Path, e: std::io::Error) -> SourceError {
+/// True when `a` and `b` name the same existing file (same device and inode):
+/// used to refuse writing any output over the evidence.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+fn io_open_error(path: &Path, e: std::io::Error) -> SourceError {
     match e.kind() {
         std::io::ErrorKind::NotFound => SourceError::NotFound {
             path: path.to_path_buf(),
