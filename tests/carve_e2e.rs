@@ -438,13 +438,14 @@ fn hostile_images_are_handled() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("empty"));
 }
 
-/// Bifragment recovery floor: at least half of the in-order two-fragment
-/// JPEG/PNG/ZIP-family files are recovered exactly, and no joined file is
-/// written as complete unless it is a planted original.
+/// Bifragment recovery floor: at least three quarters of the in-order
+/// two-fragment JPEG/PNG/ZIP-family files are recovered exactly, JPEGs among
+/// the joins, and no joined file is written as complete unless it is a
+/// planted original.
 #[test]
-fn half_of_in_order_two_fragment_files_are_recovered_without_false_joins() {
+fn three_quarters_of_in_order_two_fragment_files_are_recovered_without_false_joins() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut total, mut recovered, mut joins) = (0, 0, 0);
+    let (mut total, mut recovered, mut joins, mut jpeg_joins) = (0, 0, 0, 0);
     for (fs, seed) in [
         ("raw", 1),
         ("raw", 2),
@@ -481,6 +482,7 @@ fn half_of_in_order_two_fragment_files_are_recovered_without_false_joins() {
         for r in &report {
             if r["byte_runs"].as_array().unwrap().len() > 1 && r["status"] == "complete" {
                 joins += 1;
+                jpeg_joins += usize::from(r["type"] == "jpeg");
                 assert!(
                     planted.contains(r["sha256"].as_str().unwrap()),
                     "{fs}: false join written as complete at {}",
@@ -503,13 +505,16 @@ fn half_of_in_order_two_fragment_files_are_recovered_without_false_joins() {
         }
     }
     eprintln!(
-        "in-order two-fragment JPEG/PNG/ZIP recovered exactly: {recovered}/{total}; joins written: {joins}"
+        "in-order two-fragment JPEG/PNG/ZIP recovered exactly: {recovered}/{total}; joins written: {joins} ({jpeg_joins} JPEG)"
     );
     assert!(total > 0);
+    // Measured 33/40 (JPEG 3/9, PNG and the ZIP family the rest): the floor
+    // only goes up.
     assert!(
-        recovered * 2 >= total,
+        recovered * 4 >= total * 3,
         "recovered {recovered} of {total} in-order two-fragment files"
     );
+    assert!(jpeg_joins > 0, "no JPEG join proven");
 }
 
 /// Disk full while writing: a clear one-line error, and the audit (its space

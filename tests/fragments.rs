@@ -1,6 +1,6 @@
 //! Bifragment gap carving (`src/carve/fragments.rs`): hand-built images with
-//! a PNG or ZIP split in two at cluster boundaries, recovered exactly; joins
-//! that are not proven stay partial.
+//! a PNG, ZIP or JPEG split in two at cluster boundaries, recovered exactly;
+//! joins that are not proven stay partial.
 
 use std::io::Write;
 use std::process::Command;
@@ -275,13 +275,68 @@ fn zip_halves_of_different_archives_or_copies_are_not_joined() {
     assert!(try_recover("zip", &img, 2 * CL).joined.is_none());
 }
 
+/// A real JPEG from `corpora/samples` (licences in its MANIFEST.tsv).
+fn sample_jpeg(name: &str) -> Vec<u8> {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpora/samples")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 #[test]
-fn jpeg_is_never_joined() {
-    // No JPEG join can be proven yet: the hook leaves a Partial JPEG alone.
-    let mut f = Fragments::new(None);
-    let img = noise(7, 4096);
-    let v = gpucarve::carve::validators::Verdict::partial(100, "damaged");
-    let (v, runs) = f.after_validate("jpeg", &img, 0, 4096, Some(v));
+fn jpeg_in_order_and_out_of_order_recovered_exactly() {
+    // A progressive and a baseline picture, split at a cluster boundary
+    // inside their entropy-coded data, the gap filled with noise.
+    for (name, split_cl) in [("d-debian.jpg", 100), ("debian_logo.jpg", 40)] {
+        let j = sample_jpeg(name);
+        let split = split_cl * CL as usize;
+        let len = 1 << 20;
+        for (a, b) in [
+            (8 * CL, 8 * CL + split as u64 + 37 * CL),
+            (700 * CL, 20 * CL),
+        ] {
+            let img = fragmented(&j, split, a, b, len);
+            let got = try_recover("jpeg", &img, a);
+            let joined = got
+                .joined
+                .unwrap_or_else(|| panic!("{name} at {a}/{b}: {}", got.note));
+            assert_eq!(
+                joined.runs,
+                vec![(a, split as u64), (b, (j.len() - split) as u64)],
+                "{name}"
+            );
+            assert_eq!(sha(&assemble(&img, &joined.runs)), sha(&j));
+            assert!(joined.notes[0].contains("JPEG entropy decode"));
+        }
+    }
+}
+
+#[test]
+fn jpeg_copies_are_not_grafted_onto_each_other() {
+    let j = sample_jpeg("d-debian.jpg");
+    let split = 100 * CL as usize;
+    let a = 8 * CL;
+    // The head of one copy, and a whole contiguous copy after it: the copy's
+    // clusters belong to the copy, so no join takes its tail.
+    let img = image(1 << 20, &[(a, &j[..split]), (600 * CL, &j)]);
+    let got = try_recover("jpeg", &img, a);
+    assert!(got.joined.is_none(), "{:?}", got.joined);
+    // The head followed directly by the middle of another copy (same
+    // tables): the split cannot be placed, nothing is joined.
+    let img = image(
+        1 << 20,
+        &[
+            (a, &j[..split]),
+            (a + split as u64, &j[split - 7 * CL as usize..]),
+        ],
+    );
+    assert!(try_recover("jpeg", &img, a).joined.is_none());
+    // The carver hook: a Partial JPEG with nothing to join stays partial.
+    let mut f = Fragments::new(Some(CL));
+    let img = image(1 << 20, &[(a, &j[..split])]);
+    let v = validate("jpeg", &img, a, Limits { max_len: 1 << 19 }).unwrap();
+    assert_eq!(v.status, Status::Partial);
+    let (v, runs) = f.after_validate("jpeg", &img, a, 1 << 19, Some(v));
     assert_eq!(v.unwrap().status, Status::Partial);
     assert!(runs.is_none());
 }

@@ -1,6 +1,6 @@
 //! Bifragment gap carving: recovering a file stored in two pieces.
 //!
-//! When a structure validator reports `Partial` for a PNG or ZIP (its
+//! When a structure validator reports `Partial` for a PNG, ZIP or JPEG (its
 //! structure breaks partway), the file may simply be fragmented: its first
 //! fragment runs from the header to a cluster boundary at or before the break,
 //! and its second fragment starts at a cluster-aligned position elsewhere (in
@@ -28,8 +28,32 @@
 //!   flate2) equal to the central directory's; then every other stored or
 //!   deflated entry's CRC is checked while the byte budget lasts. When a ZIP
 //!   validator is registered and disagrees (`Partial`), the join is refused.
-//! * **JPEG**: no checksum. A join would need a baseline entropy decode across
-//!   it; that is not implemented yet, so fragmented JPEGs stay `partial`.
+//! * **JPEG**: no checksum, and a Huffman decode is a weak detector on its
+//!   own: it resynchronises after foreign bits, and pictures coded with the
+//!   same tables (copies, one camera) decode as each other's continuation.
+//!   So the search is narrow and the proof layered:
+//!   - splits: the cluster multiples within one cluster below where the
+//!     decoder failed (its read position is an upper bound on the split).
+//!     Foreign data that decodes for longer is same-table data and the split
+//!     cannot be placed: no join is attempted;
+//!   - second starts: clusters whose next 4 KiB look like entropy-coded data
+//!     (every `FF` is stuffing, a restart marker, EOI or a between-scans
+//!     marker; no 64-byte runs; not text), not inside a range already carved
+//!     ([`Claims`]) nor inside another JPEG stored contiguously (one of the
+//!     nearest cluster-aligned JPEG headers before it validates past it), and
+//!     not in the middle of an unowned run of entropy-like data (the 4 KiB
+//!     before must not look like entropy data, unless another JPEG owns it);
+//!   - a cheap decode of 32 KiB past the split, then the same decode with the
+//!     cluster before the second start in its place must fail (else that
+//!     cluster continues the head as well as the candidate does), then the
+//!     full validator over the join: every Huffman code valid, coefficient
+//!     indices in range, the exact MCU count of every scan, restart markers in
+//!     sequence, EOI after the last MCU; and at least 2 KiB of second fragment
+//!     (a few hundred bytes ending in EOI match the missing MCU count by
+//!     chance).
+//!
+//!   Joins cost a decode of the head per candidate (no decoder snapshots), so
+//!   the bytes decoded per file are capped (64 MiB).
 //!
 //! A proven join becomes a `complete` file with two byte runs and a note
 //! `bifragment join proven by …`; the number of candidates tried is noted
@@ -103,7 +127,71 @@ pub struct Attempt {
 
 /// True for the validators this module can recover.
 pub fn supported(validator: &str) -> bool {
-    matches!(validator, "png" | "zip")
+    matches!(validator, "png" | "zip" | "jpeg")
+}
+
+/// Byte ranges of the image already known to belong to a file: complete
+/// files and proven joins carved so far. A cluster belongs to one file, so a
+/// second fragment is never taken from inside one of them (this is what keeps
+/// several copies of one picture from being grafted onto each other).
+/// Bounded: ranges ending more than the largest gap behind the file being
+/// searched are forgotten, and at most [`MAX_CLAIMS`] are kept.
+#[derive(Clone, Debug, Default)]
+pub struct Claims {
+    /// start → end.
+    ranges: std::collections::BTreeMap<u64, u64>,
+    /// JPEG headers validated by the search (to see whether they own a
+    /// candidate second fragment): header → validated length.
+    jpeg_heads: std::collections::BTreeMap<u64, u64>,
+}
+
+/// Most claimed ranges kept.
+const MAX_CLAIMS: usize = 1 << 18;
+
+impl Claims {
+    /// Records `[start, end)` as belonging to a file.
+    pub fn claim(&mut self, start: u64, end: u64) {
+        if end <= start {
+            return;
+        }
+        if self.ranges.len() >= MAX_CLAIMS {
+            self.ranges.pop_first();
+        }
+        let e = self.ranges.entry(start).or_insert(end);
+        *e = (*e).max(end);
+    }
+
+    /// Forgets ranges that end at or before `before`.
+    fn prune(&mut self, before: u64) {
+        while let Some((_, &end)) = self.ranges.first_key_value() {
+            if end > before {
+                break;
+            }
+            self.ranges.pop_first();
+        }
+        while let Some((&h, &len)) = self.jpeg_heads.first_key_value() {
+            if h.saturating_add(len) > before && self.jpeg_heads.len() < MAX_CLAIMS {
+                break;
+            }
+            self.jpeg_heads.pop_first();
+        }
+    }
+
+    /// True when `pos` lies inside a claimed range.
+    pub fn covers(&self, pos: u64) -> bool {
+        // Ranges are not merged: a long one may start before shorter ones.
+        self.ranges
+            .range(..=pos)
+            .rev()
+            .take(64)
+            .any(|(_, &end)| end > pos)
+    }
+
+    /// True when a claimed range starts inside `(a, b)`.
+    pub fn starts_within(&self, a: u64, b: u64) -> bool {
+        a.checked_add(1)
+            .is_some_and(|lo| lo < b && self.ranges.range(lo..b).next().is_some())
+    }
 }
 
 /// Carver-side state: the cluster-size estimate and the limits.
@@ -111,6 +199,8 @@ pub fn supported(validator: &str) -> bool {
 pub struct Fragments {
     pub cluster_size: Option<u64>,
     pub limits: FragLimits,
+    /// Ranges already carved (complete files, proven joins).
+    pub claims: Claims,
     starts: Vec<u64>,
     /// End of the furthest complete file (starts inside it are embedded files, not counted).
     complete_end: u64,
@@ -124,6 +214,7 @@ impl Fragments {
         Fragments {
             cluster_size: cluster_size.filter(|&c| c > 0),
             limits: FragLimits::default(),
+            claims: Claims::default(),
             starts: Vec::new(),
             complete_end: 0,
         }
@@ -142,6 +233,7 @@ impl Fragments {
         if start >= self.complete_end {
             self.note_complete(start);
         }
+        self.claims.claim(start, start.saturating_add(length));
         self.complete_end = self.complete_end.max(start.saturating_add(length));
     }
 
@@ -154,7 +246,7 @@ impl Fragments {
     }
 
     /// The carver's hook: given the validator's verdict for a candidate,
-    /// tries a bifragment recovery when it is a `Partial` PNG/ZIP (or a ZIP
+    /// tries a bifragment recovery when it is a `Partial` PNG/ZIP/JPEG (or a ZIP
     /// the validator rejected). Returns the verdict to use and, for a proven
     /// join, its byte runs.
     pub fn after_validate(
@@ -165,11 +257,14 @@ impl Fragments {
         max_len: u64,
         verdict: Option<Verdict>,
     ) -> (Option<Verdict>, Option<Vec<(u64, u64)>>) {
+        self.claims
+            .prune(start.saturating_sub(self.limits.max_gap.saturating_mul(2)));
         let try_it = match &verdict {
             Some(v) if v.status == Status::Complete => {
                 if start >= self.complete_end {
                     self.note_complete(start);
                 }
+                self.claims.claim(start, start.saturating_add(v.length));
                 self.complete_end = self.complete_end.max(start.saturating_add(v.length));
                 false
             }
@@ -185,9 +280,20 @@ impl Fragments {
         if !start.is_multiple_of(cl.max(512)) {
             return (verdict, None);
         }
-        let a = recover(validator, r, start, max_len, cl, &self.limits);
+        let a = recover_with(
+            validator,
+            r,
+            start,
+            max_len,
+            cl,
+            &self.limits,
+            &mut self.claims,
+        );
         match (a.joined, verdict) {
             (Some(j), _) => {
+                for &(off, len) in &j.runs {
+                    self.claims.claim(off, off.saturating_add(len));
+                }
                 let mut v = Verdict::complete(j.length);
                 v.subtype = j.subtype;
                 v.notes = j.notes;
@@ -230,12 +336,35 @@ pub fn recover(
     cluster: u64,
     limits: &FragLimits,
 ) -> Attempt {
+    recover_with(
+        validator,
+        r,
+        start,
+        max_len,
+        cluster,
+        limits,
+        &mut Claims::default(),
+    )
+}
+
+/// [`recover`], never taking a second fragment from a range in `claims`
+/// (which also keeps what the search learnt about other files).
+pub fn recover_with(
+    validator: &str,
+    r: &dyn ByteReader,
+    start: u64,
+    max_len: u64,
+    cluster: u64,
+    limits: &FragLimits,
+    claims: &mut Claims,
+) -> Attempt {
     let cluster = cluster.max(1);
     let max_len = max_len.min(r.len().saturating_sub(start));
-    let mut b = Budget::new(*limits);
+    let mut b = Budget::new(*limits, claims);
     let joined = match validator {
         "png" => png::recover(r, start, max_len, cluster, &mut b),
         "zip" => zip::recover(r, start, max_len, cluster, &mut b),
+        "jpeg" => jpeg::recover(r, start, max_len, cluster, &mut b),
         _ => None,
     };
     let why = if joined.is_some() {
@@ -254,19 +383,21 @@ pub fn recover(
     }
 }
 
-/// Counts candidates, bytes and time against the limits.
-struct Budget {
+/// Counts candidates, bytes and time against the limits; holds the claims.
+struct Budget<'c> {
     lim: FragLimits,
+    claims: &'c mut Claims,
     cands: u64,
     bytes: u64,
     t0: Instant,
     exhausted: bool,
 }
 
-impl Budget {
-    fn new(lim: FragLimits) -> Self {
+impl<'c> Budget<'c> {
+    fn new(lim: FragLimits, claims: &'c mut Claims) -> Self {
         Budget {
             lim,
+            claims,
             cands: 0,
             bytes: 0,
             t0: Instant::now(),
@@ -744,6 +875,325 @@ mod png {
             notes: vec![format!(
                 "bifragment join proven by PNG chunk CRCs (chunk at {pos} spans the join) and a complete chunk walk; split at {}, second fragment at {}",
                 j.split, j.b
+            )],
+        })
+    }
+}
+
+mod jpeg {
+    //! JPEG: no checksum; the entropy decode across the join is the proof.
+    use std::collections::HashMap;
+
+    use super::validators::jpeg::{self as vj, Damage};
+    use super::validators::read::Src;
+    use super::*;
+
+    const SOI: &[u8; 3] = &[0xFF, 0xD8, 0xFF];
+    /// Bytes decoded past the split by the cheap test of a candidate.
+    const PROBE: u64 = 32 << 10;
+    /// Most split points tried (nearest the failure first). Foreign data that
+    /// decodes for clusters on end is entropy data coded with the same tables
+    /// (another copy of the picture, or one from the same camera): a join
+    /// found further back would be a guess, not a proof.
+    const MAX_SPLITS: u64 = 3;
+    /// Most bytes decoded by all the tests of one file.
+    const MAX_DECODED: u64 = 64 << 20;
+    /// Shortest second fragment accepted: a few hundred bytes ending in EOI
+    /// (the last cluster of any picture coded with the same tables) match
+    /// the missing MCU count by chance too often to prove anything.
+    const MIN_TAIL: u64 = 2048;
+    /// Bytes looked back for the header of a JPEG owning a candidate.
+    const MAX_BACK: u64 = 8 << 20;
+    /// Longest stretch of another JPEG validated to see whether it owns a candidate.
+    const MAX_OWNER: u64 = 64 << 20;
+    /// Most other JPEGs validated by one search.
+    const MAX_OWNERS: u64 = 256;
+    /// Bytes the decoder may hold beyond where it failed ([`Damage::fail_at`]).
+    const SLACK: u64 = 16;
+    /// Bytes of a candidate second fragment examined by [`entropy_like`].
+    const LOOK: u64 = 4096;
+
+    /// The validator over `j`, with where it broke.
+    fn check(j: &TwoRuns, b: &mut Budget) -> Option<(Verdict, Damage)> {
+        if !b.bytes(j.len) {
+            return None;
+        }
+        let mut d = Damage::default();
+        let v = vj::validate_probe(Src::new(j, 0, Limits { max_len: j.len }), &mut d)?;
+        Some((v, d))
+    }
+
+    /// True when the `n` bytes (512 to [`LOOK`]) at `s2` could continue
+    /// entropy-coded data: every
+    /// `FF` is stuffing, a restart marker, fill, EOI (the file ends: stop
+    /// looking) or a marker that may sit between the scans of a progressive
+    /// file; no run of 64 equal bytes (zeroed or unwritten space); and at
+    /// least one byte in 16 has its top bit set (not text).
+    fn entropy_like(cache: &mut Cache, s2: u64, n: u64) -> bool {
+        let n = n.clamp(512, LOOK) as usize;
+        let mut buf = [0u8; LOOK as usize];
+        let Some(buf) = buf.get_mut(..n) else {
+            return false;
+        };
+        if !cache.read(s2, buf) {
+            return false;
+        }
+        let (mut run, mut high, mut seen) = (0usize, 0usize, 0usize);
+        let mut prev = None;
+        for (i, &x) in buf.iter().enumerate() {
+            if prev == Some(x) {
+                run += 1;
+                if run >= 64 {
+                    return false;
+                }
+            } else {
+                run = 1;
+            }
+            prev = Some(x);
+            high += usize::from(x >= 0x80);
+            seen = i + 1;
+            if x == 0xFF {
+                match buf.get(i + 1) {
+                    Some(0x00 | 0xD0..=0xD7 | 0xFF | 0xC4 | 0xDA | 0xDB | 0xDD) | None => {}
+                    Some(0xD9) => break,
+                    Some(_) => return false,
+                }
+            }
+        }
+        seen >= 16 && high * 16 >= seen
+    }
+
+    /// Cluster-aligned JPEG headers (`FF D8 FF` and a segment marker) in the
+    /// part of the image looked at so far: positions `≡ phase (mod cl)` in
+    /// `[lo, hi)`, read 4 bytes each.
+    struct Heads {
+        /// Owner validations done by this search.
+        validated: u64,
+        phase: u64,
+        cl: u64,
+        lo: u64,
+        hi: u64,
+        at: std::collections::BTreeSet<u64>,
+    }
+
+    impl Heads {
+        fn new(phase: u64, cl: u64) -> Self {
+            let p = phase % cl;
+            Heads {
+                validated: 0,
+                phase: p,
+                cl,
+                lo: p,
+                hi: p,
+                at: Default::default(),
+            }
+        }
+        fn probe(&mut self, r: &dyn ByteReader, p: u64) {
+            let mut h = [0u8; 4];
+            if read_exact(r, p, &mut h) && h[..3] == SOI[..] && (0xC0..=0xFE).contains(&h[3]) {
+                self.at.insert(p);
+            }
+        }
+        /// Makes `[from, to)` looked at; returns the headers in it, nearest `to` first.
+        fn before(&mut self, r: &dyn ByteReader, from: u64, to: u64) -> Vec<u64> {
+            let from = from - (from + self.cl - self.phase) % self.cl;
+            if self.lo == self.hi {
+                self.lo = from.max(self.phase);
+                self.hi = self.lo;
+            }
+            while self.lo > from.max(self.phase) {
+                self.lo -= self.cl;
+                self.probe(r, self.lo);
+            }
+            while self.hi < to {
+                self.probe(r, self.hi);
+                self.hi += self.cl;
+            }
+            self.at.range(from..to).rev().take(4).copied().collect()
+        }
+    }
+
+    /// True when `s2` lies inside another JPEG stored contiguously: one of
+    /// the four nearest cluster-aligned JPEG headers before it (at most
+    /// [`MAX_BACK`] bytes back) validates, complete or not, past `s2`.
+    /// Validated extents are remembered in the claims (header → length).
+    fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Budget) -> bool {
+        let from = s2.saturating_sub(MAX_BACK);
+        for p in heads.before(r, from, s2) {
+            if p == start {
+                return false;
+            }
+            let len = match b.claims.jpeg_heads.get(&p) {
+                Some(&l) => l,
+                None => {
+                    // Whole validations, once per header per carving; not
+                    // counted against the candidate budget but capped in number.
+                    if heads.validated >= MAX_OWNERS {
+                        return false;
+                    }
+                    heads.validated += 1;
+                    let w = TwoRuns::new(r, p, MAX_OWNER, p, MAX_OWNER);
+                    let mut d = Damage::default();
+                    let l = vj::validate_probe(Src::new(&w, 0, Limits { max_len: w.len }), &mut d)
+                        .map_or(0, |v| v.length);
+                    b.claims.jpeg_heads.insert(p, l);
+                    l
+                }
+            };
+            if p + len > s2 {
+                return true;
+            }
+        }
+        false
+    }
+
+    pub(super) fn recover(
+        r: &dyn ByteReader,
+        start: u64,
+        max_len: u64,
+        cl: u64,
+        b: &mut Budget,
+    ) -> Option<Joined> {
+        let whole = TwoRuns::new(r, start, max_len, start, max_len);
+        let (v, d) = check(&whole, b)?;
+        if v.status != Status::Partial || !d.damaged || v.length < 2 {
+            return None;
+        }
+        // The split lies at or before the point where decoding failed, and
+        // within a cluster of it: foreign data that decodes for longer is
+        // coded with the same tables, and the split cannot be placed.
+        let top = d.fail_at.min(max_len) / cl * cl;
+        let lowest = d.fail_at.saturating_sub(cl + SLACK);
+        let splits: Vec<u64> = (0..MAX_SPLITS.min(b.lim.max_splits))
+            .map_while(|k| top.checked_sub(k * cl).filter(|&s| s >= cl && s >= lowest))
+            .collect();
+        if splits.is_empty() {
+            return None;
+        }
+        let lim = b.lim.max_bytes.min(MAX_DECODED);
+        let mut cache = Cache::new(r);
+        let mut ok: HashMap<u64, bool> = HashMap::new();
+        let mut near: HashMap<u64, bool> = HashMap::new();
+        let mut heads = Heads::new(start, cl);
+        let mut g = 1u64;
+        while b.ok() {
+            let mut any = false;
+            for &split in &splits {
+                for s2 in second_starts(start, split, cl, r.len(), b.lim.max_gap, g)
+                    .into_iter()
+                    .flatten()
+                {
+                    any = true;
+                    if !b.cand() {
+                        return None;
+                    }
+                    if b.claims.covers(s2) || b.claims.starts_within(start, start + split) {
+                        continue;
+                    }
+                    let good = *ok
+                        .entry(s2)
+                        .or_insert_with(|| entropy_like(&mut cache, s2, LOOK));
+                    if !good || owned(r, &mut heads, start, s2, b) {
+                        continue;
+                    }
+                    // A fragment starts where the data before it is not the
+                    // same kind of stream, unless that data is another
+                    // JPEG's, ending there: the middle of a run of entropy
+                    // data owned by no one is not a start.
+                    if let Some(before) = s2.checked_sub(cl) {
+                        // At least [`LOOK`] bytes: a few hundred random bytes
+                        // pass for entropy data too often.
+                        let n = cl.max(LOOK).min(s2);
+                        let like = *near
+                            .entry(before)
+                            .or_insert_with(|| entropy_like(&mut cache, s2 - n, n));
+                        if like && !owned(r, &mut heads, start, before, b) {
+                            continue;
+                        }
+                    }
+                    if b.bytes > lim {
+                        b.exhausted = true;
+                        return None;
+                    }
+                    if let Some(found) = try_join(r, start, (split, s2, cl), max_len, b) {
+                        return Some(found);
+                    }
+                }
+            }
+            if !any {
+                break;
+            }
+            g += 1;
+        }
+        None
+    }
+
+    fn try_join(
+        r: &dyn ByteReader,
+        start: u64,
+        (split, s2, cl): (u64, u64, u64),
+        max_len: u64,
+        b: &mut Budget,
+    ) -> Option<Joined> {
+        // Cheap test: decode a little past the split.
+        let probe = TwoRuns::new(
+            r,
+            start,
+            split,
+            s2,
+            split.saturating_add(PROBE).min(max_len),
+        );
+        let (v, d) = check(&probe, b)?;
+        if d.damaged || (v.status == Status::Complete && v.length <= split) {
+            return None;
+        }
+        let j = TwoRuns::new(r, start, split, s2, max_len);
+        if tail_of_copy(r, &j, SOI) {
+            return None;
+        }
+        // The second fragment must start at s2: what lies before it in the
+        // image must not decode as a continuation of the head either (else
+        // s2 is inside a run of entropy data coded with the same tables,
+        // such as another copy of the picture, and the MCU count alone
+        // cannot tell which cluster the file goes on with).
+        let before = s2.checked_sub(cl)?;
+        let probe = TwoRuns::new(
+            r,
+            start,
+            split,
+            before,
+            split.saturating_add(cl + PROBE).min(max_len),
+        );
+        match check(&probe, b) {
+            // Noise before s2 may decode a little way into the real tail
+            // before the decoder notices: allow one more cluster (1 KiB at least).
+            Some((_, d)) if d.damaged && d.fail_at <= split + cl + cl.max(1024) + SLACK => {}
+            Some(_) => return None,
+            None => {
+                if !b.ok() {
+                    return None;
+                }
+            }
+        }
+        let (v, _) = check(&j, b)?;
+        if v.status != Status::Complete || v.length < split.saturating_add(MIN_TAIL) {
+            return None;
+        }
+        let runs = j.runs(v.length);
+        if j.b < j.a && j.b + runs[1].1 > j.a {
+            return None;
+        }
+        Some(Joined {
+            runs,
+            length: v.length,
+            subtype: v.subtype,
+            notes: vec![format!(
+                "bifragment join proven by a JPEG entropy decode across the join (every Huffman code valid, the exact MCU count{}, EOI after the last MCU); split at {split}, second fragment at {s2}",
+                if v.notes.iter().any(|n| n.contains("progressive")) {
+                    " in every scan"
+                } else {
+                    ""
+                }
             )],
         })
     }

@@ -541,7 +541,7 @@ fn carve_events(
                                     validators::validate(v, &bytes, c.start, Limits { max_len })
                                 }
                             };
-                            // >>> bifragment recovery: a Partial PNG/ZIP may be two fragments.
+                            // >>> bifragment recovery: a Partial PNG/ZIP/JPEG may be two fragments.
                             // Objects inside another structure are not searched: their
                             // container explains where they end.
                             // Only complete structures count: a partial verdict's length

@@ -96,6 +96,24 @@ fn dht_ok(b: &[u8]) -> bool {
 }
 
 pub fn validate(src: Src) -> Option<Verdict> {
+    validate_probe(src, &mut Damage::default())
+}
+
+/// Where a damaged JPEG broke, for the fragment search
+/// ([`crate::carve::fragments`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Damage {
+    /// The verdict is `Partial` because of damage (not because the window
+    /// ended first).
+    pub damaged: bool,
+    /// An upper bound on where foreign data begins: everything before the
+    /// first foreign byte decodes, so the decoder reads past it before it
+    /// fails. Meaningful when `damaged`.
+    pub fail_at: u64,
+}
+
+/// [`validate`], also filling `d` when the verdict is damage.
+pub fn validate_probe(src: Src, d: &mut Damage) -> Option<Verdict> {
     let head = src.bytes::<4>(0);
     let Some(head) = head else {
         // Fewer than 4 bytes: only a partial SOI can be judged.
@@ -131,11 +149,13 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let cut = |src: &Src| Some(Verdict::partial(src.len(), src.cut_note()));
     // End of the last structure that was fully validated.
     let mut good_end: u64 = 2;
-    let damaged = |good_end: u64, segments: u32, note: String| {
+    let mut damaged = |good_end: u64, fail: u64, segments: u32, note: String| {
         // Damage before a second segment confirmed the first: a false hit.
         if segments < 2 {
             None
         } else {
+            d.damaged = true;
+            d.fail_at = fail.max(good_end);
             Some(Verdict::partial(good_end, note))
         }
     };
@@ -147,6 +167,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             Some(b) => {
                 return damaged(
                     good_end,
+                    c.pos(),
                     segments,
                     format!("expected a marker at {marker_pos}, found {b:#04x}"),
                 );
@@ -185,11 +206,19 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 good_end = c.pos();
                 continue;
             }
-            0xD8 => return damaged(good_end, segments, format!("second SOI at {marker_pos}")),
-            0xFF => return damaged(good_end, segments, "run of fill bytes".into()),
+            0xD8 => {
+                return damaged(
+                    good_end,
+                    c.pos(),
+                    segments,
+                    format!("second SOI at {marker_pos}"),
+                );
+            }
+            0xFF => return damaged(good_end, c.pos(), segments, "run of fill bytes".into()),
             m if !has_length(m) => {
                 return damaged(
                     good_end,
+                    c.pos(),
                     segments,
                     format!("reserved marker {m:#04x} at {marker_pos}"),
                 );
@@ -205,6 +234,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         if len < 2 {
             return damaged(
                 good_end,
+                c.pos(),
                 segments,
                 format!("segment length {len} at {marker_pos}"),
             );
@@ -223,6 +253,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
                     // One frame per (non-hierarchical) image.
                     return damaged(
                         good_end,
+                        seg_end,
                         segments,
                         format!("second frame header at {marker_pos}"),
                     );
@@ -266,6 +297,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 if !(ok && hv_ok) {
                     return damaged(
                         good_end,
+                        seg_end,
                         segments,
                         format!("invalid frame header at {marker_pos}"),
                     );
@@ -350,6 +382,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         if !ok {
             return damaged(
                 good_end,
+                seg_end,
                 segments,
                 format!("invalid segment {m:#04x} at {marker_pos}"),
             );
@@ -373,10 +406,11 @@ pub fn validate(src: Src) -> Option<Verdict> {
                     };
                     match decode_scan(&mut c, &mut entropy_buf, &mut kept, &mut tables, f, s) {
                         Ok(()) => good_end = c.pos(),
-                        Err((ScanErr::Cut, _)) => return cut(&src),
-                        Err((ScanErr::Bad(why), at)) => {
+                        Err((ScanErr::Cut, _, _)) => return cut(&src),
+                        Err((ScanErr::Bad(why), at, fail)) => {
                             return damaged(
                                 at.max(good_end),
+                                fail,
                                 segments,
                                 format!("scan {scans}: {why}"),
                             );
@@ -399,7 +433,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             }
         }
     }
-    damaged(good_end, segments, "too many markers".into())
+    damaged(good_end, c.pos(), segments, "too many markers".into())
 }
 
 /// From the start of entropy-coded data, returns the offset of the marker
@@ -970,7 +1004,9 @@ struct Tables {
 pub const MAX_BLOCKS: u64 = 1 << 28;
 
 /// Decodes one scan starting at the cursor; on success the cursor is at the
-/// marker that ends the scan. Errors carry the offset where good data ends.
+/// marker that ends the scan. Errors carry the offset where good data ends
+/// (the start of the failing MCU row or restart interval) and the offset
+/// the decoder had reached when it failed (plus the bytes it may hold).
 fn decode_scan(
     c: &mut Cursor,
     buf: &mut Vec<u8>,
@@ -978,12 +1014,13 @@ fn decode_scan(
     t: &mut Tables,
     f: &Frame,
     s: &Scan,
-) -> Result<(), (ScanErr, u64)> {
+) -> Result<(), (ScanErr, u64, u64)> {
     let start = c.pos();
     let mut b = Bits::new(c.src(), start, buf, *kept);
     let r = scan_body(&mut b, start, t, f, s);
     *kept = b.buffered();
-    let at = r?;
+    let fail = b.at();
+    let at = r.map_err(|(e, good)| (e, good, fail))?;
     c.seek(at);
     Ok(())
 }
