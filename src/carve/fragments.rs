@@ -52,8 +52,10 @@
 //!     (a few hundred bytes ending in EOI match the missing MCU count by
 //!     chance).
 //!
-//!   Joins cost a decode of the head per candidate (no decoder snapshots), so
-//!   the bytes decoded per file are capped (64 MiB).
+//!   The head is decoded once per split: the decoder's state at the last MCU
+//!   boundary before the split ([`validators::jpeg::Snap`]) is kept, and each
+//!   candidate decodes only what follows it. Bytes decoded per file are
+//!   capped (64 MiB).
 //!
 //! A proven join becomes a `complete` file with two byte runs and a note
 //! `bifragment join proven by …`; the number of candidates tried is noted
@@ -135,7 +137,7 @@ pub fn supported(validator: &str) -> bool {
 /// second fragment is never taken from inside one of them (this is what keeps
 /// several copies of one picture from being grafted onto each other).
 /// Bounded: ranges ending more than the largest gap behind the file being
-/// searched are forgotten, and at most [`MAX_CLAIMS`] are kept.
+/// searched are forgotten, and at most 2^18 are kept.
 #[derive(Clone, Debug, Default)]
 pub struct Claims {
     /// start → end.
@@ -544,7 +546,14 @@ impl<'a> Cache<'a> {
         if let Some(i) = self.blocks.iter().position(|(b, _)| *b == base) {
             return &self.blocks[i].1;
         }
-        let mut buf = vec![0u8; BLOCK as usize];
+        // Reuse the buffer of the block it replaces (no zeroing per miss).
+        let mut buf = if self.blocks.len() < BLOCKS {
+            vec![0u8; BLOCK as usize]
+        } else {
+            let mut b = std::mem::take(&mut self.blocks[self.next].1);
+            b.resize(BLOCK as usize, 0);
+            b
+        };
         let mut n = 0;
         while n < buf.len() {
             let got = self.r.read_at(base + n as u64, &mut buf[n..]);
@@ -638,7 +647,7 @@ fn for_each_piece(
     b: &mut Budget,
     mut f: impl FnMut(&[u8]) -> bool,
 ) -> bool {
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = vec![0u8; n.min(64 * 1024) as usize];
     let mut done = 0u64;
     while done < n {
         let want = (n - done).min(buf.len() as u64) as usize;
@@ -884,7 +893,7 @@ mod jpeg {
     //! JPEG: no checksum; the entropy decode across the join is the proof.
     use std::collections::HashMap;
 
-    use super::validators::jpeg::{self as vj, Damage};
+    use super::validators::jpeg::{self as vj, Damage, Snap};
     use super::validators::read::Src;
     use super::*;
 
@@ -914,58 +923,103 @@ mod jpeg {
     const LOOK: u64 = 4096;
 
     /// The validator over `j`, with where it broke.
-    fn check(j: &TwoRuns, b: &mut Budget) -> Option<(Verdict, Damage)> {
-        if !b.bytes(j.len) {
+    /// Charges the bytes the validator got through (the window is usually
+    /// far larger than the file).
+    /// With a snapshot of the head (taken for `j`'s split), the bytes before
+    /// it are not decoded again.
+    fn check(j: &TwoRuns, snap: Option<&Snap>, b: &mut Budget) -> Option<(Verdict, Damage)> {
+        if !b.ok() {
             return None;
         }
         let mut d = Damage::default();
-        let v = vj::validate_probe(Src::new(j, 0, Limits { max_len: j.len }), &mut d)?;
-        Some((v, d))
+        let src = Src::new(j, 0, Limits { max_len: j.len });
+        let (v, from) = match snap {
+            Some(sn) if sn.split() == j.split => (vj::validate_resume(src, &mut d, sn), sn.at()),
+            _ => (vj::validate_probe(src, &mut d), 0),
+        };
+        let used = v
+            .as_ref()
+            .map_or(0, |v| v.length)
+            .max(d.fail_at)
+            .min(j.len)
+            .saturating_sub(from);
+        if !b.bytes(used.max(1)) {
+            return None;
+        }
+        Some((v?, d))
     }
 
     /// True when the `n` bytes (512 to [`LOOK`]) at `s2` could continue
     /// entropy-coded data: every
     /// `FF` is stuffing, a restart marker, fill, EOI (the file ends: stop
     /// looking) or a marker that may sit between the scans of a progressive
-    /// file; no run of 64 equal bytes (zeroed or unwritten space); and at
+    /// file; no run of 64 equal bytes (zeroed or unwritten space: checked
+    /// as no 32-byte aligned chunk of one value); and at
     /// least one byte in 16 has its top bit set (not text).
-    fn entropy_like(cache: &mut Cache, s2: u64, n: u64) -> bool {
+    fn entropy_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u64) -> bool {
+        // Zeros and text fail on their first 64 bytes, most other foreign
+        // data in its first 512: look at those first.
+        let Some(head) = buf.get_mut(..64) else {
+            return false;
+        };
+        if !cache.read(s2, head) || head.iter().filter(|&&x| x >= 0x80).count() < 2 {
+            return false;
+        }
+        (n <= 512 || ff_ok(cache, buf, s2)) && scan_like(cache, buf, s2, n)
+    }
+
+    /// The `FF` rule of [`entropy_like`] alone, on the first 512 bytes.
+    fn ff_ok(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64) -> bool {
+        let Some(buf) = buf.get_mut(..512) else {
+            return false;
+        };
+        if !cache.read(s2, buf) {
+            return false;
+        }
+        for i in memchr::memchr_iter(0xFF, buf) {
+            match buf.get(i + 1) {
+                Some(0x00 | 0xD0..=0xD7 | 0xFF | 0xC4 | 0xDA | 0xDB | 0xDD) | None => {}
+                Some(0xD9) => return true,
+                Some(_) => return false,
+            }
+        }
+        true
+    }
+
+    fn scan_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u64) -> bool {
         let n = n.clamp(512, LOOK) as usize;
-        let mut buf = [0u8; LOOK as usize];
         let Some(buf) = buf.get_mut(..n) else {
             return false;
         };
         if !cache.read(s2, buf) {
             return false;
         }
-        let (mut run, mut high, mut seen) = (0usize, 0usize, 0usize);
-        let mut prev = None;
-        for (i, &x) in buf.iter().enumerate() {
-            if prev == Some(x) {
-                run += 1;
-                if run >= 64 {
-                    return false;
+        // The FF rule; EOI ends what is looked at.
+        let mut seen = buf.len();
+        for i in memchr::memchr_iter(0xFF, buf) {
+            match buf.get(i + 1) {
+                Some(0x00 | 0xD0..=0xD7 | 0xFF | 0xC4 | 0xDA | 0xDB | 0xDD) | None => {}
+                Some(0xD9) => {
+                    seen = i + 2;
+                    break;
                 }
-            } else {
-                run = 1;
-            }
-            prev = Some(x);
-            high += usize::from(x >= 0x80);
-            seen = i + 1;
-            if x == 0xFF {
-                match buf.get(i + 1) {
-                    Some(0x00 | 0xD0..=0xD7 | 0xFF | 0xC4 | 0xDA | 0xDB | 0xDD) | None => {}
-                    Some(0xD9) => break,
-                    Some(_) => return false,
-                }
+                Some(_) => return false,
             }
         }
+        let Some(body) = buf.get(..seen) else {
+            return false;
+        };
+        // A run of 64 equal bytes holds an aligned 32-byte chunk of one value.
+        if body.chunks_exact(32).any(|c| c.iter().all(|&x| x == c[0])) {
+            return false;
+        }
+        let high = body.iter().filter(|&&x| x >= 0x80).count();
         seen >= 16 && high * 16 >= seen
     }
 
     /// Cluster-aligned JPEG headers (`FF D8 FF` and a segment marker) in the
-    /// part of the image looked at so far: positions `≡ phase (mod cl)` in
-    /// `[lo, hi)`, read 4 bytes each.
+    /// part of the image looked at so far (`[lo, hi)`, searched with memmem
+    /// in 1 MiB pieces); positions `≡ phase (mod cl)` count.
     struct Heads {
         /// Owner validations done by this search.
         validated: u64,
@@ -974,40 +1028,61 @@ mod jpeg {
         lo: u64,
         hi: u64,
         at: std::collections::BTreeSet<u64>,
+        buf: Vec<u8>,
     }
+
+    /// Bytes searched for headers per read.
+    const HEAD_PIECE: u64 = 1 << 20;
 
     impl Heads {
         fn new(phase: u64, cl: u64) -> Self {
-            let p = phase % cl;
             Heads {
                 validated: 0,
-                phase: p,
+                phase: phase % cl,
                 cl,
-                lo: p,
-                hi: p,
+                lo: phase,
+                hi: phase,
                 at: Default::default(),
+                buf: Vec::new(),
             }
         }
-        fn probe(&mut self, r: &dyn ByteReader, p: u64) {
-            let mut h = [0u8; 4];
-            if read_exact(r, p, &mut h) && h[..3] == SOI[..] && (0xC0..=0xFE).contains(&h[3]) {
-                self.at.insert(p);
+        /// Searches `[from, to)` of the image for headers.
+        fn search(&mut self, r: &dyn ByteReader, from: u64, to: u64) {
+            let finder = memchr::memmem::Finder::new(SOI);
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.resize((HEAD_PIECE + 3) as usize, 0);
+            let mut pos = from;
+            while pos < to {
+                let want = ((to - pos).min(HEAD_PIECE) + 3) as usize;
+                let got = r.read_at(pos, &mut buf[..want]).min(want);
+                for i in finder.find_iter(&buf[..got]) {
+                    let p = pos + i as u64;
+                    let marker = buf.get(i + 3).copied().unwrap_or(0);
+                    if p < to && p % self.cl == self.phase && (0xC0..=0xFE).contains(&marker) {
+                        self.at.insert(p);
+                    }
+                }
+                if got < want {
+                    break;
+                }
+                pos += HEAD_PIECE;
             }
+            self.buf = buf;
         }
         /// Makes `[from, to)` looked at; returns the headers in it, nearest `to` first.
         fn before(&mut self, r: &dyn ByteReader, from: u64, to: u64) -> Vec<u64> {
-            let from = from - (from + self.cl - self.phase) % self.cl;
-            if self.lo == self.hi {
-                self.lo = from.max(self.phase);
-                self.hi = self.lo;
+            // Grow a piece at a time, not a cluster at a time.
+            if from < self.lo {
+                let lo = self.lo;
+                let new_lo = from.min(lo.saturating_sub(HEAD_PIECE));
+                self.search(r, new_lo, lo);
+                self.lo = new_lo;
             }
-            while self.lo > from.max(self.phase) {
-                self.lo -= self.cl;
-                self.probe(r, self.lo);
-            }
-            while self.hi < to {
-                self.probe(r, self.hi);
-                self.hi += self.cl;
+            if to > self.hi {
+                let hi = self.hi.max(self.lo);
+                let new_hi = to.max(hi.saturating_add(HEAD_PIECE));
+                self.search(r, hi, new_hi);
+                self.hi = new_hi;
             }
             self.at.range(from..to).rev().take(4).copied().collect()
         }
@@ -1055,7 +1130,7 @@ mod jpeg {
         b: &mut Budget,
     ) -> Option<Joined> {
         let whole = TwoRuns::new(r, start, max_len, start, max_len);
-        let (v, d) = check(&whole, b)?;
+        let (v, d) = check(&whole, None, b)?;
         if v.status != Status::Partial || !d.damaged || v.length < 2 {
             return None;
         }
@@ -1070,10 +1145,23 @@ mod jpeg {
         if splits.is_empty() {
             return None;
         }
+        // The head's decoder state at each split, so that a candidate costs
+        // a decode of what follows the split only.
+        let mut snaps: HashMap<u64, Option<Snap>> = HashMap::new();
+        for &split in &splits {
+            let mut d = Damage::default();
+            let src = Src::new(&whole, 0, Limits { max_len: whole.len });
+            let (_, sn) = vj::validate_capture(src, &mut d, split);
+            if !b.bytes(split) {
+                return None;
+            }
+            snaps.insert(split, sn);
+        }
         let lim = b.lim.max_bytes.min(MAX_DECODED);
         let mut cache = Cache::new(r);
         let mut ok: HashMap<u64, bool> = HashMap::new();
         let mut near: HashMap<u64, bool> = HashMap::new();
+        let mut look = [0u8; LOOK as usize];
         let mut heads = Heads::new(start, cl);
         let mut g = 1u64;
         while b.ok() {
@@ -1092,7 +1180,7 @@ mod jpeg {
                     }
                     let good = *ok
                         .entry(s2)
-                        .or_insert_with(|| entropy_like(&mut cache, s2, LOOK));
+                        .or_insert_with(|| entropy_like(&mut cache, &mut look, s2, LOOK));
                     if !good || owned(r, &mut heads, start, s2, b) {
                         continue;
                     }
@@ -1106,7 +1194,7 @@ mod jpeg {
                         let n = cl.max(LOOK).min(s2);
                         let like = *near
                             .entry(before)
-                            .or_insert_with(|| entropy_like(&mut cache, s2 - n, n));
+                            .or_insert_with(|| entropy_like(&mut cache, &mut look, s2 - n, n));
                         if like && !owned(r, &mut heads, start, before, b) {
                             continue;
                         }
@@ -1115,7 +1203,8 @@ mod jpeg {
                         b.exhausted = true;
                         return None;
                     }
-                    if let Some(found) = try_join(r, start, (split, s2, cl), max_len, b) {
+                    let snap = snaps.get(&split).and_then(Option::as_ref);
+                    if let Some(found) = try_join(r, start, (split, s2, cl), max_len, snap, b) {
                         return Some(found);
                     }
                 }
@@ -1133,6 +1222,7 @@ mod jpeg {
         start: u64,
         (split, s2, cl): (u64, u64, u64),
         max_len: u64,
+        snap: Option<&Snap>,
         b: &mut Budget,
     ) -> Option<Joined> {
         // Cheap test: decode a little past the split.
@@ -1143,7 +1233,7 @@ mod jpeg {
             s2,
             split.saturating_add(PROBE).min(max_len),
         );
-        let (v, d) = check(&probe, b)?;
+        let (v, d) = check(&probe, snap, b)?;
         if d.damaged || (v.status == Status::Complete && v.length <= split) {
             return None;
         }
@@ -1164,7 +1254,7 @@ mod jpeg {
             before,
             split.saturating_add(cl + PROBE).min(max_len),
         );
-        match check(&probe, b) {
+        match check(&probe, snap, b) {
             // Noise before s2 may decode a little way into the real tail
             // before the decoder notices: allow one more cluster (1 KiB at least).
             Some((_, d)) if d.damaged && d.fail_at <= split + cl + cl.max(1024) + SLACK => {}
@@ -1175,7 +1265,7 @@ mod jpeg {
                 }
             }
         }
-        let (v, _) = check(&j, b)?;
+        let (v, _) = check(&j, snap, b)?;
         if v.status != Status::Complete || v.length < split.saturating_add(MIN_TAIL) {
             return None;
         }

@@ -114,6 +114,116 @@ pub struct Damage {
 
 /// [`validate`], also filling `d` when the verdict is damage.
 pub fn validate_probe(src: Src, d: &mut Damage) -> Option<Verdict> {
+    walk(src, d, SnapCtl::default()).0
+}
+
+/// The decoder's state at an MCU boundary inside a scan, taken while
+/// validating a file, such that every byte it has consumed lies before
+/// `split`: [`validate_resume`] then validates any window whose bytes before
+/// `split` are the same without decoding them again (the fragment search
+/// tries many second fragments after one first fragment).
+#[derive(Clone, Debug)]
+pub struct Snap {
+    split: u64,
+    /// The scan (1-based count) it was taken in.
+    scan: u32,
+    /// Scans decoded before it: (count, offset of the marker that ends it).
+    scan_ends: Vec<(u32, u64)>,
+    mcu: u64,
+    eobrun: u32,
+    rst: u8,
+    good: u64,
+    acc: u64,
+    n: u32,
+    pad: u32,
+    at: u64,
+    history: Option<Vec<Vec<u64>>>,
+    budget: u64,
+}
+
+impl Snap {
+    /// The split it was taken for.
+    pub fn split(&self) -> u64 {
+        self.split
+    }
+    /// Offset of the next byte the resumed decoder reads (≤ the split).
+    pub fn at(&self) -> u64 {
+        self.at
+    }
+}
+
+/// [`validate_probe`], also returning the decoder's state at the last MCU
+/// boundary before `split` (`None` when `split` is not inside a decoded scan).
+pub fn validate_capture(src: Src, d: &mut Damage, split: u64) -> (Option<Verdict>, Option<Snap>) {
+    let ctl = SnapCtl {
+        want: Some(split),
+        ..SnapCtl::default()
+    };
+    walk(src, d, ctl)
+}
+
+/// [`validate_probe`] of a window whose bytes before `snap`'s split are those
+/// the snapshot was taken over: equal verdict, without decoding them again.
+pub fn validate_resume(src: Src, d: &mut Damage, snap: &Snap) -> Option<Verdict> {
+    let ctl = SnapCtl {
+        resume: Some(snap.clone()),
+        ..SnapCtl::default()
+    };
+    walk(src, d, ctl).0
+}
+
+/// A history word to put back: (component, block, word).
+type Undo = (usize, usize, u64);
+
+/// What a walk captures or resumes from.
+#[derive(Default)]
+struct SnapCtl {
+    /// Capture: the split.
+    want: Option<u64>,
+    /// The scan being decoded (the outer walk's count).
+    scan: u32,
+    /// Scans decoded so far.
+    scan_ends: Vec<(u32, u64)>,
+    /// Capture: the last MCU boundary with everything consumed before the
+    /// split, and the history word its MCU may change (component, block, word).
+    latest: Option<(Snap, Option<Undo>)>,
+    got: Option<Snap>,
+    /// Resume from this state.
+    resume: Option<Snap>,
+}
+
+impl SnapCtl {
+    /// Turns the latest boundary into a snapshot (history as it was there).
+    fn finalize(&mut self, history: &Option<Vec<Vec<u64>>>) {
+        if let Some((mut snap, undo)) = self.latest.take() {
+            let mut h = history.clone();
+            if let (Some(h), Some((ci, i, w))) = (h.as_mut(), undo)
+                && let Some(slot) = h.get_mut(ci).and_then(|c| c.get_mut(i))
+            {
+                *slot = w;
+            }
+            snap.history = h;
+            snap.scan_ends = self.scan_ends.clone();
+            self.got = Some(snap);
+        }
+    }
+}
+
+fn walk(src: Src, d: &mut Damage, ctl: SnapCtl) -> (Option<Verdict>, Option<Snap>) {
+    let mut tables = Tables {
+        dc: Default::default(),
+        ac: Default::default(),
+        restart: 0,
+        history: None,
+        budget: MAX_BLOCKS,
+        snap: ctl,
+    };
+    let v = walk_inner(src, d, &mut tables);
+    let got = tables.snap.got.take();
+    (v, got)
+}
+
+fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> {
     let head = src.bytes::<4>(0);
     let Some(head) = head else {
         // Fewer than 4 bytes: only a partial SOI can be judged.
@@ -131,13 +241,6 @@ pub fn validate_probe(src: Src, d: &mut Damage) -> Option<Verdict> {
     let mut entropy_buf = Vec::new();
     let mut kept = Buffered::default();
     let mut c = Cursor::new(src, 2);
-    let mut tables = Tables {
-        dc: Default::default(),
-        ac: Default::default(),
-        restart: 0,
-        history: None,
-        budget: MAX_BLOCKS,
-    };
     let mut frame: Option<Frame> = None;
     let mut scan: Option<Scan> = None;
     let mut undecoded = 0u32;
@@ -327,7 +430,7 @@ pub fn validate_probe(src: Src, d: &mut Damage) -> Option<Verdict> {
                     return cut(&src);
                 }
                 if m == 0xC4 {
-                    dht_ok(b) && load_dht(b, &mut tables)
+                    dht_ok(b) && load_dht(b, tables)
                 } else {
                     dqt_ok(b)
                 }
@@ -395,8 +498,20 @@ pub fn validate_probe(src: Src, d: &mut Damage) -> Option<Verdict> {
         good_end = seg_end;
         if m == 0xDA {
             scans += 1;
+            tables.snap.scan = scans;
+            // Resuming: scans decoded before the snapshot's are skipped.
+            let skip = tables.snap.resume.as_ref().and_then(|r| {
+                (r.scan > scans)
+                    .then(|| r.scan_ends.iter().find(|e| e.0 == scans).map(|e| e.1))
+                    .flatten()
+            });
+            if let Some(end) = skip {
+                c.seek(end);
+                good_end = end;
+                continue;
+            }
             let decodable = match (&frame, &scan) {
-                (Some(f), Some(s)) => scan_decodable(f, s, &tables),
+                (Some(f), Some(s)) => scan_decodable(f, s, tables),
                 _ => Err("no usable frame/scan header"),
             };
             match decodable {
@@ -404,8 +519,17 @@ pub fn validate_probe(src: Src, d: &mut Damage) -> Option<Verdict> {
                     let (Some(f), Some(s)) = (&frame, &scan) else {
                         return cut(&src);
                     };
-                    match decode_scan(&mut c, &mut entropy_buf, &mut kept, &mut tables, f, s) {
-                        Ok(()) => good_end = c.pos(),
+                    let r = decode_scan(&mut c, &mut entropy_buf, &mut kept, tables, f, s);
+                    if tables.snap.latest.is_some() {
+                        tables.snap.finalize(&tables.history);
+                    }
+                    match r {
+                        Ok(()) => {
+                            good_end = c.pos();
+                            if tables.snap.want.is_some() {
+                                tables.snap.scan_ends.push((scans, good_end));
+                            }
+                        }
                         Err((ScanErr::Cut, _, _)) => return cut(&src),
                         Err((ScanErr::Bad(why), at, fail)) => {
                             return damaged(
@@ -682,7 +806,9 @@ impl<'s, 'b> Bits<'s, 'b> {
         self.off += keep as u64;
         self.i -= keep;
         self.len -= keep;
-        let want = self.len + self.piece;
+        // No more than the window holds (no zeroed space that is never read).
+        let left = self.src.len().saturating_sub(self.off + self.len as u64);
+        let want = self.len + self.piece.min(usize::try_from(left).unwrap_or(usize::MAX));
         if self.buf.len() < want {
             self.buf.resize(want, 0);
         }
@@ -998,6 +1124,7 @@ struct Tables {
     /// Blocks that may still be decoded (a bound on time: end-of-band runs
     /// decode many blocks from few bits).
     budget: u64,
+    snap: SnapCtl,
 }
 
 /// Blocks decoded at most per candidate, over all scans.
@@ -1016,8 +1143,24 @@ fn decode_scan(
     s: &Scan,
 ) -> Result<(), (ScanErr, u64, u64)> {
     let start = c.pos();
-    let mut b = Bits::new(c.src(), start, buf, *kept);
-    let r = scan_body(&mut b, start, t, f, s);
+    let resume = t
+        .snap
+        .resume
+        .take_if(|r| r.scan == t.snap.scan && r.at >= start);
+    let mut b = match &resume {
+        Some(r) => {
+            let mut b = Bits::new(c.src(), r.at, buf, Buffered::default());
+            b.acc = r.acc;
+            b.n = r.n;
+            b.pad = r.pad;
+            t.history.clone_from(&r.history);
+            t.budget = r.budget;
+            b
+        }
+        None => Bits::new(c.src(), start, buf, *kept),
+    };
+    let init = resume.map(|r| (r.mcu, r.eobrun, r.rst, r.good));
+    let r = scan_body(&mut b, start, t, f, s, init);
     *kept = b.buffered();
     let fail = b.at();
     let at = r.map_err(|(e, good)| (e, good, fail))?;
@@ -1033,6 +1176,7 @@ fn scan_body(
     t: &mut Tables,
     f: &Frame,
     s: &Scan,
+    init: Option<(u64, u32, u8, u64)>,
 ) -> Result<u64, (ScanErr, u64)> {
     let interleaved = s.comps.len() > 1;
     let (mcux, mcuy) = if interleaved {
@@ -1052,18 +1196,20 @@ fn scan_body(
     } else {
         1
     };
-    match t.budget.checked_sub(total * per_mcu) {
-        Some(left) => t.budget = left,
-        None => return Err((ScanErr::Bad("too many blocks to decode"), start)),
+    if init.is_none() {
+        match t.budget.checked_sub(total * per_mcu) {
+            Some(left) => t.budget = left,
+            None => return Err((ScanErr::Bad("too many blocks to decode"), start)),
+        }
     }
     let (max_dc, max_ac) = if f.precision > 8 { (15, 14) } else { (11, 10) };
     let progressive = f.kind == FrameKind::Progressive;
-    let mut good = start;
-    let mut eobrun: u32 = 0;
-    let mut rst = 0u8;
+    let (mcu0, mut eobrun, mut rst, mut good) = init.unwrap_or((0, 0, 0, start));
     let restart = u64::from(t.restart);
-    for mcu in 0..total {
-        if restart > 0 && mcu > 0 && mcu % restart == 0 {
+    for mcu in mcu0..total {
+        if init.is_some() && mcu == mcu0 {
+            // Resumed: this boundary was handled before the snapshot.
+        } else if restart > 0 && mcu > 0 && mcu % restart == 0 {
             match b.finish(0) {
                 Ok((m, _)) if m == 0xD0 + rst => {}
                 Ok(_) => {
@@ -1079,6 +1225,40 @@ fn scan_body(
             good = b.at();
         } else if mcu % mcux == 0 {
             good = b.pos().max(good);
+        }
+        if let Some(split) = t.snap.want {
+            if b.at() <= split && !b.marker && !b.cut {
+                let undo = if progressive && s.ss > 0 {
+                    let ci = s.comps[0].0;
+                    let w = t
+                        .history
+                        .as_ref()
+                        .and_then(|h| h.get(ci))
+                        .and_then(|c| c.get(mcu as usize))
+                        .copied();
+                    w.map(|w| (ci, mcu as usize, w))
+                } else {
+                    None
+                };
+                let snap = Snap {
+                    split,
+                    scan: t.snap.scan,
+                    scan_ends: Vec::new(),
+                    mcu,
+                    eobrun,
+                    rst,
+                    good,
+                    acc: b.acc,
+                    n: b.n,
+                    pad: b.pad,
+                    at: b.at(),
+                    history: None,
+                    budget: t.budget,
+                };
+                t.snap.latest = Some((snap, undo));
+            } else if t.snap.latest.is_some() {
+                t.snap.finalize(&t.history);
+            }
         }
         for &(ci, td, ta) in &s.comps {
             let (_, h, v) = f.comps[ci];
@@ -1640,6 +1820,50 @@ pub(crate) mod tests {
         dirs.extend(py_dirs("test/imghdrdata"));
         let d: Vec<&str> = dirs.iter().map(String::as_str).collect();
         check_real("jpeg", &real_files(&d, &[".jpg", ".jpeg"], 30));
+    }
+
+    /// Resuming from a snapshot gives the verdict (and damage) of a whole
+    /// validation, for windows equal to the captured file before the split:
+    /// the file itself, its head followed by noise, by a later part of
+    /// itself, and cut short.
+    #[test]
+    fn resume_from_a_snapshot_equals_a_whole_validation() {
+        use super::{Damage, Src, validate, validate_capture, validate_probe, validate_resume};
+        use crate::carve::validators::testutil::{NO_LIMIT, Slice};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+        let mut files = vec![sample(), progressive()];
+        for name in ["d-debian.jpg", "debian_logo.jpg", "IMG-20191006-WA0002.jpg"] {
+            files.push(std::fs::read(dir.join(name)).unwrap());
+        }
+        let mut snaps = 0;
+        for f in &files {
+            let step = (f.len() / 7).max(1);
+            for split in (step..f.len()).step_by(step) {
+                let mut d0 = Damage::default();
+                let sl = Slice(f);
+                let src = Src::new(&sl, 0, NO_LIMIT);
+                let (v0, snap) = validate_capture(src, &mut d0, split as u64);
+                assert_eq!(v0, validate(src), "capture changes nothing");
+                let Some(snap) = snap else { continue };
+                snaps += 1;
+                assert!(snap.at() <= split as u64);
+                let noise: Vec<u8> = (0..f.len()).map(|i| (i * 7919 % 251) as u8).collect();
+                let mut variants = vec![f.clone(), f[..split].to_vec()];
+                variants.push([&f[..split], &noise[..]].concat());
+                let later = (split + 4096).min(f.len());
+                variants.push([&f[..split], &f[later..]].concat());
+                for w in &variants {
+                    let sl = Slice(w);
+                    let src = Src::new(&sl, 0, NO_LIMIT);
+                    let (mut d1, mut d2) = (Damage::default(), Damage::default());
+                    let whole = validate_probe(src, &mut d1);
+                    let resumed = validate_resume(src, &mut d2, &snap);
+                    assert_eq!(whole, resumed, "split {split} of a {} byte file", f.len());
+                    assert_eq!(d1, d2);
+                }
+            }
+        }
+        assert!(snaps >= 20, "only {snaps} snapshots taken");
     }
 
     /// C source of a small libjpeg encoder used by [`libjpeg_variants`].
