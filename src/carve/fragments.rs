@@ -639,6 +639,43 @@ fn second_starts(
     [fwd, back]
 }
 
+/// Walks the (split, second start) candidates nearest first (gap `g = 1,
+/// 2, …` clusters; for each, every split, in order then out of order),
+/// calling `f(i, s2, b)` for split `splits[i]` until it returns a join, the
+/// gaps run out or the budget ends.
+fn nearest_first<T>(
+    start: u64,
+    splits: &[u64],
+    cl: u64,
+    img_len: u64,
+    b: &mut Budget,
+    mut f: impl FnMut(usize, u64, &mut Budget) -> Option<T>,
+) -> Option<T> {
+    let mut g = 1u64;
+    while b.ok() {
+        let mut any = false;
+        for (i, &split) in splits.iter().enumerate() {
+            for s2 in second_starts(start, split, cl, img_len, b.lim.max_gap, g)
+                .into_iter()
+                .flatten()
+            {
+                any = true;
+                if !b.cand() {
+                    return None;
+                }
+                if let Some(t) = f(i, s2, b) {
+                    return Some(t);
+                }
+            }
+        }
+        if !any {
+            break;
+        }
+        g += 1;
+    }
+    None
+}
+
 /// Feeds `[off, off + n)` of `r` to `f` in 64 KiB pieces; false if short.
 fn for_each_piece(
     r: &dyn ByteReader,
@@ -678,6 +715,21 @@ fn tail_of_copy(r: &dyn ByteReader, j: &TwoRuns, sig: &[u8]) -> bool {
         return false;
     };
     copy != j.a && read_exact(r, copy, dst) && dst == sig
+}
+
+/// The proven join `j`, `length` bytes long; `None` when an out-of-order
+/// second fragment would run into the header's cluster.
+fn joined(j: &TwoRuns, length: u64, subtype: Option<String>, note: String) -> Option<Joined> {
+    let runs = j.runs(length);
+    if j.b < j.a && j.b + runs[1].1 > j.a {
+        return None;
+    }
+    Some(Joined {
+        runs,
+        length,
+        subtype,
+        notes: vec![note],
+    })
 }
 
 /// Runs the registered validator over a join; `Complete` past the split → the file's length.
@@ -797,30 +849,12 @@ mod png {
             return None;
         }
         let mut cache = Cache::new(r);
-        let mut g = 1u64;
-        while b.ok() {
-            let mut any = false;
-            for (split, state) in &splits {
-                for s2 in second_starts(start, *split, cl, r.len(), b.lim.max_gap, g)
-                    .into_iter()
-                    .flatten()
-                {
-                    any = true;
-                    if !b.cand() {
-                        return None;
-                    }
-                    let j = TwoRuns::new(r, start, *split, s2, max_len);
-                    if let Some(found) = try_join(&j, pos, state.as_ref(), &mut cache, b) {
-                        return Some(found);
-                    }
-                }
-            }
-            if !any {
-                break;
-            }
-            g += 1;
-        }
-        None
+        let at: Vec<u64> = splits.iter().map(|(s, _)| *s).collect();
+        nearest_first(start, &at, cl, r.len(), b, |i, s2, b| {
+            let (split, state) = &splits[i];
+            let j = TwoRuns::new(r, start, *split, s2, max_len);
+            try_join(&j, pos, state.as_ref(), &mut cache, b)
+        })
     }
 
     fn try_join(
@@ -873,19 +907,11 @@ mod png {
         if v.status != Status::Complete || v.length <= j.split {
             return None;
         }
-        let runs = j.runs(v.length);
-        if j.b < j.a && j.b + runs[1].1 > j.a {
-            return None;
-        }
-        Some(Joined {
-            runs,
-            length: v.length,
-            subtype: v.subtype,
-            notes: vec![format!(
-                "bifragment join proven by PNG chunk CRCs (chunk at {pos} spans the join) and a complete chunk walk; split at {}, second fragment at {}",
-                j.split, j.b
-            )],
-        })
+        let note = format!(
+            "bifragment join proven by PNG chunk CRCs (chunk at {pos} spans the join) and a complete chunk walk; split at {}, second fragment at {}",
+            j.split, j.b
+        );
+        joined(j, v.length, v.subtype, note)
     }
 }
 
@@ -968,22 +994,26 @@ mod jpeg {
         (n <= 512 || ff_ok(cache, buf, s2)) && scan_like(cache, buf, s2, n)
     }
 
-    /// The `FF` rule of [`entropy_like`] alone, on the first 512 bytes.
-    fn ff_ok(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64) -> bool {
-        let Some(buf) = buf.get_mut(..512) else {
-            return false;
-        };
-        if !cache.read(s2, buf) {
-            return false;
-        }
+    /// The `FF` rule of [`entropy_like`]: `None` when an `FF` is followed by
+    /// anything entropy-coded data cannot hold, else how many bytes count
+    /// (up to an EOI, or all).
+    fn ff_rule(buf: &[u8]) -> Option<usize> {
         for i in memchr::memchr_iter(0xFF, buf) {
             match buf.get(i + 1) {
                 Some(0x00 | 0xD0..=0xD7 | 0xFF | 0xC4 | 0xDA | 0xDB | 0xDD) | None => {}
-                Some(0xD9) => return true,
-                Some(_) => return false,
+                Some(0xD9) => return Some(i + 2),
+                Some(_) => return None,
             }
         }
-        true
+        Some(buf.len())
+    }
+
+    /// [`ff_rule`] on the first 512 bytes at `s2`.
+    fn ff_ok(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64) -> bool {
+        match buf.get_mut(..512) {
+            Some(b) => cache.read(s2, b) && ff_rule(b).is_some(),
+            None => false,
+        }
     }
 
     fn scan_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u64) -> bool {
@@ -994,19 +1024,7 @@ mod jpeg {
         if !cache.read(s2, buf) {
             return false;
         }
-        // The FF rule; EOI ends what is looked at.
-        let mut seen = buf.len();
-        for i in memchr::memchr_iter(0xFF, buf) {
-            match buf.get(i + 1) {
-                Some(0x00 | 0xD0..=0xD7 | 0xFF | 0xC4 | 0xDA | 0xDB | 0xDD) | None => {}
-                Some(0xD9) => {
-                    seen = i + 2;
-                    break;
-                }
-                Some(_) => return false,
-            }
-        }
-        let Some(body) = buf.get(..seen) else {
+        let Some(body) = ff_rule(buf).and_then(|seen| buf.get(..seen)) else {
             return false;
         };
         // A run of 64 equal bytes holds an aligned 32-byte chunk of one value.
@@ -1014,7 +1032,7 @@ mod jpeg {
             return false;
         }
         let high = body.iter().filter(|&&x| x >= 0x80).count();
-        seen >= 16 && high * 16 >= seen
+        body.len() >= 16 && high * 16 >= body.len()
     }
 
     /// Cluster-aligned JPEG headers (`FF D8 FF` and a segment marker) in the
@@ -1050,22 +1068,27 @@ mod jpeg {
         fn search(&mut self, r: &dyn ByteReader, from: u64, to: u64) {
             let finder = memchr::memmem::Finder::new(SOI);
             let mut buf = std::mem::take(&mut self.buf);
-            buf.resize((HEAD_PIECE + 3) as usize, 0);
+            // Each piece reads 4 bytes more: a header starting in it is seen whole.
+            buf.resize((HEAD_PIECE + 4) as usize, 0);
             let mut pos = from;
             while pos < to {
-                let want = ((to - pos).min(HEAD_PIECE) + 3) as usize;
+                let span = (to - pos).min(HEAD_PIECE);
+                let want = (span + 4) as usize;
                 let got = r.read_at(pos, &mut buf[..want]).min(want);
                 for i in finder.find_iter(&buf[..got]) {
                     let p = pos + i as u64;
                     let marker = buf.get(i + 3).copied().unwrap_or(0);
-                    if p < to && p % self.cl == self.phase && (0xC0..=0xFE).contains(&marker) {
+                    if (i as u64) < span
+                        && p % self.cl == self.phase
+                        && (0xC0..=0xFE).contains(&marker)
+                    {
                         self.at.insert(p);
                     }
                 }
                 if got < want {
                     break;
                 }
-                pos += HEAD_PIECE;
+                pos += span;
             }
             self.buf = buf;
         }
@@ -1163,58 +1186,38 @@ mod jpeg {
         let mut near: HashMap<u64, bool> = HashMap::new();
         let mut look = [0u8; LOOK as usize];
         let mut heads = Heads::new(start, cl);
-        let mut g = 1u64;
-        while b.ok() {
-            let mut any = false;
-            for &split in &splits {
-                for s2 in second_starts(start, split, cl, r.len(), b.lim.max_gap, g)
-                    .into_iter()
-                    .flatten()
-                {
-                    any = true;
-                    if !b.cand() {
-                        return None;
-                    }
-                    if b.claims.covers(s2) || b.claims.starts_within(start, start + split) {
-                        continue;
-                    }
-                    let good = *ok
-                        .entry(s2)
-                        .or_insert_with(|| entropy_like(&mut cache, &mut look, s2, LOOK));
-                    if !good || owned(r, &mut heads, start, s2, b) {
-                        continue;
-                    }
-                    // A fragment starts where the data before it is not the
-                    // same kind of stream, unless that data is another
-                    // JPEG's, ending there: the middle of a run of entropy
-                    // data owned by no one is not a start.
-                    if let Some(before) = s2.checked_sub(cl) {
-                        // At least [`LOOK`] bytes: a few hundred random bytes
-                        // pass for entropy data too often.
-                        let n = cl.max(LOOK).min(s2);
-                        let like = *near
-                            .entry(before)
-                            .or_insert_with(|| entropy_like(&mut cache, &mut look, s2 - n, n));
-                        if like && !owned(r, &mut heads, start, before, b) {
-                            continue;
-                        }
-                    }
-                    if b.bytes > lim {
-                        b.exhausted = true;
-                        return None;
-                    }
-                    let snap = snaps.get(&split).and_then(Option::as_ref);
-                    if let Some(found) = try_join(r, start, (split, s2, cl), max_len, snap, b) {
-                        return Some(found);
-                    }
+        nearest_first(start, &splits, cl, r.len(), b, |i, s2, b| {
+            let split = splits[i];
+            if b.claims.covers(s2) || b.claims.starts_within(start, start + split) {
+                return None;
+            }
+            let good = *ok
+                .entry(s2)
+                .or_insert_with(|| entropy_like(&mut cache, &mut look, s2, LOOK));
+            if !good || owned(r, &mut heads, start, s2, b) {
+                return None;
+            }
+            // A fragment starts where the data before it is not the same
+            // kind of stream, unless that data is another JPEG's, ending
+            // there: the middle of a run of entropy data owned by no one is
+            // not a start. At least [`LOOK`] bytes: a few hundred random
+            // bytes pass for entropy data too often.
+            if let Some(before) = s2.checked_sub(cl) {
+                let n = cl.max(LOOK).min(s2);
+                let like = *near
+                    .entry(before)
+                    .or_insert_with(|| entropy_like(&mut cache, &mut look, s2 - n, n));
+                if like && !owned(r, &mut heads, start, before, b) {
+                    return None;
                 }
             }
-            if !any {
-                break;
+            if b.bytes > lim {
+                b.exhausted = true;
+                return None;
             }
-            g += 1;
-        }
-        None
+            let snap = snaps.get(&split).and_then(Option::as_ref);
+            try_join(r, start, (split, s2, cl), max_len, snap, b)
+        })
     }
 
     fn try_join(
@@ -1269,23 +1272,15 @@ mod jpeg {
         if v.status != Status::Complete || v.length < split.saturating_add(MIN_TAIL) {
             return None;
         }
-        let runs = j.runs(v.length);
-        if j.b < j.a && j.b + runs[1].1 > j.a {
-            return None;
-        }
-        Some(Joined {
-            runs,
-            length: v.length,
-            subtype: v.subtype,
-            notes: vec![format!(
-                "bifragment join proven by a JPEG entropy decode across the join (every Huffman code valid, the exact MCU count{}, EOI after the last MCU); split at {split}, second fragment at {s2}",
-                if v.notes.iter().any(|n| n.contains("progressive")) {
-                    " in every scan"
-                } else {
-                    ""
-                }
-            )],
-        })
+        let scans = if v.notes.iter().any(|n| n.contains("progressive")) {
+            " in every scan"
+        } else {
+            ""
+        };
+        let note = format!(
+            "bifragment join proven by a JPEG entropy decode across the join (every Huffman code valid, the exact MCU count{scans}, EOI after the last MCU); split at {split}, second fragment at {s2}"
+        );
+        joined(&j, v.length, v.subtype, note)
     }
 }
 
@@ -1651,19 +1646,11 @@ mod zip {
             Some(_) => return None,
             None => None,
         };
-        let runs = j.runs(j.len);
-        if j.b < j.a && j.b + runs[1].1 > j.a {
-            return None;
-        }
-        Some(Joined {
-            runs,
-            length: j.len,
-            subtype,
-            notes: vec![format!(
-                "bifragment join proven by ZIP central directory offsets ({n} entries land on their local headers) and {checked} entry CRC-32s; split at {}, second fragment at {}",
-                j.split, j.b
-            )],
-        })
+        let note = format!(
+            "bifragment join proven by ZIP central directory offsets ({n} entries land on their local headers) and {checked} entry CRC-32s; split at {}, second fragment at {}",
+            j.split, j.b
+        );
+        joined(j, j.len, subtype, note)
     }
 
     /// CRC check of one entry: `Some(ok)`, or `None` when it cannot be checked
