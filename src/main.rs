@@ -57,13 +57,13 @@ enum Command {
         after_help = "Examples:\n  gpucarve scan disk.dd > matches.jsonl\n  gpucarve scan disk.dd --types jpeg,png --count\n  gpucarve scan disk.dd --signatures foremost.conf --format csv -o hits.csv"
     )]
     Scan {
-        /// Image: raw (dd), E01, split raw (.001/.aa), gzip, or block device
+        /// Image: raw (dd), E01, split raw (.001/.aa), gzip, block device, or - (standard input, spooled)
         image: PathBuf,
         #[command(flatten)]
         catalogue: CatalogueArgs,
         #[command(flatten)]
         scan: ScanArgs,
-        /// Where a gzip image is decompressed (default: the system temporary folder)
+        /// Where a gzip image or standard input is spooled (default: the system temporary folder)
         #[arg(long, value_name = "DIR")]
         spool_dir: Option<PathBuf>,
         /// Output format
@@ -81,10 +81,11 @@ enum Command {
     },
     /// Carve files out of images, with DFXML, JSONL and audit reports
     #[command(
-        after_help = "Examples:\n  gpucarve carve disk.dd -o case1\n  gpucarve carve disk.E01 -o case1 --types jpeg,png,pdf --keep partial\n  gpucarve carve disk.dd -o case1 --no-write      # reports only; extract later\n  gpucarve carve /evidence/*.E01 /evidence/usb/ -o case2 --jobs 2\n  gpucarve carve disk.dd -o case1 --resume        # after an interruption\n  gpucarve carve disk.dd -o part3 --shard 3/8     # then: gpucarve merge part1 ... part8 -o all\n\nInputs are recognised by content: EWF (.E01/.Ex01, first segment), split raw (x.001 or x.aa,\nfirst segment), gzip (decompressed to --spool-dir), raw files and block devices. Folders are\nsearched for such images. One image file: its carving goes into OUTDIR itself; several\nimages or a folder: one folder per image under OUTDIR, plus OUTDIR/case.jsonl and case.txt.\n\nFiles go to OUTDIR/<type>/<offset>.<ext>; partial and unvalidated files (with --keep)\nto OUTDIR/partial/... and OUTDIR/unvalidated/...; reports: report.xml (DFXML),\nreport.jsonl, audit.txt; journal.jsonl and run.json serve --resume and merge.\n\nExit codes: 0 every image carved; 1 an image failed (the others were still carved; see\ncase.txt); 2 bad command line."
+        after_help = "Examples:\n  gpucarve carve disk.dd -o case1\n  gpucarve carve disk.E01 -o case1 --types jpeg,png,pdf --keep partial\n  gpucarve carve disk.dd -o case1 --no-write      # reports only; extract later\n  gpucarve carve /evidence/*.E01 /evidence/usb/ -o case2 --jobs 2\n  gpucarve carve disk.dd -o case1 --resume        # after an interruption\n  gpucarve carve disk.dd -o part3 --shard 3/8     # then: gpucarve merge part1 ... part8 -o all\n\nInputs are recognised by content: EWF (.E01/.Ex01, first segment), split raw (x.001 or x.aa,\nfirst segment), gzip (decompressed to --spool-dir), raw files and block devices; - reads a raw
+image from standard input (copied to --spool-dir first). Folders are\nsearched for such images. One image file: its carving goes into OUTDIR itself; several\nimages or a folder: one folder per image under OUTDIR, plus OUTDIR/case.jsonl and case.txt.\n\nFiles go to OUTDIR/<type>/<offset>.<ext>; partial and unvalidated files (with --keep)\nto OUTDIR/partial/... and OUTDIR/unvalidated/...; reports: report.xml (DFXML),\nreport.jsonl, audit.txt; journal.jsonl and run.json serve --resume and merge.\n\nExit codes: 0 every image carved; 1 an image failed (the others were still carved; see\ncase.txt); 2 bad command line."
     )]
     Carve {
-        /// Images (raw, E01, split .001/.aa, gzip, block devices) and folders holding them
+        /// Images (raw, E01, split .001/.aa, gzip, block devices, - for standard input) and folders holding them
         #[arg(required = true, value_name = "IMAGE|FOLDER")]
         images: Vec<PathBuf>,
         /// Output folder (created; must not already hold a carving unless --force)
@@ -112,7 +113,7 @@ enum Command {
         /// Hash the whole image (sha256) into the audit
         #[arg(long)]
         hash_image: bool,
-        /// Where gzip images are decompressed (default: the image's output folder)
+        /// Where gzip images and standard input are spooled (default: the image's output folder)
         #[arg(long, value_name = "DIR")]
         spool_dir: Option<PathBuf>,
         /// Images carved at once (default: 1 if an image is 1 GiB or more, else 2)

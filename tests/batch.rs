@@ -141,6 +141,54 @@ fn carved(report: &Path) -> Vec<(u64, u64, String, String, String)> {
         .collect()
 }
 
+/// Standard input (`-`) is spooled and carved like the file it came from;
+/// scanning it gives the same matches; nothing is left in the spool folder.
+#[test]
+fn standard_input_carves_like_the_file() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let img = image(dir.path(), "in.img", "8MiB", 3);
+    let piped = |args: &[&str]| {
+        let mut child = bin()
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let data = std::fs::read(&img).unwrap();
+        let feeder = std::thread::spawn(move || stdin.write_all(&data));
+        let o = child.wait_with_output().unwrap();
+        feeder.join().unwrap().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o
+    };
+    let o = piped(&["scan", "--engine", "cpu", "-q", "-"]);
+    assert_eq!(String::from_utf8(o.stdout).unwrap(), scan(&img));
+    let (a, b) = (dir.path().join("from-stdin"), dir.path().join("from-file"));
+    piped(&["carve", "-", "-o", a.to_str().unwrap(), "-q"]);
+    carve(&[
+        "carve",
+        img.to_str().unwrap(),
+        "-o",
+        b.to_str().unwrap(),
+        "-q",
+    ]);
+    let from_stdin = carved(&a.join("report.jsonl"));
+    assert!(!from_stdin.is_empty());
+    assert_eq!(from_stdin, carved(&b.join("report.jsonl")));
+    let audit = std::fs::read_to_string(a.join("audit.txt")).unwrap();
+    assert!(audit.contains("standard input, spooled"), "{audit}");
+    assert!(
+        !std::fs::read_dir(&a).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("spool"))
+    );
+}
+
 /// One command over a folder holding an E01 set, a split raw image, a gzip'd
 /// image and the plain raw image of the same media: every container's
 /// carving equals the plain raw's (same logical offsets, lengths, hashes).

@@ -15,7 +15,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Image, SourceError, buffered::pread_full, ewf, gzip, split};
+use super::{Image, SourceError, buffered::pread_full, ewf, gzip, split, stdin};
 
 /// What an input is, by content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,7 +88,12 @@ pub fn open_any(path: &Path) -> Result<Image, SourceError> {
 }
 
 /// Opens any supported input; a gzip image is spooled into `spool_dir`.
+///
+/// `-` is standard input, spooled into `spool_dir` and taken as a raw image.
 pub fn open_any_with(path: &Path, spool_dir: &Path) -> Result<Image, SourceError> {
+    if path == Path::new("-") {
+        return Image::from_media(path, Arc::new(stdin::StdinMedia::open(spool_dir)?));
+    }
     match sniff(path)? {
         InputKind::Raw | InputKind::BlockDevice => Image::open(path),
         InputKind::Ewf => Image::from_media(path, Arc::new(ewf::EwfMedia::open(path)?)),

@@ -35,7 +35,7 @@ pub struct GzipMedia {
 
 static SPOOL_SEQ: AtomicU64 = AtomicU64::new(0);
 
-fn spool_file(dir: &Path) -> std::io::Result<(File, PathBuf)> {
+pub(super) fn spool_file(dir: &Path) -> std::io::Result<(File, PathBuf)> {
     std::fs::create_dir_all(dir)?;
     loop {
         let p = dir.join(format!(

@@ -25,6 +25,7 @@ pub mod ewf;
 pub mod gzip;
 pub mod mmap;
 pub mod split;
+pub mod stdin;
 pub mod uring;
 
 use std::fmt;
@@ -81,7 +82,7 @@ pub enum SourceError {
 pub enum ImageKind {
     RegularFile,
     BlockDevice,
-    /// A container or a set of files presenting one logical medium (split raw, E01, gzip).
+    /// A container or a set of files presenting one logical medium (split raw, E01, gzip, standard input).
     Container,
 }
 
