@@ -926,7 +926,8 @@ mod jpeg {
     const SOI: &[u8; 3] = &[0xFF, 0xD8, 0xFF];
     /// Bytes decoded past the split by the cheap test of a candidate.
     const PROBE: u64 = 32 << 10;
-    /// Most split points tried (nearest the failure first). Foreign data that
+    /// Most split points tried (nearest the failure first; in practice the
+    /// one-cluster rule in [`recover`] leaves one or two). Foreign data that
     /// decodes for clusters on end is entropy data coded with the same tables
     /// (another copy of the picture, or one from the same camera): a join
     /// found further back would be a guess, not a proof.
@@ -948,11 +949,10 @@ mod jpeg {
     /// Bytes of a candidate second fragment examined by [`entropy_like`].
     const LOOK: u64 = 4096;
 
-    /// The validator over `j`, with where it broke.
-    /// Charges the bytes the validator got through (the window is usually
-    /// far larger than the file).
-    /// With a snapshot of the head (taken for `j`'s split), the bytes before
-    /// it are not decoded again.
+    /// The validator over `j`, with where it broke. With a snapshot of the
+    /// head taken for `j`'s split, the bytes before the split are not decoded
+    /// again. Charges the budget the bytes the validator got through (the
+    /// window is usually far larger than the file).
     fn check(j: &TwoRuns, snap: Option<&Snap>, b: &mut Budget) -> Option<(Verdict, Damage)> {
         if !b.ok() {
             return None;
@@ -976,12 +976,12 @@ mod jpeg {
     }
 
     /// True when the `n` bytes (512 to [`LOOK`]) at `s2` could continue
-    /// entropy-coded data: every
-    /// `FF` is stuffing, a restart marker, fill, EOI (the file ends: stop
-    /// looking) or a marker that may sit between the scans of a progressive
-    /// file; no run of 64 equal bytes (zeroed or unwritten space: checked
-    /// as no 32-byte aligned chunk of one value); and at
-    /// least one byte in 16 has its top bit set (not text).
+    /// entropy-coded data: every `FF` is stuffing, a restart marker, fill,
+    /// EOI (the file ends: stop looking) or a marker that may sit between the
+    /// scans of a progressive file; no run of 64 equal bytes (zeroed or
+    /// unwritten space: checked as no 32-byte aligned chunk of one value); at
+    /// least one byte in 16 with its top bit set (not text), and at least 2 of
+    /// the first 64.
     fn entropy_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u64) -> bool {
         // Zeros and text fail on their first 64 bytes, most other foreign
         // data in its first 512: look at those first.
