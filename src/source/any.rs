@@ -92,14 +92,12 @@ pub fn open_any(path: &Path) -> Result<Image, SourceError> {
 /// `-` is standard input, spooled into `spool_dir` and taken as a raw image.
 pub fn open_any_with(path: &Path, spool_dir: &Path) -> Result<Image, SourceError> {
     if path == Path::new("-") {
-        return Image::from_media(path, Arc::new(stdin::StdinMedia::open(spool_dir)?));
+        return Image::from_media(path, Arc::new(stdin::open(spool_dir)?));
     }
     match sniff(path)? {
         InputKind::Raw | InputKind::BlockDevice => Image::open(path),
         InputKind::Ewf => Image::from_media(path, Arc::new(ewf::EwfMedia::open(path)?)),
-        InputKind::Gzip => {
-            Image::from_media(path, Arc::new(gzip::GzipMedia::open(path, spool_dir)?))
-        }
+        InputKind::Gzip => Image::from_media(path, Arc::new(gzip::open(path, spool_dir)?)),
         InputKind::Split => Image::from_media(path, Arc::new(split::SplitMedia::open(path)?)),
         InputKind::EwfLaterSegment(n) => Err(later_segment(
             path,

@@ -14,150 +14,97 @@
 //! A corrupt or truncated stream does not lose the bytes before it: the
 //! medium is what decompressed cleanly, and the rest is reported as damage.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
-use super::{Damage, Media, SourceError, buffered::pread_full};
+use super::spool::{Spooled, spool_file};
+use super::{Damage, SourceError};
 
 /// gzip magic and the deflate method byte.
 pub const MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 
-/// The decompressed image, spooled to an unlinked file.
-#[derive(Debug)]
-pub struct GzipMedia {
-    file: File,
-    len: u64,
-    members: u64,
-    damage: Vec<Damage>,
-}
-
-static SPOOL_SEQ: AtomicU64 = AtomicU64::new(0);
-
-pub(super) fn spool_file(dir: &Path) -> std::io::Result<(File, PathBuf)> {
-    std::fs::create_dir_all(dir)?;
-    loop {
-        let p = dir.join(format!(
-            ".gpucarve-spool-{}-{}",
-            std::process::id(),
-            SPOOL_SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&p)
-        {
-            Ok(f) => return Ok((f, p)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
+/// Decompresses `path` (every member) into a spool file in `spool_dir`.
+pub fn open(path: &Path, spool_dir: &Path) -> Result<Spooled, SourceError> {
+    let src = File::open(path).map_err(|e| super::io_open_error(path, e))?;
+    let (spool, spool_path) = spool_file(spool_dir).map_err(|source| SourceError::Open {
+        path: spool_dir.to_path_buf(),
+        source: std::io::Error::new(
+            source.kind(),
+            format!("cannot create the gzip spool file here (--spool-dir): {source}"),
+        ),
+    })?;
+    // Unlinked now: the space is given back when the process ends, however it ends.
+    let _ = std::fs::remove_file(&spool_path);
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, &spool);
+    let mut input = BufReader::with_capacity(1 << 20, src);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut len = 0u64;
+    let mut members = 0u64;
+    let mut damage = Vec::new();
+    let spool_err = |e: std::io::Error| SourceError::Open {
+        path: spool_dir.to_path_buf(),
+        source: std::io::Error::new(e.kind(), format!("writing the gzip spool: {e}")),
+    };
+    'members: loop {
+        match input.fill_buf() {
+            Ok([]) => break,
+            Ok(_) => {}
+            Err(source) => {
+                return Err(SourceError::Read {
+                    path: path.to_path_buf(),
+                    offset: 0,
+                    source,
+                });
+            }
         }
-    }
-}
-
-impl GzipMedia {
-    /// Decompresses `path` (every member) into a spool file in `spool_dir`.
-    pub fn open(path: &Path, spool_dir: &Path) -> Result<GzipMedia, SourceError> {
-        let src = File::open(path).map_err(|e| super::io_open_error(path, e))?;
-        let (spool, spool_path) = spool_file(spool_dir).map_err(|source| SourceError::Open {
-            path: spool_dir.to_path_buf(),
-            source: std::io::Error::new(
-                source.kind(),
-                format!("cannot create the gzip spool file here (--spool-dir): {source}"),
-            ),
-        })?;
-        // Unlinked now: the space is given back when the process ends, however it ends.
-        let _ = std::fs::remove_file(&spool_path);
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, &spool);
-        let mut input = BufReader::with_capacity(1 << 20, src);
-        let mut buf = vec![0u8; 1 << 20];
-        let mut len = 0u64;
-        let mut members = 0u64;
-        let mut damage = Vec::new();
-        let spool_err = |e: std::io::Error| SourceError::Open {
-            path: spool_dir.to_path_buf(),
-            source: std::io::Error::new(e.kind(), format!("writing the gzip spool: {e}")),
-        };
-        'members: loop {
-            match input.fill_buf() {
-                Ok([]) => break,
-                Ok(_) => {}
-                Err(source) => {
-                    return Err(SourceError::Read {
-                        path: path.to_path_buf(),
-                        offset: 0,
-                        source,
+        let member_start = len;
+        let mut dec = flate2::bufread::GzDecoder::new(&mut input);
+        loop {
+            match dec.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    out.write_all(&buf[..n]).map_err(spool_err)?;
+                    len += n as u64;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let reason = if len == member_start && members > 0 {
+                        format!("data after gzip member {members} is not gzip ({e}); ignored")
+                    } else {
+                        format!(
+                            "gzip member {} corrupt or truncated ({e}): logical bytes from {member_start} are unverified and the image ends at {len}",
+                            members + 1
+                        )
+                    };
+                    damage.push(Damage {
+                        offset: member_start,
+                        len: len - member_start,
+                        reason,
                     });
+                    break 'members;
                 }
             }
-            let member_start = len;
-            let mut dec = flate2::bufread::GzDecoder::new(&mut input);
-            loop {
-                match dec.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        out.write_all(&buf[..n]).map_err(spool_err)?;
-                        len += n as u64;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        let reason = if len == member_start && members > 0 {
-                            format!("data after gzip member {members} is not gzip ({e}); ignored")
-                        } else {
-                            format!(
-                                "gzip member {} corrupt or truncated ({e}): logical bytes from {member_start} are unverified and the image ends at {len}",
-                                members + 1
-                            )
-                        };
-                        damage.push(Damage {
-                            offset: member_start,
-                            len: len - member_start,
-                            reason,
-                        });
-                        break 'members;
-                    }
-                }
-            }
-            members += 1;
         }
-        out.flush().map_err(spool_err)?;
-        drop(out);
-        Ok(GzipMedia {
-            file: spool,
-            len,
-            members,
-            damage,
-        })
+        members += 1;
     }
-}
-
-impl Media for GzipMedia {
-    fn len(&self) -> u64 {
-        self.len
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = (self.len.saturating_sub(offset)).min(buf.len() as u64) as usize;
-        pread_full(&self.file, offset, &mut buf[..n])
-    }
-    fn raw_file(&self) -> Option<&File> {
-        Some(&self.file)
-    }
-    fn describe(&self) -> String {
-        format!(
-            "gzip ({} member{}), spooled decompressed",
-            self.members,
-            if self.members == 1 { "" } else { "s" }
-        )
-    }
-    fn damage(&self) -> Vec<Damage> {
-        self.damage.clone()
-    }
+    out.flush().map_err(spool_err)?;
+    drop(out);
+    Ok(Spooled {
+        file: spool,
+        len,
+        what: format!(
+            "gzip ({members} member{}), spooled decompressed",
+            if members == 1 { "" } else { "s" }
+        ),
+        damage,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::Media;
     use flate2::write::GzEncoder;
 
     fn gz(data: &[u8]) -> Vec<u8> {
@@ -182,7 +129,7 @@ mod tests {
         two.extend(gz(&data[100_000..]));
         let p = dir.path().join("x.gz");
         std::fs::write(&p, &two).unwrap();
-        let m = GzipMedia::open(&p, dir.path()).unwrap();
+        let m = open(&p, dir.path()).unwrap();
         assert_eq!(m.len(), 300_000);
         assert!(m.damage().is_empty());
         let mut b = vec![0u8; 1000];
@@ -192,7 +139,7 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 
         std::fs::write(&p, &two[..two.len() - 5000]).unwrap();
-        let m = GzipMedia::open(&p, dir.path()).unwrap();
+        let m = open(&p, dir.path()).unwrap();
         assert!(m.len() >= 100_000 && m.len() < 300_000);
         let d = m.damage();
         assert_eq!(d.len(), 1);

@@ -25,6 +25,7 @@ pub mod ewf;
 pub mod gzip;
 pub mod mmap;
 pub mod split;
+pub mod spool;
 pub mod stdin;
 pub mod uring;
 

@@ -8,100 +8,81 @@
 //! space equal to the image. What arrives is taken as a raw image (no
 //! container is recognised on a pipe): decode containers before the pipe.
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use super::{Media, SourceError, buffered::pread_full, gzip::spool_file};
+use super::SourceError;
+use super::spool::{Spooled, spool_file};
 
-/// Standard input, spooled to an unlinked file.
-#[derive(Debug)]
-pub struct StdinMedia {
-    file: File,
-    len: u64,
+/// Copies standard input to its end into a spool file in `spool_dir`.
+/// A terminal is refused (it would wait for typing, not carve).
+pub fn open(spool_dir: &Path) -> Result<Spooled, SourceError> {
+    use std::io::IsTerminal;
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err(SourceError::Open {
+            path: "-".into(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "standard input is a terminal: pipe an image in (dd if=/dev/sdX | gpucarve ... -)",
+            ),
+        });
+    }
+    from_reader(stdin.lock(), spool_dir)
 }
 
-impl StdinMedia {
-    /// Copies standard input to its end into a spool file in `spool_dir`.
-    /// A terminal is refused (it would wait for typing, not carve).
-    pub fn open(spool_dir: &Path) -> Result<StdinMedia, SourceError> {
-        use std::io::IsTerminal;
-        let stdin = std::io::stdin();
-        if stdin.is_terminal() {
-            return Err(SourceError::Open {
-                path: "-".into(),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "standard input is a terminal: pipe an image in (dd if=/dev/sdX | gpucarve ... -)",
-                ),
-            });
-        }
-        Self::from_reader(stdin.lock(), spool_dir)
-    }
-
-    /// Copies `input` to its end into a spool file in `spool_dir`.
-    pub fn from_reader(mut input: impl Read, spool_dir: &Path) -> Result<StdinMedia, SourceError> {
-        let spool_err = |what: &str, e: std::io::Error| SourceError::Open {
-            path: spool_dir.to_path_buf(),
-            source: std::io::Error::new(e.kind(), format!("{what} (--spool-dir): {e}")),
-        };
-        let (spool, spool_path) = spool_file(spool_dir)
-            .map_err(|e| spool_err("cannot create the standard-input spool file here", e))?;
-        // Unlinked now: the space is given back when the process ends, however it ends.
-        let _ = std::fs::remove_file(&spool_path);
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, &spool);
-        let mut buf = vec![0u8; 1 << 20];
-        let mut len = 0u64;
-        loop {
-            match input.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    out.write_all(&buf[..n])
-                        .map_err(|e| spool_err("writing the standard-input spool", e))?;
-                    len += n as u64;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(source) => {
-                    return Err(SourceError::Read {
-                        path: "-".into(),
-                        offset: len,
-                        source,
-                    });
-                }
+/// Copies `input` to its end into a spool file in `spool_dir`.
+pub fn from_reader(mut input: impl Read, spool_dir: &Path) -> Result<Spooled, SourceError> {
+    let spool_err = |what: &str, e: std::io::Error| SourceError::Open {
+        path: spool_dir.to_path_buf(),
+        source: std::io::Error::new(e.kind(), format!("{what} (--spool-dir): {e}")),
+    };
+    let (spool, spool_path) = spool_file(spool_dir)
+        .map_err(|e| spool_err("cannot create the standard-input spool file here", e))?;
+    // Unlinked now: the space is given back when the process ends, however it ends.
+    let _ = std::fs::remove_file(&spool_path);
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, &spool);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut len = 0u64;
+    loop {
+        match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                out.write_all(&buf[..n])
+                    .map_err(|e| spool_err("writing the standard-input spool", e))?;
+                len += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(SourceError::Read {
+                    path: "-".into(),
+                    offset: len,
+                    source,
+                });
             }
         }
-        out.flush()
-            .map_err(|e| spool_err("writing the standard-input spool", e))?;
-        drop(out);
-        Ok(StdinMedia { file: spool, len })
     }
-}
-
-impl Media for StdinMedia {
-    fn len(&self) -> u64 {
-        self.len
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = (self.len.saturating_sub(offset)).min(buf.len() as u64) as usize;
-        pread_full(&self.file, offset, &mut buf[..n])
-    }
-    fn raw_file(&self) -> Option<&File> {
-        Some(&self.file)
-    }
-    fn describe(&self) -> String {
-        "standard input, spooled".into()
-    }
+    out.flush()
+        .map_err(|e| spool_err("writing the standard-input spool", e))?;
+    drop(out);
+    Ok(Spooled {
+        file: spool,
+        len,
+        what: "standard input, spooled".into(),
+        damage: Vec::new(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::Media;
 
     #[test]
     fn spools_what_arrives_and_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
         let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
-        let m = StdinMedia::from_reader(&data[..], dir.path()).unwrap();
+        let m = from_reader(&data[..], dir.path()).unwrap();
         assert_eq!(m.len(), data.len() as u64);
         let mut b = vec![0u8; 4096];
         assert_eq!(m.read_at(2_000_000, &mut b).unwrap(), 4096);
@@ -111,7 +92,7 @@ mod tests {
         // A spool folder that cannot be made is a clear error.
         let bad = dir.path().join("file");
         std::fs::write(&bad, b"x").unwrap();
-        let e = StdinMedia::from_reader(&data[..10], &bad.join("sub")).unwrap_err();
+        let e = from_reader(&data[..10], &bad.join("sub")).unwrap_err();
         assert!(e.to_string().contains("spool"), "{e}");
     }
 }
