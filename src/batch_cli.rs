@@ -23,6 +23,7 @@ pub struct CarveCli {
     pub keep: Vec<Status>,
     pub no_write: bool,
     pub keep_embedded: bool,
+    pub hash_unwritten: bool,
     pub cluster_size: Option<u64>,
     pub force: bool,
     pub hash_image: bool,
@@ -103,7 +104,7 @@ pub fn run(c: CarveCli) -> Result<bool, String> {
             carve: gpucarve::carve::CarveOptions {
                 keep: keep.clone(),
                 write: !c.no_write,
-                hash_unwritten: true,
+                hash_unwritten: c.hash_unwritten,
                 keep_embedded: c.keep_embedded,
                 cluster_size: c.cluster_size,
             },

@@ -201,7 +201,7 @@ impl CarveJob {
             warn,
         )
         .map_err(|e| e.to_string())?;
-        let mut out = OutputDir::create(&self.out_dir, self.force || self.resume, image.len())
+        let out = OutputDir::create(&self.out_dir, self.force || self.resume, image.len())
             .map_err(|e| e.to_string())?;
         let started = SystemTime::now();
         let info = RunInfo {
@@ -301,7 +301,7 @@ impl CarveJob {
                 &self.scan,
                 &self.carve,
                 &scope,
-                &mut out,
+                &out,
                 &mut fan,
                 progress,
                 warn,

@@ -32,3 +32,4 @@ pub mod pattern;
 pub mod report;
 pub mod scan;
 pub mod source;
+pub mod synth;

@@ -104,6 +104,9 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
         /// Also write files found inside other files (thumbnails, images in archives)
         #[arg(long)]
         keep_embedded: bool,
+        /// Also hash files that are not written (each up to 16 MiB; by default only what is written is hashed)
+        #[arg(long)]
+        hash_unwritten: bool,
         /// Cluster size in bytes for bifragment recovery (default: estimated from file starts)
         #[arg(long, value_name = "BYTES", value_parser = parse_cluster_size)]
         cluster_size: Option<u64>,
@@ -589,6 +592,7 @@ fn main() -> ExitCode {
             keep,
             no_write,
             keep_embedded,
+            hash_unwritten,
             cluster_size,
             force,
             hash_image,
@@ -609,6 +613,7 @@ fn main() -> ExitCode {
                 keep: keep.clone(),
                 no_write: *no_write,
                 keep_embedded: *keep_embedded,
+                hash_unwritten: *hash_unwritten,
                 cluster_size: *cluster_size,
                 force: *force,
                 hash_image: *hash_image,

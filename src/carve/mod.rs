@@ -27,6 +27,7 @@ pub mod extent;
 pub mod fragments;
 pub mod output;
 pub mod validators;
+pub mod view;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,31 +41,8 @@ use crate::scan::{Engines, Match, ScanError, ScanOptions, ScanStats, scan_range}
 use crate::source::{BlockSpec, DIRECT_ALIGN, Image};
 use extent::{Candidate, FooterRules};
 pub use output::{OutputDir, OutputError};
-use validators::{ByteReader, Limits, Status};
-
-/// Random read access to an image for validators and the writer.
-pub struct ImageBytes<'a> {
-    image: &'a Image,
-}
-
-impl<'a> ImageBytes<'a> {
-    pub fn new(image: &'a Image) -> Self {
-        ImageBytes { image }
-    }
-}
-
-impl ByteReader for ImageBytes<'_> {
-    fn len(&self) -> u64 {
-        self.image.len()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
-        if offset >= self.image.len() {
-            return 0;
-        }
-        let n = (self.image.len() - offset).min(buf.len() as u64) as usize;
-        self.image.read_at(offset, &mut buf[..n]).unwrap_or(0)
-    }
-}
+use validators::{Limits, Status};
+pub use view::ImageBytes;
 
 impl Status {
     pub fn as_str(self) -> &'static str {
@@ -136,7 +114,9 @@ pub struct CarveOptions {
     pub keep: Vec<Status>,
     /// Write files at all (`--no-write` writes only the reports).
     pub write: bool,
-    /// Hash files that are not written too (reads their bytes once).
+    /// Hash files that are neither written nor kept too, each up to
+    /// [`MAX_UNWRITTEN_HASH`] bytes (`--hash-unwritten`). Written files, and
+    /// with `--no-write` the files that would be written, are always hashed.
     pub hash_unwritten: bool,
     /// Write files found inside complete files as well.
     pub keep_embedded: bool,
@@ -149,7 +129,7 @@ impl Default for CarveOptions {
         CarveOptions {
             keep: vec![Status::Complete],
             write: true,
-            hash_unwritten: true,
+            hash_unwritten: false,
             keep_embedded: false,
             cluster_size: None,
         }
@@ -167,6 +147,8 @@ pub struct CarveSummary {
     pub bytes_written: u64,
     pub embedded: u64,
     pub rejected_headers: u64,
+    /// Unvalidated candidates not kept, hence not reported (see `hold`).
+    pub unreported_unvalidated: u64,
     pub started: Option<SystemTime>,
     pub finished: Option<SystemTime>,
 }
@@ -209,6 +191,9 @@ pub struct Checkpoint {
     /// Complete files that may still contain later ones: (start, end, id).
     pub parents: Vec<(u64, u64, u64)>,
     pub rejected: u64,
+    /// Unvalidated candidates counted but not reported.
+    #[serde(default)]
+    pub unreported: u64,
 }
 
 /// Carves `image`: scan with `engines`, validate, write into `out`, report to `report`.
@@ -220,7 +205,7 @@ pub fn carve(
     engines: &EngineSet,
     scan_opts: &ScanOptions,
     opts: &CarveOptions,
-    out: &mut OutputDir,
+    out: &OutputDir,
     report: &mut (dyn CarveReport + Send),
     progress: &mut dyn FnMut(u64, u64),
     warn: &mut dyn FnMut(String),
@@ -251,7 +236,7 @@ pub fn carve_scoped(
     scan_opts: &ScanOptions,
     opts: &CarveOptions,
     scope: &CarveScope,
-    out: &mut OutputDir,
+    out: &OutputDir,
     report: &mut (dyn CarveReport + Send),
     progress: &mut dyn FnMut(u64, u64),
     warn: &mut dyn FnMut(String),
@@ -261,7 +246,7 @@ pub fn carve_scoped(
         ..CarveSummary::default()
     };
     let overlap = set.max_len().saturating_sub(1);
-    let (tx, rx) = sync_channel::<Vec<Event>>(64);
+    let (tx, rx) = sync_channel::<Vec<Event>>(4);
     let found = std::sync::atomic::AtomicU64::new(0);
     let done = std::sync::atomic::AtomicBool::new(false);
     let from = scope
@@ -357,6 +342,7 @@ pub fn carve_scoped(
     summary.bytes_written = carved.bytes_written;
     summary.embedded = carved.embedded;
     summary.rejected_headers = carved.rejected;
+    summary.unreported_unvalidated = carved.unreported;
     summary.finished = Some(SystemTime::now());
     Ok(summary)
 }
@@ -382,6 +368,7 @@ struct CarverTotals {
     bytes_written: u64,
     embedded: u64,
     rejected: u64,
+    unreported: u64,
 }
 
 /// Verdicts for a batch's non-ZIP header candidates, computed on `workers` threads.
@@ -432,12 +419,50 @@ fn prevalidate(
     results.into_inner().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A structure a validator walked, for spotting candidates inside it.
-struct Covering {
-    start: u64,
-    end: u64,
-    validator: String,
-    complete: bool,
+/// Ranges `[start, end)` of structures validators walked, for asking in
+/// O(log n) whether a start lies strictly inside one of them.
+///
+/// Kept as the ranges no other range contains on the left: sorted by start,
+/// with ends increasing, so the last range starting before a point has the
+/// furthest end of all of them. A range inside an earlier one adds nothing and
+/// is not stored; ranges behind the carving are dropped. Each range is inserted
+/// and removed at most once: dense input (a header every few bytes, each with a
+/// long partial verdict) stays linear.
+#[derive(Default)]
+struct Coverage {
+    ranges: std::collections::VecDeque<(u64, u64)>,
+}
+
+impl Coverage {
+    fn insert(&mut self, start: u64, end: u64) {
+        if end <= start {
+            return;
+        }
+        let pos = self.ranges.partition_point(|&(s, _)| s <= start);
+        if pos > 0 && self.ranges[pos - 1].1 >= end {
+            return;
+        }
+        // Later-starting ranges that end no further are inside the new one.
+        let mut stop = pos;
+        while stop < self.ranges.len() && self.ranges[stop].1 <= end {
+            stop += 1;
+        }
+        self.ranges.drain(pos..stop);
+        self.ranges.insert(pos, (start, end));
+    }
+
+    /// True when some range has `start < at < end`.
+    fn strictly_covers(&self, at: u64) -> bool {
+        let pos = self.ranges.partition_point(|&(s, _)| s < at);
+        pos > 0 && self.ranges[pos - 1].1 > at
+    }
+
+    /// Forgets ranges ending at or before `at` (the carving is past them).
+    fn forget_before(&mut self, at: u64) {
+        while self.ranges.front().is_some_and(|&(_, e)| e <= at) {
+            self.ranges.pop_front();
+        }
+    }
 }
 
 /// A complete file that may contain others: (end, id).
@@ -455,7 +480,7 @@ fn carve_events(
     opts: &CarveOptions,
     scope: &CarveScope,
     max_header_offset: u64,
-    out: &mut OutputDir,
+    out: &OutputDir,
     report: &mut (dyn CarveReport + Send),
     found: &std::sync::atomic::AtomicU64,
     done: &std::sync::atomic::AtomicBool,
@@ -481,6 +506,7 @@ fn carve_events(
         frontier = cp.frontier;
         totals.found = cp.files;
         totals.rejected = cp.rejected;
+        totals.unreported = cp.unreported;
         parents = cp
             .parents
             .iter()
@@ -491,7 +517,10 @@ fn carve_events(
     for &(start, length) in &scope.prior_complete {
         frags.seed(start, length);
     }
-    let mut covering: Vec<Covering> = Vec::new();
+    // Structures validated so far that may still hold later candidates: ZIP
+    // walks (complete or not) and complete files of every validated type.
+    let mut zip_cover = Coverage::default();
+    let mut complete_cover = Coverage::default();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     for batch in rx {
         // Validate this block's candidates on every core first (validators are
@@ -521,16 +550,14 @@ fn carve_events(
                     let t = &catalogue.types[c.type_index];
                     match &t.validator {
                         Some(v) => {
-                            // Structures validated just before, still covering this start.
-                            covering.retain(|e| e.end > c.start);
+                            // Structures validated before, no longer covering anything to come.
+                            let behind = c.start.saturating_sub(max_header_offset);
+                            zip_cover.forget_before(behind);
+                            complete_cover.forget_before(behind);
                             // A ZIP local header inside a ZIP already walked (complete or
                             // not: a partial verdict ends where its structure broke) is
                             // one of that archive's entries, not a file of its own.
-                            if v == "zip"
-                                && covering
-                                    .iter()
-                                    .any(|e| e.start < c.start && e.validator == "zip")
-                            {
+                            if v == "zip" && zip_cover.strictly_covers(c.start) {
                                 totals.rejected += 1;
                                 continue;
                             }
@@ -546,7 +573,7 @@ fn carve_events(
                             // container explains where they end.
                             // Only complete structures count: a partial verdict's length
                             // may be a guess reaching far beyond its file.
-                            let inside = covering.iter().any(|e| e.start < c.start && e.complete);
+                            let inside = complete_cover.strictly_covers(c.start);
                             let (verdict, runs) = if inside {
                                 (verdict, None)
                             } else {
@@ -559,12 +586,13 @@ fn carve_events(
                             if let Some(vd) = &verdict
                                 && vd.length > 0
                             {
-                                covering.push(Covering {
-                                    start: c.start,
-                                    end: c.start.saturating_add(vd.length),
-                                    validator: v.clone(),
-                                    complete: vd.status == Status::Complete,
-                                });
+                                let end = c.start.saturating_add(vd.length);
+                                if v == "zip" {
+                                    zip_cover.insert(c.start, end);
+                                }
+                                if vd.status == Status::Complete {
+                                    complete_cover.insert(c.start, end);
+                                }
                             }
                             match verdict {
                                 Some(verdict)
@@ -600,11 +628,7 @@ fn carve_events(
                         .unwrap_or(u64::MAX)
                         .min(pos.saturating_sub(max_header_offset))
                         .max(frontier);
-                    held.extend(
-                        resolved
-                            .drain(..)
-                            .map(|(c, e)| ((c.start, c.type_index), (c, e))),
-                    );
+                    hold(&mut held, &mut resolved, opts, &mut totals);
                     emit_held(
                         &mut held,
                         limit,
@@ -626,6 +650,7 @@ fn carve_events(
                             files: totals.found,
                             parents: parents.iter().map(|p| (p.start, p.end, p.id)).collect(),
                             rejected: totals.rejected,
+                            unreported: totals.unreported,
                         };
                         report.checkpoint(&cp).map_err(CarveError::Report)?;
                     }
@@ -638,11 +663,7 @@ fn carve_events(
         }
     }
     rules.finish(image.len(), &mut resolved);
-    held.extend(
-        resolved
-            .drain(..)
-            .map(|(c, e)| ((c.start, c.type_index), (c, e))),
-    );
+    hold(&mut held, &mut resolved, opts, &mut totals);
     emit_held(
         &mut held,
         u64::MAX,
@@ -662,12 +683,40 @@ fn carve_events(
             files: totals.found,
             parents: Vec::new(),
             rejected: totals.rejected,
+            unreported: totals.unreported,
         })
         .map_err(CarveError::Report)?;
     Ok(totals)
 }
 
+/// Moves decided candidates to the emission queue. Unvalidated candidates
+/// that the carving does not keep are counted, not reported: their extent is
+/// only a footer or max-size guess (`scan` lists every header hit), and on
+/// dense input (a header every few bytes) reporting each would make the
+/// reports hundreds of times the size of the evidence.
+fn hold(
+    held: &mut BTreeMap<(u64, usize), (Candidate, extent::Extent)>,
+    resolved: &mut Vec<(Candidate, extent::Extent)>,
+    opts: &CarveOptions,
+    totals: &mut CarverTotals,
+) {
+    let keep_unvalidated = opts.keep.contains(&Status::Unvalidated);
+    for (c, e) in resolved.drain(..) {
+        if e.status == Status::Unvalidated && !keep_unvalidated {
+            totals.unreported += 1;
+        } else {
+            held.insert((c.start, c.type_index), (c, e));
+        }
+    }
+}
+
 /// Emits, in (offset, type) order, every decided candidate starting before `below`.
+///
+/// Three steps: each candidate is numbered, nested and given its action in
+/// order (cheap); the actions (write and hash in one pass, or hash only) run on
+/// every core; the reports are then written in order. A failed action (disk
+/// full) stops the emission there: the files before it are reported, the error
+/// is returned.
 #[allow(clippy::too_many_arguments)]
 fn emit_held(
     held: &mut BTreeMap<(u64, usize), (Candidate, extent::Extent)>,
@@ -676,37 +725,85 @@ fn emit_held(
     catalogue: &Catalogue,
     opts: &CarveOptions,
     bytes: &ImageBytes<'_>,
-    out: &mut OutputDir,
+    out: &OutputDir,
     report: &mut (dyn CarveReport + Send),
     parents: &mut Vec<Parent>,
     totals: &mut CarverTotals,
 ) -> Result<(), CarveError> {
+    let mut planned = Vec::new();
     while let Some(entry) = held.first_entry() {
         if entry.key().0 >= below {
             break;
         }
         let (c, ext) = entry.remove();
         let runs = joined_runs.remove(&(c.start, c.type_index));
-        emit(
-            c, ext, runs, catalogue, opts, bytes, out, report, parents, totals,
-        )?;
+        planned.push(plan(c, ext, runs, catalogue, opts, parents, totals));
+    }
+    if planned.is_empty() {
+        return Ok(());
+    }
+    let outcomes = run_actions(&planned, bytes, out);
+    for (mut p, outcome) in planned.into_iter().zip(outcomes) {
+        match outcome {
+            Outcome::Written(w) => {
+                p.file.path = Some(w.path);
+                p.file.sha256 = Some(w.sha256);
+                p.file.md5 = Some(w.md5);
+                totals.written += 1;
+                totals.bytes_written += p.file.length;
+            }
+            Outcome::Hashed(sha, md5) => {
+                p.file.sha256 = Some(sha);
+                p.file.md5 = Some(md5);
+            }
+            Outcome::Nothing => {}
+            Outcome::Failed(e) => return Err(CarveError::Output(e)),
+        }
+        let e = totals
+            .counts
+            .entry((p.file.file_type.clone(), p.file.status.clone()))
+            .or_insert((0, 0));
+        e.0 += 1;
+        e.1 += p.file.length;
+        report.file(&p.file).map_err(CarveError::Report)?;
     }
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn emit(
+/// What is done with a reported file's bytes.
+enum Action {
+    /// Written (extension given) and hashed in the same pass.
+    Write(String),
+    /// Hashed without writing (`--hash-unwritten`, or reports-only carving).
+    Hash,
+    /// Neither: the report says why it carries no hash.
+    Nothing,
+}
+
+/// A numbered file and what to do with its bytes.
+struct Planned {
+    file: CarvedFile,
+    action: Action,
+}
+
+enum Outcome {
+    Written(output::Written),
+    Hashed(String, String),
+    Nothing,
+    Failed(OutputError),
+}
+
+/// Numbers `c`, finds its parent and decides its action: the ordered, cheap
+/// part of emission.
+fn plan(
     c: Candidate,
     ext: extent::Extent,
     joined: Option<Vec<ByteRun>>,
     catalogue: &Catalogue,
     opts: &CarveOptions,
-    bytes: &ImageBytes<'_>,
-    out: &mut OutputDir,
-    report: &mut (dyn CarveReport + Send),
     parents: &mut Vec<Parent>,
     totals: &mut CarverTotals,
-) -> Result<(), CarveError> {
+) -> Planned {
     let t = &catalogue.types[c.type_index];
     parents.retain(|p| p.end > c.start);
     let parent = parents
@@ -742,31 +839,27 @@ fn emit(
         validator: t.validator.clone(),
         notes: ext.notes,
     };
-    let write =
-        opts.write && opts.keep.contains(&ext.status) && (parent.is_none() || opts.keep_embedded);
+    // The files a carving keeps: written, or with --no-write hashed so that
+    // `extract` can be checked against the report later.
+    let kept = opts.keep.contains(&ext.status) && (parent.is_none() || opts.keep_embedded);
     if parent.is_some() {
         totals.embedded += 1;
     }
-    let extension = extension_for(&file_type, t);
-    if write {
-        let written = out.write_file(bytes, &file, &extension)?;
-        file.path = Some(written.path);
-        file.sha256 = Some(written.sha256);
-        file.md5 = Some(written.md5);
-        totals.written += 1;
-        totals.bytes_written += file.length;
-    } else if opts.hash_unwritten
-        && (ext.status == Status::Complete || file.length <= MAX_UNWRITTEN_HASH)
-    {
-        let (sha, md5) = output::hash_runs(bytes, &file.byte_runs).map_err(CarveError::Output)?;
-        file.sha256 = Some(sha);
-        file.md5 = Some(md5);
-    } else if opts.hash_unwritten {
-        file.notes.push(format!(
-            "not hashed: not written and longer than {} MiB (extract it to hash it)",
-            MAX_UNWRITTEN_HASH >> 20
-        ));
-    }
+    let action = if kept && opts.write {
+        Action::Write(extension_for(&file_type, t))
+    } else if kept || (opts.hash_unwritten && file.length <= MAX_UNWRITTEN_HASH) {
+        Action::Hash
+    } else {
+        file.notes.push(if opts.hash_unwritten {
+            format!(
+                "not hashed: not written and longer than {} MiB (extract it to hash it)",
+                MAX_UNWRITTEN_HASH >> 20
+            )
+        } else {
+            "not hashed: not written (--hash-unwritten hashes it; extract writes it)".to_string()
+        });
+        Action::Nothing
+    };
     if ext.status == Status::Complete && parent.is_none() {
         parents.push(Parent {
             start: c.start,
@@ -774,14 +867,83 @@ fn emit(
             id,
         });
     }
-    let e = totals
-        .counts
-        .entry((file_type, file.status.clone()))
-        .or_insert((0, 0));
-    e.0 += 1;
-    e.1 += file.length;
-    report.file(&file).map_err(CarveError::Report)?;
-    Ok(())
+    Planned { file, action }
+}
+
+/// Runs the planned actions on every core; outcomes in the plan's order.
+/// After a failure no further action is started.
+fn run_actions(planned: &[Planned], bytes: &ImageBytes<'_>, out: &OutputDir) -> Vec<Outcome> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let busy = planned
+        .iter()
+        .filter(|p| !matches!(p.action, Action::Nothing))
+        .count();
+    let run_one = |p: &Planned| -> Outcome {
+        match &p.action {
+            Action::Write(ext) => match out.write_file(bytes, &p.file, ext) {
+                Ok(w) => Outcome::Written(w),
+                Err(e) => Outcome::Failed(e),
+            },
+            Action::Hash => match output::hash_runs(bytes, &p.file.byte_runs) {
+                Ok((sha, md5)) => Outcome::Hashed(sha, md5),
+                Err(e) => Outcome::Failed(e),
+            },
+            Action::Nothing => Outcome::Nothing,
+        }
+    };
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(busy);
+    if workers <= 1 {
+        let mut outcomes = Vec::with_capacity(planned.len());
+        for p in planned {
+            let o = run_one(p);
+            let failed = matches!(o, Outcome::Failed(_));
+            outcomes.push(o);
+            if failed {
+                break;
+            }
+        }
+        return outcomes;
+    }
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let slots: Vec<std::sync::Mutex<Option<Outcome>>> = planned
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(p) = planned.get(i) else {
+                        break;
+                    };
+                    let o = run_one(p);
+                    if matches!(o, Outcome::Failed(_)) {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if let Some(slot) = slots.get(i) {
+                        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(o);
+                    }
+                }
+            });
+        }
+    });
+    // In order, up to the first failure or the first action never run.
+    let mut outcomes = Vec::with_capacity(planned.len());
+    for slot in slots {
+        let Some(o) = slot.into_inner().unwrap_or_else(|e| e.into_inner()) else {
+            break;
+        };
+        let stop = matches!(o, Outcome::Failed(_));
+        outcomes.push(o);
+        if stop {
+            break;
+        }
+    }
+    outcomes
 }
 
 /// Byte runs of a proven join from `(image offset, length)` pairs.

@@ -133,7 +133,7 @@ impl OutputDir {
 
     /// Writes `file`'s byte runs from `image`, hashing them; returns the path and hashes.
     pub fn write_file(
-        &mut self,
+        &self,
         image: &dyn ByteReader,
         file: &CarvedFile,
         extension: &str,

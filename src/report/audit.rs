@@ -57,6 +57,13 @@ pub fn render(
         summary.embedded,
         summary.rejected_headers
     );
+    if summary.unreported_unvalidated > 0 {
+        let _ = writeln!(
+            s,
+            "unvalidated header hits not reported: {} (types without a validator; their extent is only a footer or max-size guess: --keep unvalidated writes and reports them, `gpucarve scan` lists every hit)",
+            summary.unreported_unvalidated
+        );
+    }
     if let Some(e) = error {
         let _ = writeln!(
             s,
