@@ -145,6 +145,124 @@ pub struct Claims {
     /// JPEG headers validated by the search (to see whether they own a
     /// candidate second fragment): header → validated length.
     jpeg_heads: std::collections::BTreeMap<u64, u64>,
+    /// ZIP end-of-central-directory records around the searches so far.
+    eocds: PosIndex,
+    /// Cluster-aligned JPEG headers around the searches so far.
+    sois: PosIndex,
+}
+
+/// Positions of one signature in a stretch `[lo, hi)` of the image, shared by
+/// every search of a carving: consecutive searches look at overlapping
+/// windows (up to [`FragLimits::max_gap`] either side of their file), and
+/// each byte of the image is searched for the signature once instead of once
+/// per search. The stretch grows at either end as searches ask, is restarted
+/// when a search looks somewhere disjoint, and forgets what lies more than
+/// [`MAX_SPAN`] behind its end. At most [`MAX_INDEXED`] positions: past that
+/// (dense input) the index says so and the search reads the image itself, as
+/// bounded by its own budget.
+#[derive(Clone, Debug, Default)]
+struct PosIndex {
+    needle: &'static [u8],
+    /// Only positions `≡ phase (mod modulus)` are kept (`modulus` 1: all).
+    modulus: u64,
+    phase: u64,
+    lo: u64,
+    hi: u64,
+    at: std::collections::BTreeSet<u64>,
+    overflow: bool,
+}
+
+/// Most positions one index holds.
+const MAX_INDEXED: usize = 1 << 18;
+/// Longest stretch an index covers.
+const MAX_SPAN: u64 = 512 << 20;
+/// Bytes searched per read when an index grows.
+const INDEX_PIECE: usize = 1 << 20;
+
+impl PosIndex {
+    /// Makes `[from, to)` indexed for `needle` at positions `≡ phase (mod
+    /// modulus)` whose byte after the needle passes `next_ok`; false when the
+    /// index overflowed (the caller must search itself).
+    fn cover(
+        &mut self,
+        r: &dyn ByteReader,
+        (needle, modulus, phase): (&'static [u8], u64, u64),
+        next_ok: fn(u8) -> bool,
+        from: u64,
+        to: u64,
+    ) -> bool {
+        let modulus = modulus.max(1);
+        let phase = phase % modulus;
+        let same = self.needle == needle && self.modulus == modulus && self.phase == phase;
+        // A window near the stretch extends it (the bytes between are
+        // searched too); one far from it starts a new stretch.
+        let far = to.saturating_add(MAX_SPAN / 4) < self.lo
+            || from > self.hi.saturating_add(MAX_SPAN / 4);
+        if !same || far || self.hi == 0 {
+            *self = PosIndex {
+                needle,
+                modulus,
+                phase,
+                lo: from,
+                hi: from,
+                ..PosIndex::default()
+            };
+        }
+        if self.overflow {
+            return false;
+        }
+        if from < self.lo {
+            let lo = self.lo;
+            self.search(r, next_ok, from, lo);
+            self.lo = from;
+        }
+        if to > self.hi {
+            let hi = self.hi;
+            self.search(r, next_ok, hi, to);
+            self.hi = to;
+        }
+        if self.hi - self.lo > MAX_SPAN {
+            self.lo = (self.hi - MAX_SPAN).min(from);
+            let keep = self.at.split_off(&self.lo);
+            self.at = keep;
+        }
+        !self.overflow
+    }
+
+    fn search(&mut self, r: &dyn ByteReader, next_ok: fn(u8) -> bool, from: u64, to: u64) {
+        let finder = memchr::memmem::Finder::new(self.needle);
+        let extra = self.needle.len();
+        let mut buf = vec![0u8; INDEX_PIECE + extra];
+        let mut pos = from;
+        while pos < to && !self.overflow {
+            let span = (to - pos).min(INDEX_PIECE as u64);
+            let want = span as usize + extra;
+            let got = r.read_at(pos, &mut buf[..want]).min(want);
+            for i in finder.find_iter(&buf[..got]) {
+                let p = pos + i as u64;
+                if (i as u64) >= span || p % self.modulus != self.phase {
+                    continue;
+                }
+                if !buf.get(i + self.needle.len()).copied().is_some_and(next_ok) {
+                    continue;
+                }
+                self.at.insert(p);
+                if self.at.len() > MAX_INDEXED {
+                    self.overflow = true;
+                    return;
+                }
+            }
+            if got < want {
+                break;
+            }
+            pos += span;
+        }
+    }
+
+    /// Indexed positions in `[from, to)`.
+    fn range(&self, from: u64, to: u64) -> std::collections::btree_set::Range<'_, u64> {
+        self.at.range(from..to.max(from))
+    }
 }
 
 /// Most claimed ranges kept.
@@ -1117,7 +1235,23 @@ mod jpeg {
     /// Validated extents are remembered in the claims (header → length).
     fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Budget) -> bool {
         let from = s2.saturating_sub(MAX_BACK);
-        for p in heads.before(r, from, s2) {
+        let marker = |m: u8| (0xC0..=0xFE).contains(&m);
+        let near: Vec<u64> =
+            if b.claims
+                .sois
+                .cover(r, (SOI, heads.cl, heads.phase), marker, from, s2)
+            {
+                b.claims
+                    .sois
+                    .range(from, s2)
+                    .rev()
+                    .take(4)
+                    .copied()
+                    .collect()
+            } else {
+                heads.before(r, from, s2)
+            };
+        for p in near {
             if p == start {
                 return false;
             }
@@ -1454,29 +1588,49 @@ mod zip {
         }
     }
 
-    /// EOCD records in `[from, to)` of the image (at most [`MAX_EOCDS`]).
-    fn eocds(r: &dyn ByteReader, from: u64, to: u64, b: &mut Budget, out: &mut Vec<u64>) {
+    /// EOCD records in `[from, to)` of the image (at most [`MAX_EOCDS`]),
+    /// nearest `from` first, or nearest `to` first with `backwards`; from the
+    /// shared index, else read here (charged to the budget).
+    fn eocds(
+        r: &dyn ByteReader,
+        (from, to): (u64, u64),
+        backwards: bool,
+        b: &mut Budget,
+        out: &mut Vec<u64>,
+    ) {
+        let any = |_: u8| true;
+        if b.claims.eocds.cover(r, (EOCD, 1, 0), any, from, to) {
+            let found = b.claims.eocds.range(from, to);
+            if backwards {
+                out.extend(found.rev().take(MAX_EOCDS));
+            } else {
+                out.extend(found.take(MAX_EOCDS));
+            }
+            return;
+        }
+        let mut all = Vec::new();
         let finder = memchr::memmem::Finder::new(EOCD);
         let mut buf = vec![0u8; 1 << 20];
         let mut pos = from;
-        while pos < to && out.len() < MAX_EOCDS {
+        while pos < to && (backwards || all.len() < MAX_EOCDS) {
             let want = (to - pos).min(buf.len() as u64) as usize;
             if !b.bytes(want as u64) {
-                return;
+                break;
             }
             let got = r.read_at(pos, &mut buf[..want]).min(want);
             if got < 4 {
-                return;
+                break;
             }
-            for i in finder.find_iter(&buf[..got]) {
-                if out.len() < MAX_EOCDS {
-                    out.push(pos + i as u64);
-                }
-            }
+            all.extend(finder.find_iter(&buf[..got]).map(|i| pos + i as u64));
             if got < want {
-                return;
+                break;
             }
             pos += got as u64 - 3;
+        }
+        if backwards {
+            out.extend(all.into_iter().rev().take(MAX_EOCDS));
+        } else {
+            out.extend(all.into_iter().take(MAX_EOCDS));
         }
     }
 
@@ -1504,12 +1658,9 @@ mod zip {
             .saturating_add(MAX_TAIL)
             .min(start + max_len + b.lim.max_gap)
             .min(r.len());
-        eocds(r, start + last, fwd_to, b, &mut found);
+        eocds(r, (start + last, fwd_to), false, b, &mut found);
         let back_from = start.saturating_sub(b.lim.max_gap);
-        let mut back = Vec::new();
-        eocds(r, back_from, start, b, &mut back);
-        back.reverse();
-        found.extend(back);
+        eocds(r, (back_from, start), true, b, &mut found);
         let mut cache = Cache::new(r);
         for e in found {
             let mut rec = [0u8; 22];

@@ -154,6 +154,7 @@ pub struct CarveSummary {
 }
 
 /// What travels from the scan merger to the carver thread.
+#[derive(Clone, Copy)]
 enum Event {
     Header(Candidate),
     Footer {
@@ -283,6 +284,11 @@ pub fn carve_scoped(
             }
             let mut events = Vec::new();
             for m in matches {
+                // Dense blocks travel in pieces: what waits in the queue stays small.
+                if events.len() >= PREVALIDATE_EVENTS {
+                    tx.send(std::mem::take(&mut events))
+                        .map_err(|_| "the carver stopped".to_string())?;
+                }
                 let o = set.origins[m.pattern as usize];
                 let sig = catalogue.signature(o);
                 match o.role {
@@ -371,25 +377,31 @@ struct CarverTotals {
     unreported: u64,
 }
 
-/// Verdicts for a batch's non-ZIP header candidates, computed on `workers` threads.
+/// Header events validated together: bounds the verdicts held at once
+/// whatever the density of headers in a block.
+const PREVALIDATE_EVENTS: usize = 1 << 14;
+
+/// Verdicts for the non-ZIP header candidates of `batch`, computed on
+/// `workers` threads: `out[i]` is `Some(verdict)` for `batch[i]` when it was
+/// validated here.
 fn prevalidate(
     batch: &[Event],
     catalogue: &Catalogue,
     bytes: &ImageBytes<'_>,
     image_len: u64,
-    own_start: u64,
-    own_end: u64,
+    (own_start, own_end): (u64, u64),
     workers: usize,
-) -> std::collections::HashMap<(u64, usize), Option<validators::Verdict>> {
-    let jobs: Vec<(u64, usize, &str, u64)> = batch
+) -> Vec<Option<Option<validators::Verdict>>> {
+    let jobs: Vec<(usize, u64, &str, u64)> = batch
         .iter()
-        .filter_map(|ev| match ev {
+        .enumerate()
+        .filter_map(|(i, ev)| match ev {
             Event::Header(c) if c.start >= own_start && c.start < own_end => {
                 let t = &catalogue.types[c.type_index];
                 let v = t.validator.as_deref().filter(|v| *v != "zip")?;
                 Some((
+                    i,
                     c.start,
-                    c.type_index,
                     v,
                     t.max_size.min(image_len.saturating_sub(c.start)),
                 ))
@@ -397,26 +409,49 @@ fn prevalidate(
             _ => None,
         })
         .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = std::sync::Mutex::new(std::collections::HashMap::new());
-    std::thread::scope(|s| {
-        for _ in 0..workers.min(jobs.len()) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&(start, ti, v, max_len)) = jobs.get(i) else {
-                        break;
-                    };
-                    let verdict = validators::validate(v, bytes, start, Limits { max_len });
-                    results
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert((start, ti), verdict);
-                }
-            });
+    let mut out: Vec<Option<Option<validators::Verdict>>> = Vec::new();
+    out.resize_with(batch.len(), || None);
+    let run = |(i, start, v, max_len): (usize, u64, &str, u64)| {
+        (i, validators::validate(v, bytes, start, Limits { max_len }))
+    };
+    if workers <= 1 || jobs.len() < 2 {
+        for (i, v) in jobs.into_iter().map(run) {
+            out[i] = Some(v);
         }
+        return out;
+    }
+    // Workers take jobs a few at a time and keep their verdicts to themselves
+    // until the end: no lock per candidate.
+    const TAKE: usize = 16;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: Vec<Vec<(usize, Option<validators::Verdict>)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers.min(jobs.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let k = next.fetch_add(TAKE, std::sync::atomic::Ordering::Relaxed);
+                        let Some(part) = jobs.get(k..(k + TAKE).min(jobs.len())) else {
+                            break;
+                        };
+                        if part.is_empty() {
+                            break;
+                        }
+                        mine.extend(part.iter().copied().map(run));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
     });
-    results.into_inner().unwrap_or_else(|p| p.into_inner())
+    for (i, v) in done.into_iter().flatten() {
+        out[i] = Some(v);
+    }
+    out
 }
 
 /// Ranges `[start, end)` of structures validators walked, for asking in
@@ -527,136 +562,138 @@ fn carve_events(
         // pure functions); the ordered pass below then only looks verdicts up.
         // ZIP candidates stay in the ordered pass: whether one is an entry of
         // an archive already walked depends on the verdicts before it.
-        let mut pre = prevalidate(
-            &batch,
-            catalogue,
-            &bytes,
-            image.len(),
-            own_start,
-            own_end,
-            workers,
-        );
-        for ev in batch {
-            match ev {
-                Event::Header(c) => {
-                    // Another shard's, or decided before the checkpoint we resume from.
-                    if c.start < own_start || c.start >= own_end {
-                        continue;
-                    }
-                    // One candidate per (start, type): several headers of one type may match one file.
-                    if seen_starts.insert((c.start, c.type_index), ()).is_some() {
-                        continue;
-                    }
-                    let t = &catalogue.types[c.type_index];
-                    match &t.validator {
-                        Some(v) => {
-                            // Structures validated before, no longer covering anything to come.
-                            let behind = c.start.saturating_sub(max_header_offset);
-                            zip_cover.forget_before(behind);
-                            complete_cover.forget_before(behind);
-                            // A ZIP local header inside a ZIP already walked (complete or
-                            // not: a partial verdict ends where its structure broke) is
-                            // one of that archive's entries, not a file of its own.
-                            if v == "zip" && zip_cover.strictly_covers(c.start) {
-                                totals.rejected += 1;
-                                continue;
-                            }
-                            let max_len = t.max_size.min(image.len().saturating_sub(c.start));
-                            let verdict = match pre.remove(&(c.start, c.type_index)) {
-                                Some(v) => v,
-                                None => {
-                                    validators::validate(v, &bytes, c.start, Limits { max_len })
+        for chunk in batch.chunks(PREVALIDATE_EVENTS) {
+            let mut pre = prevalidate(
+                chunk,
+                catalogue,
+                &bytes,
+                image.len(),
+                (own_start, own_end),
+                workers,
+            );
+            for (ev_index, &ev) in chunk.iter().enumerate() {
+                match ev {
+                    Event::Header(c) => {
+                        // Another shard's, or decided before the checkpoint we resume from.
+                        if c.start < own_start || c.start >= own_end {
+                            continue;
+                        }
+                        // One candidate per (start, type): several headers of one type may match one file.
+                        if seen_starts.insert((c.start, c.type_index), ()).is_some() {
+                            continue;
+                        }
+                        let t = &catalogue.types[c.type_index];
+                        match &t.validator {
+                            Some(v) => {
+                                // Structures validated before, no longer covering anything to come.
+                                let behind = c.start.saturating_sub(max_header_offset);
+                                zip_cover.forget_before(behind);
+                                complete_cover.forget_before(behind);
+                                // A ZIP local header inside a ZIP already walked (complete or
+                                // not: a partial verdict ends where its structure broke) is
+                                // one of that archive's entries, not a file of its own.
+                                if v == "zip" && zip_cover.strictly_covers(c.start) {
+                                    totals.rejected += 1;
+                                    continue;
                                 }
-                            };
-                            // >>> bifragment recovery: a Partial PNG/ZIP/JPEG may be two fragments.
-                            // Objects inside another structure are not searched: their
-                            // container explains where they end.
-                            // Only complete structures count: a partial verdict's length
-                            // may be a guess reaching far beyond its file.
-                            let inside = complete_cover.strictly_covers(c.start);
-                            let (verdict, runs) = if inside {
-                                (verdict, None)
-                            } else {
-                                frags.after_validate(v, &bytes, c.start, max_len, verdict)
-                            };
-                            if let Some(runs) = runs {
-                                joined_runs.insert((c.start, c.type_index), to_byte_runs(&runs));
-                            }
-                            // <<< bifragment recovery
-                            if let Some(vd) = &verdict
-                                && vd.length > 0
-                            {
-                                let end = c.start.saturating_add(vd.length);
-                                if v == "zip" {
-                                    zip_cover.insert(c.start, end);
+                                let max_len = t.max_size.min(image.len().saturating_sub(c.start));
+                                let verdict = match pre.get_mut(ev_index).and_then(Option::take) {
+                                    Some(v) => v,
+                                    None => {
+                                        validators::validate(v, &bytes, c.start, Limits { max_len })
+                                    }
+                                };
+                                // >>> bifragment recovery: a Partial PNG/ZIP/JPEG may be two fragments.
+                                // Objects inside another structure are not searched: their
+                                // container explains where they end.
+                                // Only complete structures count: a partial verdict's length
+                                // may be a guess reaching far beyond its file.
+                                let inside = complete_cover.strictly_covers(c.start);
+                                let (verdict, runs) = if inside {
+                                    (verdict, None)
+                                } else {
+                                    frags.after_validate(v, &bytes, c.start, max_len, verdict)
+                                };
+                                if let Some(runs) = runs {
+                                    joined_runs
+                                        .insert((c.start, c.type_index), to_byte_runs(&runs));
                                 }
-                                if vd.status == Status::Complete {
-                                    complete_cover.insert(c.start, end);
-                                }
-                            }
-                            match verdict {
-                                Some(verdict)
-                                    if verdict.length >= t.min_size.min(max_len)
-                                        && verdict.length > 0 =>
+                                // <<< bifragment recovery
+                                if let Some(vd) = &verdict
+                                    && vd.length > 0
                                 {
-                                    resolved.push((c, extent::Extent::from_verdict(verdict)))
+                                    let end = c.start.saturating_add(vd.length);
+                                    if v == "zip" {
+                                        zip_cover.insert(c.start, end);
+                                    }
+                                    if vd.status == Status::Complete {
+                                        complete_cover.insert(c.start, end);
+                                    }
                                 }
-                                _ => totals.rejected += 1,
+                                match verdict {
+                                    Some(verdict)
+                                        if verdict.length >= t.min_size.min(max_len)
+                                            && verdict.length > 0 =>
+                                    {
+                                        resolved.push((c, extent::Extent::from_verdict(verdict)))
+                                    }
+                                    _ => totals.rejected += 1,
+                                }
                             }
+                            None => rules.add_candidate(c, t, image.len(), &mut resolved),
                         }
-                        None => rules.add_candidate(c, t, image.len(), &mut resolved),
                     }
-                }
-                Event::Footer {
-                    type_index,
-                    offset,
-                    end,
-                } => rules.add_footer(type_index, offset, end, &mut resolved),
-                Event::Progress(pos) => {
-                    rules.advance(pos, &mut resolved);
-                    // Forget dedup keys well behind the scan.
-                    let horizon = pos.saturating_sub(1 << 20);
-                    while let Some((&(s, _), _)) = seen_starts.first_key_value() {
-                        if s >= horizon {
-                            break;
+                    Event::Footer {
+                        type_index,
+                        offset,
+                        end,
+                    } => rules.add_footer(type_index, offset, end, &mut resolved),
+                    Event::Progress(pos) => {
+                        rules.advance(pos, &mut resolved);
+                        // Forget dedup keys well behind the scan.
+                        let horizon = pos.saturating_sub(1 << 20);
+                        while let Some((&(s, _), _)) = seen_starts.first_key_value() {
+                            if s >= horizon {
+                                break;
+                            }
+                            seen_starts.pop_first();
                         }
-                        seen_starts.pop_first();
-                    }
-                    // Candidates still to come start at or after `pos - max_header_offset`.
-                    let limit = rules
-                        .earliest_pending()
-                        .unwrap_or(u64::MAX)
-                        .min(pos.saturating_sub(max_header_offset))
-                        .max(frontier);
-                    hold(&mut held, &mut resolved, opts, &mut totals);
-                    emit_held(
-                        &mut held,
-                        limit,
-                        &mut joined_runs,
-                        catalogue,
-                        opts,
-                        &bytes,
-                        out,
-                        report,
-                        &mut parents,
-                        &mut totals,
-                    )?;
-                    found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
-                    if limit > frontier {
-                        frontier = limit;
-                        parents.retain(|p| p.end > frontier);
-                        let cp = Checkpoint {
-                            frontier: frontier.min(image.len()),
-                            files: totals.found,
-                            parents: parents.iter().map(|p| (p.start, p.end, p.id)).collect(),
-                            rejected: totals.rejected,
-                            unreported: totals.unreported,
-                        };
-                        report.checkpoint(&cp).map_err(CarveError::Report)?;
-                    }
-                    if frontier >= own_end || frontier >= image.len() {
-                        // Everything this carving owns is decided: the scan may stop.
-                        done.store(true, std::sync::atomic::Ordering::Relaxed);
+                        // Candidates still to come start at or after `pos - max_header_offset`.
+                        let limit = rules
+                            .earliest_pending()
+                            .unwrap_or(u64::MAX)
+                            .min(pos.saturating_sub(max_header_offset))
+                            .max(frontier);
+                        hold(&mut held, &mut resolved, opts, &mut totals);
+                        emit_held(
+                            &mut held,
+                            limit,
+                            &mut joined_runs,
+                            catalogue,
+                            opts,
+                            &bytes,
+                            out,
+                            report,
+                            &mut parents,
+                            &mut totals,
+                        )?;
+                        found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
+                        if limit > frontier {
+                            frontier = limit;
+                            parents.retain(|p| p.end > frontier);
+                            let cp = Checkpoint {
+                                frontier: frontier.min(image.len()),
+                                files: totals.found,
+                                parents: parents.iter().map(|p| (p.start, p.end, p.id)).collect(),
+                                rejected: totals.rejected,
+                                unreported: totals.unreported,
+                            };
+                            report.checkpoint(&cp).map_err(CarveError::Report)?;
+                        }
+                        if frontier >= own_end || frontier >= image.len() {
+                            // Everything this carving owns is decided: the scan may stop.
+                            done.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
                     }
                 }
             }

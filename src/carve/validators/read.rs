@@ -21,6 +21,9 @@ use super::{ByteReader, Limits};
 /// Size of the pieces the helpers read at once.
 pub const CHUNK: usize = 64 * 1024;
 
+/// First read of a [`Cursor`].
+const FIRST_READ: usize = 4096;
+
 /// A bounded window of the image: `[start, start + len)` with
 /// `len = min(image length - start, max_len)`. Offsets are relative to `start`.
 #[derive(Clone, Copy)]
@@ -150,8 +153,11 @@ impl<'a> Src<'a> {
         scratch: &mut Vec<u8>,
         mut f: impl FnMut(&[u8]),
     ) -> u64 {
-        if scratch.len() < CHUNK {
-            scratch.resize(CHUNK, 0);
+        // Grown to what this call needs only: zeroing 64 KiB for a 13-byte
+        // chunk, once per candidate, was a visible cost on dense input.
+        let need = usize::try_from(n).map_or(CHUNK, |n| n.min(CHUNK));
+        if scratch.len() < need {
+            scratch.resize(need, 0);
         }
         let mut done = 0u64;
         while done < n {
@@ -177,9 +183,6 @@ impl<'a> Src<'a> {
         if needle.is_empty() || needle.len() >= CHUNK || from >= to {
             return None;
         }
-        if scratch.len() < CHUNK {
-            scratch.resize(CHUNK, 0);
-        }
         let finder = memchr::memmem::Finder::new(needle);
         let overlap = (needle.len() - 1) as u64;
         let mut pos = from;
@@ -189,6 +192,9 @@ impl<'a> Src<'a> {
         while pos < to {
             let want = usize::try_from(to - pos).map_or(piece, |w| w.min(piece));
             piece = (piece * 2).min(CHUNK);
+            if scratch.len() < want {
+                scratch.resize(want, 0);
+            }
             let buf = scratch.get_mut(..want)?;
             let got = self.read(pos, buf);
             if got < needle.len() {
@@ -211,8 +217,9 @@ impl<'a> Src<'a> {
         if needle.is_empty() || needle.len() >= CHUNK || from >= to {
             return None;
         }
-        if scratch.len() < CHUNK {
-            scratch.resize(CHUNK, 0);
+        let need = usize::try_from(to - from).map_or(CHUNK, |n| n.min(CHUNK));
+        if scratch.len() < need {
+            scratch.resize(need, 0);
         }
         let finder = memchr::memmem::FinderRev::new(needle);
         let overlap = (needle.len() - 1) as u64;
@@ -245,6 +252,9 @@ pub struct Cursor<'a> {
     buf: Vec<u8>,
     buf_off: u64,
     buf_len: usize,
+    /// Size of the next refill: 4 KiB first, doubling to [`CHUNK`] (most
+    /// candidates are rejected or end within their first few KiB).
+    next_read: usize,
 }
 
 impl<'a> Cursor<'a> {
@@ -253,9 +263,10 @@ impl<'a> Cursor<'a> {
         Cursor {
             src,
             pos,
-            buf: vec![0u8; CHUNK],
+            buf: Vec::new(),
             buf_off: 0,
             buf_len: 0,
+            next_read: FIRST_READ,
         }
     }
 
@@ -284,8 +295,13 @@ impl<'a> Cursor<'a> {
     pub fn chunk(&mut self) -> &[u8] {
         let in_buf = self.pos >= self.buf_off && self.pos < self.buf_off + self.buf_len as u64;
         if !in_buf {
+            let want = self.next_read;
+            self.next_read = (want * 2).min(CHUNK);
+            if self.buf.len() < want {
+                self.buf.resize(want, 0);
+            }
             self.buf_off = self.pos;
-            self.buf_len = self.src.read(self.pos, &mut self.buf);
+            self.buf_len = self.src.read(self.pos, &mut self.buf[..want]);
         }
         let s = (self.pos - self.buf_off) as usize;
         self.buf.get(s..self.buf_len).unwrap_or(&[])
