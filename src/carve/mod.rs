@@ -149,6 +149,8 @@ pub struct CarveSummary {
     pub rejected_headers: u64,
     /// Unvalidated candidates not kept, hence not reported (see `hold`).
     pub unreported_unvalidated: u64,
+    /// Where the carving's time went.
+    pub profile: Profile,
     pub started: Option<SystemTime>,
     pub finished: Option<SystemTime>,
 }
@@ -250,6 +252,7 @@ pub fn carve_scoped(
     let (tx, rx) = sync_channel::<Vec<Event>>(4);
     let found = std::sync::atomic::AtomicU64::new(0);
     let done = std::sync::atomic::AtomicBool::new(false);
+    let carved_to = std::sync::atomic::AtomicU64::new(0);
     let from = scope
         .resume
         .as_ref()
@@ -263,10 +266,33 @@ pub fn carve_scoped(
         .max()
         .unwrap_or(0);
 
+    // scan ─▶ validation stage (every core) ─▶ ordered carver: validation of
+    // later pieces overlaps the carver's fragment search and emission.
+    let (vtx, vrx) = sync_channel::<Validated>(2);
+    let own = (from, scope.own_end.unwrap_or(u64::MAX));
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let result = std::thread::scope(|s| {
+        s.spawn(move || {
+            let bytes = ImageBytes::new(image);
+            for batch in rx {
+                let mut profile = Profile::default();
+                let pre = prevalidate(
+                    &batch,
+                    catalogue,
+                    &bytes,
+                    image.len(),
+                    own,
+                    workers,
+                    &mut profile,
+                );
+                if vtx.send((batch, pre, profile)).is_err() {
+                    break;
+                }
+            }
+        });
         let carver = s.spawn(|| {
             carve_events(
-                rx,
+                vrx,
                 image,
                 catalogue,
                 opts,
@@ -276,6 +302,7 @@ pub fn carve_scoped(
                 report,
                 &found,
                 &done,
+                &carved_to,
             )
         });
         let mut sink = |b: &BlockSpec, matches: &[Match]| -> Result<(), String> {
@@ -323,9 +350,12 @@ pub fn carve_scoped(
             scan_opts,
             scan_start..image.len(),
             &mut sink,
+            // Progress is what the carver has decided, not what the scan has
+            // read: validation, fragment search and writing are the work.
             &mut |d| {
+                let carved = carved_to.load(std::sync::atomic::Ordering::Relaxed);
                 progress(
-                    scan_start + d,
+                    carved.clamp(scan_start, scan_start + d),
                     found.load(std::sync::atomic::Ordering::Relaxed),
                 )
             },
@@ -349,6 +379,7 @@ pub fn carve_scoped(
     summary.embedded = carved.embedded;
     summary.rejected_headers = carved.rejected;
     summary.unreported_unvalidated = carved.unreported;
+    summary.profile = carved.profile;
     summary.finished = Some(SystemTime::now());
     Ok(summary)
 }
@@ -366,8 +397,34 @@ pub enum CarveError {
     Internal(String),
 }
 
+/// Time per carving stage, for the audit: `(stage, what) → (count, seconds)`,
+/// seconds summed over the threads that did the work (CPU-like time, so on
+/// several cores the stages add up to more than the wall time).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Profile {
+    pub stages: BTreeMap<(String, String), (u64, f64)>,
+}
+
+impl Profile {
+    pub fn add(&mut self, stage: &str, what: &str, count: u64, secs: f64) {
+        let e = self
+            .stages
+            .entry((stage.to_string(), what.to_string()))
+            .or_insert((0, 0.0));
+        e.0 += count;
+        e.1 += secs;
+    }
+
+    pub fn merge(&mut self, other: &Profile) {
+        for ((st, w), (n, t)) in &other.stages {
+            self.add(st, w, *n, *t);
+        }
+    }
+}
+
 #[derive(Default)]
 struct CarverTotals {
+    profile: Profile,
     counts: BTreeMap<(String, String), (u64, u64)>,
     found: u64,
     written: u64,
@@ -376,6 +433,14 @@ struct CarverTotals {
     rejected: u64,
     unreported: u64,
 }
+
+/// A piece of the match stream with its verdicts (see [`prevalidate`]) and
+/// the time they took.
+type Validated = (
+    Vec<Event>,
+    Vec<Option<Option<validators::Verdict>>>,
+    Profile,
+);
 
 /// Header events validated together: bounds the verdicts held at once
 /// whatever the density of headers in a block.
@@ -391,6 +456,7 @@ fn prevalidate(
     image_len: u64,
     (own_start, own_end): (u64, u64),
     workers: usize,
+    profile: &mut Profile,
 ) -> Vec<Option<Option<validators::Verdict>>> {
     let jobs: Vec<(usize, u64, &str, u64)> = batch
         .iter()
@@ -411,20 +477,38 @@ fn prevalidate(
         .collect();
     let mut out: Vec<Option<Option<validators::Verdict>>> = Vec::new();
     out.resize_with(batch.len(), || None);
-    let run = |(i, start, v, max_len): (usize, u64, &str, u64)| {
-        (i, validators::validate(v, bytes, start, Limits { max_len }))
+    /// Event index, verdict, validator, seconds.
+    type Timed<'v> = (usize, Option<validators::Verdict>, &'v str, f64);
+    fn timed<'v>(
+        bytes: &ImageBytes<'_>,
+        (i, start, v, max_len): (usize, u64, &'v str, u64),
+    ) -> Timed<'v> {
+        let t0 = std::time::Instant::now();
+        let verdict = validators::validate(v, bytes, start, Limits { max_len });
+        (i, verdict, v, t0.elapsed().as_secs_f64())
+    }
+    let run = |job| timed(bytes, job);
+    let mut record = |done: Vec<Timed>| {
+        let mut per: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
+        for (i, v, name, secs) in done {
+            out[i] = Some(v);
+            let e = per.entry(name).or_insert((0, 0.0));
+            e.0 += 1;
+            e.1 += secs;
+        }
+        for (name, (n, secs)) in per {
+            profile.add("validate", name, n, secs);
+        }
     };
     if workers <= 1 || jobs.len() < 2 {
-        for (i, v) in jobs.into_iter().map(run) {
-            out[i] = Some(v);
-        }
+        record(jobs.into_iter().map(run).collect());
         return out;
     }
     // Workers take jobs a few at a time and keep their verdicts to themselves
     // until the end: no lock per candidate.
     const TAKE: usize = 16;
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: Vec<Vec<(usize, Option<validators::Verdict>)>> = std::thread::scope(|s| {
+    let done: Vec<Vec<Timed>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers.min(jobs.len()))
             .map(|_| {
                 s.spawn(|| {
@@ -448,9 +532,7 @@ fn prevalidate(
             .map(|h| h.join().unwrap_or_default())
             .collect()
     });
-    for (i, v) in done.into_iter().flatten() {
-        out[i] = Some(v);
-    }
+    record(done.into_iter().flatten().collect());
     out
 }
 
@@ -509,7 +591,7 @@ struct Parent {
 
 #[allow(clippy::too_many_arguments)]
 fn carve_events(
-    rx: Receiver<Vec<Event>>,
+    rx: Receiver<Validated>,
     image: &Image,
     catalogue: &Catalogue,
     opts: &CarveOptions,
@@ -519,6 +601,7 @@ fn carve_events(
     report: &mut (dyn CarveReport + Send),
     found: &std::sync::atomic::AtomicU64,
     done: &std::sync::atomic::AtomicBool,
+    carved_to: &std::sync::atomic::AtomicU64,
 ) -> Result<CarverTotals, CarveError> {
     let bytes = ImageBytes::new(image);
     let mut totals = CarverTotals::default();
@@ -556,21 +639,16 @@ fn carve_events(
     // walks (complete or not) and complete files of every validated type.
     let mut zip_cover = Coverage::default();
     let mut complete_cover = Coverage::default();
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     for batch in rx {
-        // Validate this block's candidates on every core first (validators are
-        // pure functions); the ordered pass below then only looks verdicts up.
-        // ZIP candidates stay in the ordered pass: whether one is an entry of
-        // an archive already walked depends on the verdicts before it.
-        for chunk in batch.chunks(PREVALIDATE_EVENTS) {
-            let mut pre = prevalidate(
-                chunk,
-                catalogue,
-                &bytes,
-                image.len(),
-                (own_start, own_end),
-                workers,
-            );
+        // The candidates arrive validated (validators are pure functions, run
+        // on every core by the validation stage while this thread searches
+        // fragments and emits); the ordered pass only looks verdicts up. ZIP
+        // candidates are validated here: whether one is an entry of an archive
+        // already walked depends on the verdicts before it.
+        {
+            let (batch, mut pre, profile) = batch;
+            totals.profile.merge(&profile);
+            let chunk = &batch[..];
             for (ev_index, &ev) in chunk.iter().enumerate() {
                 match ev {
                     Event::Header(c) => {
@@ -600,7 +678,20 @@ fn carve_events(
                                 let verdict = match pre.get_mut(ev_index).and_then(Option::take) {
                                     Some(v) => v,
                                     None => {
-                                        validators::validate(v, &bytes, c.start, Limits { max_len })
+                                        let t0 = std::time::Instant::now();
+                                        let verdict = validators::validate(
+                                            v,
+                                            &bytes,
+                                            c.start,
+                                            Limits { max_len },
+                                        );
+                                        totals.profile.add(
+                                            "validate",
+                                            v,
+                                            1,
+                                            t0.elapsed().as_secs_f64(),
+                                        );
+                                        verdict
                                     }
                                 };
                                 // >>> bifragment recovery: a Partial PNG/ZIP/JPEG may be two fragments.
@@ -612,7 +703,21 @@ fn carve_events(
                                 let (verdict, runs) = if inside {
                                     (verdict, None)
                                 } else {
-                                    frags.after_validate(v, &bytes, c.start, max_len, verdict)
+                                    let t0 = std::time::Instant::now();
+                                    let searched = verdict.as_ref().is_some_and(|x| {
+                                        x.status == Status::Partial && fragments::supported(v)
+                                    });
+                                    let r =
+                                        frags.after_validate(v, &bytes, c.start, max_len, verdict);
+                                    if searched {
+                                        totals.profile.add(
+                                            "fragment search",
+                                            v,
+                                            1,
+                                            t0.elapsed().as_secs_f64(),
+                                        );
+                                    }
+                                    r
                                 };
                                 if let Some(runs) = runs {
                                     joined_runs
@@ -678,6 +783,7 @@ fn carve_events(
                             &mut totals,
                         )?;
                         found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
+                        carved_to.store(pos, std::sync::atomic::Ordering::Relaxed);
                         if limit > frontier {
                             frontier = limit;
                             parents.retain(|p| p.end > frontier);
@@ -779,7 +885,17 @@ fn emit_held(
     if planned.is_empty() {
         return Ok(());
     }
+    let t0 = std::time::Instant::now();
     let outcomes = run_actions(&planned, bytes, out);
+    let n_out = outcomes
+        .iter()
+        .filter(|o| !matches!(o, Outcome::Nothing))
+        .count() as u64;
+    totals
+        .profile
+        .add("write+hash (wall)", "", n_out, t0.elapsed().as_secs_f64());
+    let t_report = std::time::Instant::now();
+    let n_planned = planned.len() as u64;
     for (mut p, outcome) in planned.into_iter().zip(outcomes) {
         match outcome {
             Outcome::Written(w) => {
@@ -804,6 +920,9 @@ fn emit_held(
         e.1 += p.file.length;
         report.file(&p.file).map_err(CarveError::Report)?;
     }
+    totals
+        .profile
+        .add("reports", "", n_planned, t_report.elapsed().as_secs_f64());
     Ok(())
 }
 

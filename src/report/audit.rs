@@ -78,5 +78,15 @@ pub fn render(
     for ((t, st), (n, b)) in &summary.counts {
         let _ = writeln!(s, "{t:<12} {st:<12} {n:>8} {b:>16}");
     }
+    if !summary.profile.stages.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nstage profile (seconds summed over threads; the scan: {secs:.2} s wall)\n{:<18} {:<10} {:>10} {:>10}",
+            "stage", "type", "count", "seconds"
+        );
+        for ((stage, what), (n, t)) in &summary.profile.stages {
+            let _ = writeln!(s, "{stage:<18} {what:<10} {n:>10} {t:>10.3}");
+        }
+    }
     s
 }
