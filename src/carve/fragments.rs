@@ -149,6 +149,10 @@ pub struct Claims {
     eocds: PosIndex,
     /// Cluster-aligned JPEG headers around the searches so far.
     sois: PosIndex,
+    /// Whether the `n` bytes at a position look like entropy-coded data:
+    /// (position, n) → verdict, shared by the JPEG searches (their windows
+    /// overlap: each cluster is examined once per carving, not once per search).
+    entropy: std::collections::BTreeMap<(u64, u64), bool>,
 }
 
 /// Positions of one signature in a stretch `[lo, hi)` of the image, shared by
@@ -289,6 +293,12 @@ impl Claims {
             }
             self.ranges.pop_first();
         }
+        while let Some((&(p, _), _)) = self.entropy.first_key_value() {
+            if p >= before && self.entropy.len() < MAX_CLAIMS * 4 {
+                break;
+            }
+            self.entropy.pop_first();
+        }
         while let Some((&h, &len)) = self.jpeg_heads.first_key_value() {
             if h.saturating_add(len) > before && self.jpeg_heads.len() < MAX_CLAIMS {
                 break;
@@ -363,6 +373,30 @@ impl Fragments {
             return c;
         }
         estimate_cluster(&self.starts, start)
+    }
+
+    /// Tells the search what the carver's own JPEG validation found at
+    /// `start` (`length` 0: not a JPEG), so that the search does not decode it
+    /// again to see whether it owns a candidate second fragment. Verdicts cut
+    /// by the window (`max_len`) or shortened by the ext2/3 indirect-block
+    /// check are not the search's own kind of answer and are left out.
+    pub fn note_jpeg(&mut self, start: u64, max_len: u64, verdict: Option<&Verdict>) {
+        let length = match verdict {
+            None => 0,
+            Some(v)
+                if v.length < max_len
+                    && !v
+                        .notes
+                        .iter()
+                        .any(|n| n.starts_with("ext2/3 indirect block")) =>
+            {
+                v.length
+            }
+            Some(_) => return,
+        };
+        if self.claims.jpeg_heads.len() < MAX_CLAIMS {
+            self.claims.jpeg_heads.insert(start, length);
+        }
     }
 
     /// The carver's hook: given the validator's verdict for a candidate,
@@ -1316,8 +1350,6 @@ mod jpeg {
         }
         let lim = b.lim.max_bytes.min(MAX_DECODED);
         let mut cache = Cache::new(r);
-        let mut ok: HashMap<u64, bool> = HashMap::new();
-        let mut near: HashMap<u64, bool> = HashMap::new();
         let mut look = [0u8; LOOK as usize];
         let mut heads = Heads::new(start, cl);
         nearest_first(start, &splits, cl, r.len(), b, |i, s2, b| {
@@ -1325,8 +1357,10 @@ mod jpeg {
             if b.claims.covers(s2) || b.claims.starts_within(start, start + split) {
                 return None;
             }
-            let good = *ok
-                .entry(s2)
+            let good = *b
+                .claims
+                .entropy
+                .entry((s2, LOOK))
                 .or_insert_with(|| entropy_like(&mut cache, &mut look, s2, LOOK));
             if !good || owned(r, &mut heads, start, s2, b) {
                 return None;
@@ -1338,8 +1372,10 @@ mod jpeg {
             // bytes pass for entropy data too often.
             if let Some(before) = s2.checked_sub(cl) {
                 let n = cl.max(LOOK).min(s2);
-                let like = *near
-                    .entry(before)
+                let like = *b
+                    .claims
+                    .entropy
+                    .entry((s2 - n, n))
                     .or_insert_with(|| entropy_like(&mut cache, &mut look, s2 - n, n));
                 if like && !owned(r, &mut heads, start, before, b) {
                     return None;

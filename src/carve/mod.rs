@@ -699,6 +699,9 @@ fn carve_events(
                                 // container explains where they end.
                                 // Only complete structures count: a partial verdict's length
                                 // may be a guess reaching far beyond its file.
+                                if v == "jpeg" {
+                                    frags.note_jpeg(c.start, max_len, verdict.as_ref());
+                                }
                                 let inside = complete_cover.strictly_covers(c.start);
                                 let (verdict, runs) = if inside {
                                     (verdict, None)
