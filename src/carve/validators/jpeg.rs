@@ -604,7 +604,7 @@ fn load_dht(b: &[u8], t: &mut Tables) -> bool {
         let Some(syms) = b.get(i + 17..i + 17 + n) else {
             return false;
         };
-        let Some(h) = Huff::new(counts, syms) else {
+        let Some(h) = Huff::new(counts, syms, tc != 0) else {
             return false;
         };
         if tc == 0 {
@@ -658,6 +658,8 @@ const LOOK_BITS: u32 = 11;
 const FAST_EOB: u16 = 1 << 15;
 /// [`Huff::fast`]: the symbol is ZRL (sixteen zeros, no coefficient).
 const FAST_ZRL: u16 = 1 << 14;
+/// [`Huff::multi`]: the last symbol ends the block.
+const MULTI_EOB: u32 = 1 << 15;
 
 /// The next [`LOOK_BITS`] bits of a reader's accumulator, as a table index.
 #[inline]
@@ -678,6 +680,13 @@ struct Huff {
     /// symbol other than ZRL: code length | [`FAST_EOB`]. 0: none (longer
     /// code, no code, or a size over 10), decode the long way.
     fast: [u16; 1 << LOOK_BITS],
+    /// Sequential AC tables, by the next [`LOOK_BITS`] bits: the symbols of
+    /// [`Huff::fast`] that follow one another inside those bits, at once:
+    /// bits to drop (codes and extra bits; the last one's may run past the
+    /// lookahead) | their index increments << 8 | [`MULTI_EOB`] when the
+    /// last ends the block | the offset of the last code << 24 (a reader
+    /// holding fewer than 16 bits there would fill first). 0: none.
+    multi: [u32; 1 << LOOK_BITS],
     maxcode: [i32; 18],
     valptr: [i32; 17],
     mincode: [i32; 17],
@@ -685,12 +694,14 @@ struct Huff {
 }
 
 impl Huff {
-    /// From the 16 code counts and the symbols of a DHT table; `None` when
+    /// From the 16 code counts and the symbols of a DHT table (`ac`: of
+    /// class AC, which the one-lookup tables are built for); `None` when
     /// the counts over-subscribe the code space.
-    fn new(counts: &[u8], syms: &[u8]) -> Option<Huff> {
+    fn new(counts: &[u8], syms: &[u8], ac: bool) -> Option<Huff> {
         let mut h = Huff {
             look: [0; 1 << LOOK_BITS],
             fast: [0; 1 << LOOK_BITS],
+            multi: [0; 1 << LOOK_BITS],
             maxcode: [-1; 18],
             valptr: [0; 17],
             mincode: [0; 17],
@@ -714,6 +725,7 @@ impl Huff {
                         let first = ((code + j) << shift) as usize;
                         let (run, size) = (sym >> 4, sym & 15);
                         let fast = match (run, size) {
+                            _ if !ac => 0,
                             (15, 0) => l as u16 | 16 << 8 | FAST_ZRL,
                             (_, 0) => l as u16 | FAST_EOB,
                             (_, 1..=10) => (l as u16 + size) | (run + 1) << 8,
@@ -735,7 +747,41 @@ impl Huff {
             code <<= 1;
         }
         h.maxcode[17] = i32::MAX;
+        if ac {
+            h.build_multi();
+        }
         Some(h)
+    }
+
+    /// Fills [`Huff::multi`] from [`Huff::fast`]: from each lookahead, the
+    /// symbols whose codes lie wholly inside it, one after the other, up to
+    /// a block's end (EOB) and at most 64 index steps.
+    fn build_multi(&mut self) {
+        let mask = (1usize << LOOK_BITS) - 1;
+        for (idx, m) in self.multi.iter_mut().enumerate() {
+            // Bits taken so far, index steps so far.
+            let (mut p, mut inc) = (0u32, 0u32);
+            while p < LOOK_BITS {
+                let sub = (idx << p) & mask;
+                let (look, fast) = (self.look[sub], self.fast[sub]);
+                let l = u32::from(look >> 8);
+                if look == 0 || l > LOOK_BITS - p || fast == 0 {
+                    break;
+                }
+                if fast & FAST_EOB != 0 {
+                    *m = (p + l) | inc << 8 | MULTI_EOB | p << 24;
+                    break;
+                }
+                let step = u32::from(fast >> 8 & 0x3F);
+                if inc + step > 64 {
+                    break;
+                }
+                let t = u32::from(fast & 0xFF);
+                *m = (p + t) | (inc + step) << 8 | p << 24;
+                p += t;
+                inc += step;
+            }
+        }
     }
 }
 
@@ -1386,7 +1432,33 @@ fn block_sequential(
             b.fill();
             (acc, n, pad) = (b.acc, b.n, b.pad);
         }
-        let e = ac.fast[ahead(acc)];
+        let idx = ahead(acc);
+        // Several symbols at once when no fill falls before the last code
+        // (at least 16 bits held there) and the real bits suffice.
+        let e = ac.multi[idx];
+        let t = e & 0xFF;
+        if e != 0 && t + pad <= n && (e >> 24) + 16 <= n {
+            let next = k + (e >> 8 & 0x7F);
+            if e & MULTI_EOB != 0 {
+                // The symbols before the EOB stay inside the block.
+                if next < 64 {
+                    b.acc = acc << t;
+                    b.n = n - t;
+                    return Ok(());
+                }
+            } else if next <= 64 {
+                acc <<= t;
+                n -= t;
+                k = next;
+                if k == 64 {
+                    b.acc = acc;
+                    b.n = n;
+                    return Ok(());
+                }
+                continue;
+            }
+        }
+        let e = ac.fast[idx];
         // Code length + extra bits: at most 11 + 10.
         let t = u32::from(e & 0xFF);
         if e != 0 && t + pad <= n {
@@ -2393,5 +2465,65 @@ int main(int argc, char **argv) {
             files.len()
         );
         assert!(snaps >= 50, "only {snaps} snapshots");
+    }
+
+    /// Decoding speed of this validator against the reference
+    /// ([`fast_decoder_verdicts_equal_the_reference`]) on the JPEGs of
+    /// `corpora/samples`, alternating, best of several rounds: `cargo test
+    /// --release --lib jpeg_decode_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn jpeg_decode_speed() {
+        use super::super::jpeg_reference as old;
+        use super::{Src, validate};
+        use crate::carve::validators::testutil::{NO_LIMIT, Slice};
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+        let manifest = std::fs::read_to_string(root.join("MANIFEST.tsv")).unwrap();
+        let files: Vec<(String, Vec<u8>)> = manifest
+            .lines()
+            .filter(|l| l.split('\t').nth(1) == Some("jpeg"))
+            .filter_map(|l| l.split('\t').next())
+            .map(|n| (n.to_string(), std::fs::read(root.join(n)).unwrap()))
+            .collect();
+        let rounds: usize = std::env::var("ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(7);
+        let (mut all_new, mut all_old) = (0f64, 0f64);
+        for (name, f) in &files {
+            let sl = Slice(f);
+            let src = Src::new(&sl, 0, NO_LIMIT);
+            let reps = (20_000_000 / f.len()).clamp(1, 2000);
+            let (mut best_new, mut best_old) = (f64::MAX, f64::MAX);
+            for _ in 0..rounds {
+                let t = std::time::Instant::now();
+                for _ in 0..reps {
+                    std::hint::black_box(validate(std::hint::black_box(src)));
+                }
+                best_new = best_new.min(t.elapsed().as_secs_f64() / reps as f64);
+                let t = std::time::Instant::now();
+                for _ in 0..reps {
+                    std::hint::black_box(old::validate(std::hint::black_box(src)));
+                }
+                best_old = best_old.min(t.elapsed().as_secs_f64() / reps as f64);
+            }
+            all_new += best_new;
+            all_old += best_old;
+            let mb = f.len() as f64 / 1e6;
+            eprintln!(
+                "{name:>26}: {:>8.1} MB/s, reference {:>8.1} MB/s ({:.2}x)",
+                mb / best_new,
+                mb / best_old,
+                best_old / best_new
+            );
+        }
+        let mb: f64 = files.iter().map(|f| f.1.len() as f64 / 1e6).sum();
+        eprintln!(
+            "{:>26}: {:>8.1} MB/s, reference {:>8.1} MB/s ({:.2}x)",
+            "all",
+            mb / all_new,
+            mb / all_old,
+            all_old / all_new
+        );
     }
 }
