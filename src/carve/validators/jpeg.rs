@@ -667,6 +667,9 @@ fn ahead(acc: u64) -> usize {
     (acc >> (64 - LOOK_BITS)) as usize
 }
 
+/// [`Huff::multi`] before it is built: nothing at once.
+static NO_MULTI: [u32; 1 << LOOK_BITS] = [0; 1 << LOOK_BITS];
+
 /// A Huffman decoding table (T.81 F.2.2.3) with an 11-bit lookup.
 #[derive(Clone)]
 struct Huff {
@@ -685,8 +688,9 @@ struct Huff {
     /// bits to drop (codes and extra bits; the last one's may run past the
     /// lookahead) | their index increments << 8 | [`MULTI_EOB`] when the
     /// last ends the block | the offset of the last code << 24 (a reader
-    /// holding fewer than 16 bits there would fill first). 0: none.
-    multi: [u32; 1 << LOOK_BITS],
+    /// holding fewer than 16 bits there would fill first). 0: none. Built
+    /// by [`Huff::build_multi`] for scans long enough to repay it.
+    multi: Option<Box<[u32; 1 << LOOK_BITS]>>,
     maxcode: [i32; 18],
     valptr: [i32; 17],
     mincode: [i32; 17],
@@ -701,7 +705,7 @@ impl Huff {
         let mut h = Huff {
             look: [0; 1 << LOOK_BITS],
             fast: [0; 1 << LOOK_BITS],
-            multi: [0; 1 << LOOK_BITS],
+            multi: None,
             maxcode: [-1; 18],
             valptr: [0; 17],
             mincode: [0; 17],
@@ -747,9 +751,6 @@ impl Huff {
             code <<= 1;
         }
         h.maxcode[17] = i32::MAX;
-        if ac {
-            h.build_multi();
-        }
         Some(h)
     }
 
@@ -757,8 +758,12 @@ impl Huff {
     /// symbols whose codes lie wholly inside it, one after the other, up to
     /// a block's end (EOB) and at most 64 index steps.
     fn build_multi(&mut self) {
+        if self.multi.is_some() {
+            return;
+        }
+        let mut multi = Box::new([0u32; 1 << LOOK_BITS]);
         let mask = (1usize << LOOK_BITS) - 1;
-        for (idx, m) in self.multi.iter_mut().enumerate() {
+        for (idx, m) in multi.iter_mut().enumerate() {
             // Bits taken so far, index steps so far.
             let (mut p, mut inc) = (0u32, 0u32);
             while p < LOOK_BITS {
@@ -782,6 +787,7 @@ impl Huff {
                 inc += step;
             }
         }
+        self.multi = Some(multi);
     }
 }
 
@@ -1217,6 +1223,9 @@ struct Tables {
     snap: SnapCtl,
 }
 
+/// Blocks of a sequential scan from which building [`Huff::multi`] pays.
+const MULTI_MIN_BLOCKS: u64 = 256;
+
 /// Blocks decoded at most per candidate, over all scans.
 pub const MAX_BLOCKS: u64 = 1 << 28;
 
@@ -1294,6 +1303,13 @@ fn scan_body(
     }
     let (max_dc, max_ac) = if f.precision > 8 { (15, 14) } else { (11, 10) };
     let progressive = f.kind == FrameKind::Progressive;
+    if !progressive && total * per_mcu >= MULTI_MIN_BLOCKS {
+        for &(_, _, ta) in &s.comps {
+            if let Some(h) = t.ac[ta].as_mut() {
+                h.build_multi();
+            }
+        }
+    }
     let (mcu0, mut eobrun, mut rst, mut good) = init.unwrap_or((0, 0, 0, start));
     let restart = u64::from(t.restart);
     // `mcu % mcux` and `mcu % restart`, counted rather than divided.
@@ -1422,6 +1438,7 @@ fn block_sequential(
     max_ac: u8,
 ) -> Result<(), ScanErr> {
     b.dc(dc, max_dc)?;
+    let multi = ac.multi.as_deref().unwrap_or(&NO_MULTI);
     let mut k = 1u32;
     // The accumulator in registers between fills and long-way symbols.
     let (mut acc, mut n, mut pad) = (b.acc, b.n, b.pad);
@@ -1435,7 +1452,7 @@ fn block_sequential(
         let idx = ahead(acc);
         // Several symbols at once when no fill falls before the last code
         // (at least 16 bits held there) and the real bits suffice.
-        let e = ac.multi[idx];
+        let e = multi[idx];
         let t = e & 0xFF;
         if e != 0 && t + pad <= n && (e >> 24) + 16 <= n {
             let next = k + (e >> 8 & 0x7F);
