@@ -670,19 +670,27 @@ fn ahead(acc: u64) -> usize {
 /// [`Huff::multi`] before it is built: nothing at once.
 static NO_MULTI: [u32; 1 << LOOK_BITS] = [0; 1 << LOOK_BITS];
 
+/// [`Huff::fast`] of a DC table: nothing in one lookup.
+static NO_FAST: [u16; 1 << LOOK_BITS] = [0; 1 << LOOK_BITS];
+
+/// A zeroed table on the heap (not built on the stack and moved).
+fn zeroed<T: Copy + Default, const N: usize>() -> Option<Box<[T; N]>> {
+    vec![T::default(); N].into_boxed_slice().try_into().ok()
+}
+
 /// A Huffman decoding table (T.81 F.2.2.3) with an 11-bit lookup.
 #[derive(Clone)]
 struct Huff {
     /// By the next [`LOOK_BITS`] bits: code length << 8 | symbol; 0 when
     /// the code is longer (or there is none).
-    look: [u16; 1 << LOOK_BITS],
+    look: Box<[u16; 1 << LOOK_BITS]>,
     /// AC tables, by the next [`LOOK_BITS`] bits: what the code does to the
     /// coefficient index, for the one-lookup path. A coefficient of size
     /// 1..=10: code length + size (the bits to drop, extra bits included)
     /// | (run + 1) << 8; ZRL: code length | 16 << 8 | [`FAST_ZRL`]; a size-0
     /// symbol other than ZRL: code length | [`FAST_EOB`]. 0: none (longer
     /// code, no code, or a size over 10), decode the long way.
-    fast: [u16; 1 << LOOK_BITS],
+    fast: Option<Box<[u16; 1 << LOOK_BITS]>>,
     /// Sequential AC tables, by the next [`LOOK_BITS`] bits: the symbols of
     /// [`Huff::fast`] that follow one another inside those bits, at once:
     /// bits to drop (codes and extra bits; the last one's may run past the
@@ -703,8 +711,8 @@ impl Huff {
     /// the counts over-subscribe the code space.
     fn new(counts: &[u8], syms: &[u8], ac: bool) -> Option<Huff> {
         let mut h = Huff {
-            look: [0; 1 << LOOK_BITS],
-            fast: [0; 1 << LOOK_BITS],
+            look: zeroed()?,
+            fast: if ac { Some(zeroed()?) } else { None },
             multi: None,
             maxcode: [-1; 18],
             valptr: [0; 17],
@@ -729,18 +737,15 @@ impl Huff {
                         let first = ((code + j) << shift) as usize;
                         let (run, size) = (sym >> 4, sym & 15);
                         let fast = match (run, size) {
-                            _ if !ac => 0,
                             (15, 0) => l as u16 | 16 << 8 | FAST_ZRL,
                             (_, 0) => l as u16 | FAST_EOB,
                             (_, 1..=10) => (l as u16 + size) | (run + 1) << 8,
                             _ => 0,
                         };
                         let range = first..first + (1 << shift);
-                        for e in h.look.get_mut(range.clone())? {
-                            *e = (l as u16) << 8 | sym;
-                        }
-                        for e in h.fast.get_mut(range)? {
-                            *e = fast;
+                        h.look.get_mut(range.clone())?.fill((l as u16) << 8 | sym);
+                        if let Some(f) = h.fast.as_deref_mut() {
+                            f.get_mut(range)?.fill(fast);
                         }
                     }
                 }
@@ -758,17 +763,22 @@ impl Huff {
     /// symbols whose codes lie wholly inside it, one after the other, up to
     /// a block's end (EOB) and at most 64 index steps.
     fn build_multi(&mut self) {
+        let Some(table) = self.fast.as_deref() else {
+            return;
+        };
         if self.multi.is_some() {
             return;
         }
-        let mut multi = Box::new([0u32; 1 << LOOK_BITS]);
+        let Some(mut multi) = zeroed::<u32, { 1 << LOOK_BITS }>() else {
+            return;
+        };
         let mask = (1usize << LOOK_BITS) - 1;
         for (idx, m) in multi.iter_mut().enumerate() {
             // Bits taken so far, index steps so far.
             let (mut p, mut inc) = (0u32, 0u32);
             while p < LOOK_BITS {
                 let sub = (idx << p) & mask;
-                let (look, fast) = (self.look[sub], self.fast[sub]);
+                let (look, fast) = (self.look[sub], table[sub]);
                 let l = u32::from(look >> 8);
                 if look == 0 || l > LOOK_BITS - p || fast == 0 {
                     break;
@@ -1439,6 +1449,7 @@ fn block_sequential(
 ) -> Result<(), ScanErr> {
     b.dc(dc, max_dc)?;
     let multi = ac.multi.as_deref().unwrap_or(&NO_MULTI);
+    let fast = ac.fast.as_deref().unwrap_or(&NO_FAST);
     let mut k = 1u32;
     // The accumulator in registers between fills and long-way symbols.
     let (mut acc, mut n, mut pad) = (b.acc, b.n, b.pad);
@@ -1475,7 +1486,7 @@ fn block_sequential(
                 continue;
             }
         }
-        let e = ac.fast[idx];
+        let e = fast[idx];
         // Code length + extra bits: at most 11 + 10.
         let t = u32::from(e & 0xFF);
         if e != 0 && t + pad <= n {
@@ -1542,11 +1553,12 @@ fn block_ac_first(
     }
     let se = u32::from(s.se);
     let mut k = u32::from(s.ss);
+    let fast = ac.fast.as_deref().unwrap_or(&NO_FAST);
     while k <= se {
         if b.n < 16 {
             b.fill();
         }
-        let e = ac.fast[ahead(b.acc)];
+        let e = fast[ahead(b.acc)];
         let t = u32::from(e & 0xFF);
         if e != 0 && e & FAST_EOB == 0 && t + b.pad <= b.n {
             if e & FAST_ZRL != 0 {
@@ -2500,6 +2512,7 @@ int main(int argc, char **argv) {
             .lines()
             .filter(|l| l.split('\t').nth(1) == Some("jpeg"))
             .filter_map(|l| l.split('\t').next())
+            .filter(|n| std::env::var("ONLY").map_or(true, |o| n.contains(&o)))
             .map(|n| (n.to_string(), std::fs::read(root.join(n)).unwrap()))
             .collect();
         let rounds: usize = std::env::var("ROUNDS")
