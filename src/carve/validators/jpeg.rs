@@ -1325,7 +1325,11 @@ fn scan_body(
     // `mcu % mcux` and `mcu % restart`, counted rather than divided.
     let mut col = mcu0.checked_rem(mcux).unwrap_or(0);
     let mut in_interval = mcu0.checked_rem(restart).unwrap_or(0);
-    for mcu in mcu0..total {
+    // An end-of-band run of a first AC scan may be counted off at once: a
+    // block in it reads nothing (see the end of the loop).
+    let runs = progressive && s.ss > 0 && s.ah == 0 && !interleaved && t.snap.want.is_none();
+    let mut mcu = mcu0;
+    while mcu < total {
         if init.is_some() && mcu == mcu0 {
             // Resumed: this boundary was handled before the snapshot.
         } else if restart > 0 && mcu > 0 && in_interval == 0 {
@@ -1424,6 +1428,32 @@ fn scan_body(
                     }
                 };
                 r.map_err(|e| (e, good))?;
+            }
+        }
+        mcu += 1;
+        if runs && eobrun > 0 {
+            // The next blocks up to the run's end, the scan's end or the
+            // next restart: each would only take one off the run (and mark
+            // a row start at the unchanged position).
+            let mut skip = u64::from(eobrun).min(total - mcu);
+            if restart > 0 {
+                skip = if in_interval == 0 {
+                    0
+                } else {
+                    skip.min(restart - in_interval)
+                };
+            }
+            if skip > 0 {
+                if col == 0 || col + skip > mcux {
+                    good = b.pos().max(good);
+                }
+                eobrun -= skip as u32;
+                mcu += skip;
+                col = (col + skip) % mcux;
+                in_interval = in_interval.wrapping_add(skip);
+                if restart > 0 {
+                    in_interval %= restart;
+                }
             }
         }
     }
@@ -1633,19 +1663,34 @@ fn block_ac_refine(
     let mut k = u32::from(s.ss);
     if *eobrun == 0 {
         while k <= se {
-            let rs = b.decode(ac)?;
-            let (r, sz) = (u32::from(rs >> 4), rs & 15);
-            if sz != 0 {
-                if sz != 1 {
-                    return Err(ScanErr::Bad("refinement coefficient size is not 1"));
+            if b.n < 16 {
+                b.fill();
+            }
+            let e = ac.look[ahead(b.acc)];
+            let l = u32::from(e >> 8);
+            let (r, sz);
+            if e != 0 && e & 15 == 1 && l + 1 + b.pad <= b.n {
+                // A new coefficient and its sign bit in one step (no fill
+                // falls between them, the real bits suffice).
+                b.acc <<= l + 1;
+                b.n -= l + 1;
+                (r, sz) = (u32::from(e >> 4 & 15), 1);
+            } else {
+                // No fill here: at least 16 bits are held.
+                let rs = b.decode(ac)?;
+                (r, sz) = (u32::from(rs >> 4), rs & 15);
+                if sz != 0 {
+                    if sz != 1 {
+                        return Err(ScanErr::Bad("refinement coefficient size is not 1"));
+                    }
+                    b.skip(1)?;
+                } else if r != 15 {
+                    *eobrun = 1 << r;
+                    if r > 0 {
+                        *eobrun += b.bits(r)?;
+                    }
+                    break;
                 }
-                b.skip(1)?;
-            } else if r != 15 {
-                *eobrun = 1 << r;
-                if r > 0 {
-                    *eobrun += b.bits(r)?;
-                }
-                break;
             }
             // Skip r zero coefficients (with the correction bits of the
             // non-zero ones among them): stop at the (r + 1)-th zero one,
