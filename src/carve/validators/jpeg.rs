@@ -604,7 +604,7 @@ fn load_dht(b: &[u8], t: &mut Tables) -> bool {
         let Some(syms) = b.get(i + 17..i + 17 + n) else {
             return false;
         };
-        let Some(h) = Huff::new(counts, syms) else {
+        let Some(h) = Huff::new(counts, syms, tc != 0) else {
             return false;
         };
         if tc == 0 {
@@ -650,10 +650,55 @@ fn scan_decodable(f: &Frame, s: &Scan, t: &Tables) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// A Huffman decoding table (T.81 F.2.2.3) with a 9-bit lookup.
+/// Bits of lookahead of the decoding tables ([`Huff::look`], [`Huff::fast`]).
+const LOOK_BITS: u32 = 11;
+
+/// [`Huff::fast`]: the symbol ends a sequential block (EOB, or an EOBn that
+/// a sequential decoder reads as EOB).
+const FAST_EOB: u16 = 1 << 15;
+/// [`Huff::fast`]: the symbol is ZRL (sixteen zeros, no coefficient).
+const FAST_ZRL: u16 = 1 << 14;
+/// [`Huff::multi`]: the last symbol ends the block.
+const MULTI_EOB: u32 = 1 << 15;
+
+/// The next [`LOOK_BITS`] bits of a reader's accumulator, as a table index.
+#[inline]
+fn ahead(acc: u64) -> usize {
+    (acc >> (64 - LOOK_BITS)) as usize
+}
+
+/// [`Huff::multi`] before it is built: nothing at once.
+static NO_MULTI: [u32; 1 << LOOK_BITS] = [0; 1 << LOOK_BITS];
+
+/// [`Huff::fast`] of a DC table: nothing in one lookup.
+static NO_FAST: [u16; 1 << LOOK_BITS] = [0; 1 << LOOK_BITS];
+
+/// A zeroed table on the heap (not built on the stack and moved).
+fn zeroed<T: Copy + Default, const N: usize>() -> Option<Box<[T; N]>> {
+    vec![T::default(); N].into_boxed_slice().try_into().ok()
+}
+
+/// A Huffman decoding table (T.81 F.2.2.3) with an 11-bit lookup.
 #[derive(Clone)]
 struct Huff {
-    look: [u16; 512],
+    /// By the next [`LOOK_BITS`] bits: code length << 8 | symbol; 0 when
+    /// the code is longer (or there is none).
+    look: Box<[u16; 1 << LOOK_BITS]>,
+    /// AC tables, by the next [`LOOK_BITS`] bits: what the code does to the
+    /// coefficient index, for the one-lookup path. A coefficient of size
+    /// 1..=10: code length + size (the bits to drop, extra bits included)
+    /// | (run + 1) << 8; ZRL: code length | 16 << 8 | [`FAST_ZRL`]; a size-0
+    /// symbol other than ZRL: code length | [`FAST_EOB`]. 0: none (longer
+    /// code, no code, or a size over 10), decode the long way.
+    fast: Option<Box<[u16; 1 << LOOK_BITS]>>,
+    /// Sequential AC tables, by the next [`LOOK_BITS`] bits: the symbols of
+    /// [`Huff::fast`] that follow one another inside those bits, at once:
+    /// bits to drop (codes and extra bits; the last one's may run past the
+    /// lookahead) | their index increments << 8 | [`MULTI_EOB`] when the
+    /// last ends the block | the offset of the last code << 24 (a reader
+    /// holding fewer than 16 bits there would fill first). 0: none. Built
+    /// by [`Huff::build_multi`] for scans long enough to repay it.
+    multi: Option<Box<[u32; 1 << LOOK_BITS]>>,
     maxcode: [i32; 18],
     valptr: [i32; 17],
     mincode: [i32; 17],
@@ -661,11 +706,14 @@ struct Huff {
 }
 
 impl Huff {
-    /// From the 16 code counts and the symbols of a DHT table; `None` when
+    /// From the 16 code counts and the symbols of a DHT table (`ac`: of
+    /// class AC, which the one-lookup tables are built for); `None` when
     /// the counts over-subscribe the code space.
-    fn new(counts: &[u8], syms: &[u8]) -> Option<Huff> {
+    fn new(counts: &[u8], syms: &[u8], ac: bool) -> Option<Huff> {
         let mut h = Huff {
-            look: [0; 512],
+            look: zeroed()?,
+            fast: if ac { Some(zeroed()?) } else { None },
+            multi: None,
             maxcode: [-1; 18],
             valptr: [0; 17],
             mincode: [0; 17],
@@ -682,13 +730,22 @@ impl Huff {
                 return None;
             }
             if cnt > 0 {
-                if l <= 9 {
-                    let shift = 9 - l;
+                if l <= LOOK_BITS as usize {
+                    let shift = LOOK_BITS as usize - l;
                     for j in 0..cnt {
                         let sym = u16::from(*h.vals.get((k + j) as usize)?);
                         let first = ((code + j) << shift) as usize;
-                        for e in h.look.get_mut(first..first + (1 << shift))? {
-                            *e = (l as u16) << 8 | sym;
+                        let (run, size) = (sym >> 4, sym & 15);
+                        let fast = match (run, size) {
+                            (15, 0) => l as u16 | 16 << 8 | FAST_ZRL,
+                            (_, 0) => l as u16 | FAST_EOB,
+                            (_, 1..=10) => (l as u16 + size) | (run + 1) << 8,
+                            _ => 0,
+                        };
+                        let range = first..first + (1 << shift);
+                        h.look.get_mut(range.clone())?.fill((l as u16) << 8 | sym);
+                        if let Some(f) = h.fast.as_deref_mut() {
+                            f.get_mut(range)?.fill(fast);
                         }
                     }
                 }
@@ -700,6 +757,47 @@ impl Huff {
         }
         h.maxcode[17] = i32::MAX;
         Some(h)
+    }
+
+    /// Fills [`Huff::multi`] from [`Huff::fast`]: from each lookahead, the
+    /// symbols whose codes lie wholly inside it, one after the other, up to
+    /// a block's end (EOB) and at most 64 index steps.
+    fn build_multi(&mut self) {
+        let Some(table) = self.fast.as_deref() else {
+            return;
+        };
+        if self.multi.is_some() {
+            return;
+        }
+        let Some(mut multi) = zeroed::<u32, { 1 << LOOK_BITS }>() else {
+            return;
+        };
+        let mask = (1usize << LOOK_BITS) - 1;
+        for (idx, m) in multi.iter_mut().enumerate() {
+            // Bits taken so far, index steps so far.
+            let (mut p, mut inc) = (0u32, 0u32);
+            while p < LOOK_BITS {
+                let sub = (idx << p) & mask;
+                let (look, fast) = (self.look[sub], table[sub]);
+                let l = u32::from(look >> 8);
+                if look == 0 || l > LOOK_BITS - p || fast == 0 {
+                    break;
+                }
+                if fast & FAST_EOB != 0 {
+                    *m = (p + l) | inc << 8 | MULTI_EOB | p << 24;
+                    break;
+                }
+                let step = u32::from(fast >> 8 & 0x3F);
+                if inc + step > 64 {
+                    break;
+                }
+                let t = u32::from(fast & 0xFF);
+                *m = (p + t) | (inc + step) << 8 | p << 24;
+                p += t;
+                inc += step;
+            }
+        }
+        self.multi = Some(multi);
     }
 }
 
@@ -718,12 +816,6 @@ const FIRST_PIECE: usize = 64 * 1024;
 /// Largest piece of entropy-coded data read at once (the buffer never grows
 /// past this plus a few bytes).
 const MAX_PIECE: usize = 512 * 1024;
-
-/// A code found in a lookup table: its length and symbol.
-struct Code {
-    len: u32,
-    sym: u32,
-}
 
 /// The range of the window that an entropy buffer holds.
 #[derive(Clone, Copy, Default)]
@@ -963,30 +1055,44 @@ impl<'s, 'b> Bits<'s, 'b> {
         self.consume(k)
     }
 
-    /// The next code if the lookup table has it (filling first exactly as
-    /// [`Bits::decode`] does); consumes nothing.
+    /// Skips `c` single bits, the same as `c` calls of [`Bits::skip`]`(1)`
+    /// (at once when they are held: no fill falls between them then).
     #[inline]
-    fn peek_code(&mut self, h: &Huff) -> Option<Code> {
+    fn skip_bits(&mut self, c: u32) -> Result<(), ScanErr> {
+        if c <= self.real() {
+            self.acc = if c >= 64 { 0 } else { self.acc << c };
+            self.n -= c;
+            return Ok(());
+        }
+        for _ in 0..c {
+            self.skip(1)?;
+        }
+        Ok(())
+    }
+
+    /// A DC difference category and its extra bits (the value is not
+    /// needed), at most `max_dc` of them: the same as [`Bits::decode`] then
+    /// [`Bits::skip`], in one step when the table has the code, no fill
+    /// falls between the two and the real bits suffice.
+    #[inline]
+    fn dc(&mut self, h: &Huff, max_dc: u8) -> Result<(), ScanErr> {
         if self.n < 16 {
             self.fill();
         }
-        let e = h.look[(self.acc >> 55) as usize];
-        (e != 0).then_some(Code {
-            len: u32::from(e >> 8),
-            sym: u32::from(e & 0xFF),
-        })
-    }
-
-    /// Consumes `k < 64` bits when that many real bits are held (no fill:
-    /// the caller has filled); false otherwise, nothing consumed.
-    #[inline]
-    fn take(&mut self, k: u32) -> bool {
-        if k > self.real() {
-            return false;
+        let e = h.look[ahead(self.acc)];
+        let (l, size) = (u32::from(e >> 8), u32::from(e & 0xFF));
+        if e != 0 && size <= u32::from(max_dc) && l + size + self.pad <= self.n {
+            // l + size ≤ 11 + 15 bits.
+            self.acc <<= l + size;
+            self.n -= l + size;
+            return Ok(());
         }
-        self.acc <<= k;
-        self.n -= k;
-        true
+        // No fill here: at least 16 bits are held.
+        let n = self.decode(h)?;
+        if n > max_dc {
+            return Err(ScanErr::Bad("DC difference too large"));
+        }
+        self.skip(u32::from(n))
     }
 
     #[inline]
@@ -994,7 +1100,7 @@ impl<'s, 'b> Bits<'s, 'b> {
         if self.n < 16 {
             self.fill();
         }
-        let e = h.look[(self.acc >> 55) as usize];
+        let e = h.look[ahead(self.acc)];
         if e != 0 {
             self.consume(u32::from(e >> 8))?;
             return Ok(e as u8);
@@ -1002,10 +1108,10 @@ impl<'s, 'b> Bits<'s, 'b> {
         self.decode_slow(h)
     }
 
-    /// Codes longer than the lookup table's 9 bits.
+    /// Codes longer than the lookup table's [`LOOK_BITS`].
     #[cold]
     fn decode_slow(&mut self, h: &Huff) -> Result<u8, ScanErr> {
-        for l in 10..=16usize {
+        for l in LOOK_BITS as usize + 1..=16 {
             let code = (self.acc >> (64 - l)) as i32;
             if code <= h.maxcode[l] {
                 self.consume(l as u32)?;
@@ -1127,6 +1233,9 @@ struct Tables {
     snap: SnapCtl,
 }
 
+/// Blocks of a sequential scan from which building [`Huff::multi`] pays.
+const MULTI_MIN_BLOCKS: u64 = 256;
+
 /// Blocks decoded at most per candidate, over all scans.
 pub const MAX_BLOCKS: u64 = 1 << 28;
 
@@ -1204,12 +1313,26 @@ fn scan_body(
     }
     let (max_dc, max_ac) = if f.precision > 8 { (15, 14) } else { (11, 10) };
     let progressive = f.kind == FrameKind::Progressive;
+    if !progressive && total * per_mcu >= MULTI_MIN_BLOCKS {
+        for &(_, _, ta) in &s.comps {
+            if let Some(h) = t.ac[ta].as_mut() {
+                h.build_multi();
+            }
+        }
+    }
     let (mcu0, mut eobrun, mut rst, mut good) = init.unwrap_or((0, 0, 0, start));
     let restart = u64::from(t.restart);
-    for mcu in mcu0..total {
+    // `mcu % mcux` and `mcu % restart`, counted rather than divided.
+    let mut col = mcu0.checked_rem(mcux).unwrap_or(0);
+    let mut in_interval = mcu0.checked_rem(restart).unwrap_or(0);
+    // An end-of-band run of a first AC scan may be counted off at once: a
+    // block in it reads nothing (see the end of the loop).
+    let runs = progressive && s.ss > 0 && s.ah == 0 && !interleaved && t.snap.want.is_none();
+    let mut mcu = mcu0;
+    while mcu < total {
         if init.is_some() && mcu == mcu0 {
             // Resumed: this boundary was handled before the snapshot.
-        } else if restart > 0 && mcu > 0 && mcu % restart == 0 {
+        } else if restart > 0 && mcu > 0 && in_interval == 0 {
             match b.finish(0) {
                 Ok((m, _)) if m == 0xD0 + rst => {}
                 Ok(_) => {
@@ -1223,8 +1346,16 @@ fn scan_body(
             rst = (rst + 1) % 8;
             eobrun = 0;
             good = b.at();
-        } else if mcu % mcux == 0 {
+        } else if col == 0 {
             good = b.pos().max(good);
+        }
+        col += 1;
+        if col == mcux {
+            col = 0;
+        }
+        in_interval += 1;
+        if in_interval == restart {
+            in_interval = 0;
         }
         if let Some(split) = t.snap.want {
             if b.at() <= split && !b.marker && !b.cut {
@@ -1272,13 +1403,7 @@ fn scan_body(
                 } else if s.ss == 0 {
                     if s.ah == 0 {
                         match &t.dc[td] {
-                            Some(dc) => b.decode(dc).and_then(|n| {
-                                if n > max_dc {
-                                    Err(ScanErr::Bad("DC difference too large"))
-                                } else {
-                                    b.skip(u32::from(n))
-                                }
-                            }),
+                            Some(dc) => b.dc(dc, max_dc),
                             None => Err(ScanErr::Bad("missing table")),
                         }
                     } else {
@@ -1305,6 +1430,32 @@ fn scan_body(
                 r.map_err(|e| (e, good))?;
             }
         }
+        mcu += 1;
+        if runs && eobrun > 0 {
+            // The next blocks up to the run's end, the scan's end or the
+            // next restart: each would only take one off the run (and mark
+            // a row start at the unchanged position).
+            let mut skip = u64::from(eobrun).min(total - mcu);
+            if restart > 0 {
+                skip = if in_interval == 0 {
+                    0
+                } else {
+                    skip.min(restart - in_interval)
+                };
+            }
+            if skip > 0 {
+                if col == 0 || col + skip > mcux {
+                    good = b.pos().max(good);
+                }
+                eobrun -= skip as u32;
+                mcu += skip;
+                col = (col + skip) % mcux;
+                in_interval = in_interval.wrapping_add(skip);
+                if restart > 0 {
+                    in_interval %= restart;
+                }
+            }
+        }
     }
     match b.finish(0) {
         Ok((m, at)) if !matches!(m, 0x00 | 0xD0..=0xD7) => Ok(at),
@@ -1313,6 +1464,12 @@ fn scan_body(
     }
 }
 
+/// One block of a sequential scan. Every step keeps the reader's state
+/// (bits held, fills, errors) exactly that of decoding code by code with
+/// [`Bits::decode`] and [`Bits::skip`]: a fill where a code is next and
+/// fewer than 16 bits are held, a code and its extra bits dropped in one
+/// step when the lookup has them and the real bits suffice (no fill falls
+/// between them then), anything else the long way.
 fn block_sequential(
     b: &mut Bits,
     dc: &Huff,
@@ -1320,56 +1477,98 @@ fn block_sequential(
     max_dc: u8,
     max_ac: u8,
 ) -> Result<(), ScanErr> {
-    let n = b.decode(dc)?;
-    if n > max_dc {
-        return Err(ScanErr::Bad("DC difference too large"));
-    }
-    b.skip(u32::from(n))?;
+    b.dc(dc, max_dc)?;
+    let multi = ac.multi.as_deref().unwrap_or(&NO_MULTI);
+    let fast = ac.fast.as_deref().unwrap_or(&NO_FAST);
     let mut k = 1u32;
-    while k < 64 {
-        // Fast run, in registers: while no fill is due, a table code that is
-        // a coefficient inside the block is taken with its extra bits at
-        // once (the state is then what decoding them one by one gives).
-        let (mut acc, mut n) = (b.acc, b.n);
-        let real_min = b.pad + 16;
-        while k < 64 && n >= real_min {
-            let e = u32::from(ac.look[(acc >> 55) as usize]);
-            let (l, r, sz) = (e >> 8, (e >> 4) & 15, e & 15);
-            let t = l + sz;
-            if l == 0 || sz == 0 || k + r > 63 || sz > u32::from(max_ac) || t + b.pad > n {
-                break;
-            }
-            acc <<= t;
-            n -= t;
-            k += r + 1;
+    // The accumulator in registers between fills and long-way symbols.
+    let (mut acc, mut n, mut pad) = (b.acc, b.n, b.pad);
+    loop {
+        if n < 16 {
+            b.acc = acc;
+            b.n = n;
+            b.fill();
+            (acc, n, pad) = (b.acc, b.n, b.pad);
         }
+        let idx = ahead(acc);
+        // Several symbols at once when no fill falls before the last code
+        // (at least 16 bits held there) and the real bits suffice.
+        let e = multi[idx];
+        let t = e & 0xFF;
+        if e != 0 && t + pad <= n && (e >> 24) + 16 <= n {
+            let next = k + (e >> 8 & 0x7F);
+            if e & MULTI_EOB != 0 {
+                // The symbols before the EOB stay inside the block.
+                if next < 64 {
+                    b.acc = acc << t;
+                    b.n = n - t;
+                    return Ok(());
+                }
+            } else if next <= 64 {
+                acc <<= t;
+                n -= t;
+                k = next;
+                if k == 64 {
+                    b.acc = acc;
+                    b.n = n;
+                    return Ok(());
+                }
+                continue;
+            }
+        }
+        let e = fast[idx];
+        // Code length + extra bits: at most 11 + 10.
+        let t = u32::from(e & 0xFF);
+        if e != 0 && t + pad <= n {
+            if e & FAST_EOB != 0 {
+                b.acc = acc << t;
+                b.n = n - t;
+                return Ok(());
+            }
+            // Run + 1 (16 for ZRL): the index after the coefficient.
+            let next = k + u32::from(e >> 8 & 0x3F);
+            if next <= 64 {
+                acc <<= t;
+                n -= t;
+                k = next;
+                if k == 64 {
+                    b.acc = acc;
+                    b.n = n;
+                    return Ok(());
+                }
+                continue;
+            }
+        }
+        // The long way (at least 16 bits are held: no fill before the code).
         b.acc = acc;
         b.n = n;
-        if k >= 64 {
-            break;
-        }
         let rs = b.decode(ac)?;
         let (r, sz) = (u32::from(rs >> 4), rs & 15);
         if sz == 0 {
             if r != 15 {
-                break;
+                return Ok(());
             }
             k += 16;
             if k > 64 {
                 return Err(ScanErr::Bad("zero run past the block"));
             }
-            continue;
+        } else {
+            k += r;
+            if k > 63 || sz > max_ac {
+                return Err(ScanErr::Bad("coefficient past the block"));
+            }
+            b.skip(u32::from(sz))?;
+            k += 1;
         }
-        k += r;
-        if k > 63 || sz > max_ac {
-            return Err(ScanErr::Bad("coefficient past the block"));
+        if k >= 64 {
+            return Ok(());
         }
-        b.skip(u32::from(sz))?;
-        k += 1;
+        (acc, n, pad) = (b.acc, b.n, b.pad);
     }
-    Ok(())
 }
 
+/// One block of a progressive first AC scan (T.81 G.1.2.2), with the
+/// one-lookup step of [`block_sequential`] for coefficients and ZRL.
 fn block_ac_first(
     b: &mut Bits,
     ac: &Huff,
@@ -1384,18 +1583,33 @@ fn block_ac_first(
     }
     let se = u32::from(s.se);
     let mut k = u32::from(s.ss);
+    let fast = ac.fast.as_deref().unwrap_or(&NO_FAST);
     while k <= se {
-        if let Some(rs) = b.peek_code(ac) {
-            let (r, sz) = (rs.sym >> 4, rs.sym & 15);
-            if sz != 0 && k + r <= se && sz <= u32::from(max_ac) && b.take(rs.len + sz) {
-                k += r;
+        if b.n < 16 {
+            b.fill();
+        }
+        let e = fast[ahead(b.acc)];
+        let t = u32::from(e & 0xFF);
+        if e != 0 && e & FAST_EOB == 0 && t + b.pad <= b.n {
+            if e & FAST_ZRL != 0 {
+                b.acc <<= t;
+                b.n -= t;
+                k += 16;
+                continue;
+            }
+            // After the coefficient at k + run.
+            let next = k + u32::from(e >> 8 & 0x3F);
+            if next <= se + 1 {
+                b.acc <<= t;
+                b.n -= t;
+                k = next;
                 if let Some(h) = hist.as_deref_mut() {
-                    *h |= 1 << k;
+                    *h |= 1 << (k - 1);
                 }
-                k += 1;
                 continue;
             }
         }
+        // The long way (at least 16 bits are held: no fill before the code).
         let rs = b.decode(ac)?;
         let (r, sz) = (u32::from(rs >> 4), rs & 15);
         if sz == 0 {
@@ -1425,9 +1639,19 @@ fn block_ac_first(
     Ok(())
 }
 
+/// Coefficients `k..=se` of a block, as a mask (empty when `k > se`).
+#[inline]
+fn band(k: u32, se: u32) -> u64 {
+    let from = if k >= 64 { 0 } else { !0u64 << k };
+    let to = if se >= 63 { !0 } else { (1u64 << (se + 1)) - 1 };
+    from & to
+}
+
 /// AC successive-approximation refinement (T.81 G.1.2.3; libjpeg's
 /// decode_mcu_AC_refine), reading one correction bit per already-non-zero
-/// coefficient.
+/// coefficient. The walk over the history is done with masks: the
+/// correction bits before the next zero coefficient are counted and
+/// dropped at once ([`Bits::skip_bits`], the same as one by one).
 fn block_ac_refine(
     b: &mut Bits,
     ac: &Huff,
@@ -1439,31 +1663,50 @@ fn block_ac_refine(
     let mut k = u32::from(s.ss);
     if *eobrun == 0 {
         while k <= se {
-            let rs = b.decode(ac)?;
-            let (mut r, sz) = (i32::from(rs >> 4), rs & 15);
-            if sz != 0 {
-                if sz != 1 {
-                    return Err(ScanErr::Bad("refinement coefficient size is not 1"));
-                }
-                b.skip(1)?;
-            } else if r != 15 {
-                *eobrun = 1 << r;
-                if r > 0 {
-                    *eobrun += b.bits(r as u32)?;
-                }
-                break;
+            if b.n < 16 {
+                b.fill();
             }
-            while k <= se {
-                if *hist & (1 << k) != 0 {
-                    b.skip(1)?;
-                } else {
-                    r -= 1;
-                    if r < 0 {
-                        break;
+            let e = ac.look[ahead(b.acc)];
+            let l = u32::from(e >> 8);
+            let (r, sz);
+            if e != 0 && e & 15 == 1 && l + 1 + b.pad <= b.n {
+                // A new coefficient and its sign bit in one step (no fill
+                // falls between them, the real bits suffice).
+                b.acc <<= l + 1;
+                b.n -= l + 1;
+                (r, sz) = (u32::from(e >> 4 & 15), 1);
+            } else {
+                // No fill here: at least 16 bits are held.
+                let rs = b.decode(ac)?;
+                (r, sz) = (u32::from(rs >> 4), rs & 15);
+                if sz != 0 {
+                    if sz != 1 {
+                        return Err(ScanErr::Bad("refinement coefficient size is not 1"));
                     }
+                    b.skip(1)?;
+                } else if r != 15 {
+                    *eobrun = 1 << r;
+                    if r > 0 {
+                        *eobrun += b.bits(r)?;
+                    }
+                    break;
                 }
-                k += 1;
             }
+            // Skip r zero coefficients (with the correction bits of the
+            // non-zero ones among them): stop at the (r + 1)-th zero one,
+            // past the band when there is none.
+            let rest = band(k, se);
+            let mut zeros = !*hist & rest;
+            for _ in 0..r {
+                zeros &= zeros.wrapping_sub(1);
+            }
+            let stop = if zeros == 0 {
+                se + 1
+            } else {
+                zeros.trailing_zeros()
+            };
+            b.skip_bits((*hist & rest & !band(stop, 63)).count_ones())?;
+            k = stop;
             if sz != 0 {
                 if k > se {
                     return Err(ScanErr::Bad("coefficient past the spectral band"));
@@ -1474,12 +1717,7 @@ fn block_ac_refine(
         }
     }
     if *eobrun > 0 {
-        while k <= se {
-            if *hist & (1 << k) != 0 {
-                b.skip(1)?;
-            }
-            k += 1;
-        }
+        b.skip_bits((*hist & band(k, se)).count_ones())?;
         *eobrun -= 1;
     }
     Ok(())
@@ -1913,13 +2151,15 @@ int main(int argc, char **argv) {
     /// optimised tables, arithmetic coding, odd sizes): each must be Complete
     /// with its exact length, and each cut in its scan data and followed by
     /// foreign bytes and an EOI must not be. Skipped without cc + libjpeg.
-    #[test]
-    fn libjpeg_variants() {
-        let dir = std::env::temp_dir().join(format!("gpucarve-jpeg-{}", std::process::id()));
+    /// Builds [`GEN_C`] in a fresh temporary directory `tag`; returns the
+    /// directory and the executable, `None` (directory removed) without cc
+    /// or libjpeg.
+    fn libjpeg_gen(tag: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+        let dir = std::env::temp_dir().join(format!("gpucarve-{tag}-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
         let c = dir.join("gen.c");
         let exe = dir.join("gen");
-        std::fs::write(&c, GEN_C).unwrap();
+        std::fs::write(&c, GEN_C).ok()?;
         let built = std::process::Command::new("cc")
             .arg("-O1")
             .arg("-o")
@@ -1930,25 +2170,37 @@ int main(int argc, char **argv) {
             .status()
             .is_ok_and(|s| s.success());
         if !built {
-            eprintln!("cc or libjpeg not available; skipped");
             let _ = std::fs::remove_dir_all(&dir);
-            return;
+            return None;
         }
-        let configs = [
-            "64 48 3 2 2 0 0 0 0",
-            "65 49 3 2 2 1 0 0 0",
-            "33 17 1 1 1 0 5 0 0",
-            "33 17 1 1 1 1 3 0 0",
-            "100 75 3 2 1 0 -1 1 0",
-            "100 75 3 2 1 1 -2 1 0",
-            "80 80 3 1 1 1 0 1 0 95",
-            "80 80 3 4 1 0 0 0 0",
-            "40 40 4 1 1 0 0 0 0",
-            "40 40 4 1 1 1 0 0 0",
-            "257 129 3 2 2 1 7 1 0 50",
-            "64 64 3 2 2 0 0 0 1",
-            "300 200 3 1 2 1 0 0 0 100",
-        ];
+        Some((dir, exe))
+    }
+
+    /// Generator arguments (after the output path) of [`libjpeg_variants`]:
+    /// width height components h v progressive restart optimise arith [q].
+    const LIBJPEG_CONFIGS: [&str; 13] = [
+        "64 48 3 2 2 0 0 0 0",
+        "65 49 3 2 2 1 0 0 0",
+        "33 17 1 1 1 0 5 0 0",
+        "33 17 1 1 1 1 3 0 0",
+        "100 75 3 2 1 0 -1 1 0",
+        "100 75 3 2 1 1 -2 1 0",
+        "80 80 3 1 1 1 0 1 0 95",
+        "80 80 3 4 1 0 0 0 0",
+        "40 40 4 1 1 0 0 0 0",
+        "40 40 4 1 1 1 0 0 0",
+        "257 129 3 2 2 1 7 1 0 50",
+        "64 64 3 2 2 0 0 0 1",
+        "300 200 3 1 2 1 0 0 0 100",
+    ];
+
+    #[test]
+    fn libjpeg_variants() {
+        let Some((dir, exe)) = libjpeg_gen("jpeg") else {
+            eprintln!("cc or libjpeg not available; skipped");
+            return;
+        };
+        let configs = LIBJPEG_CONFIGS;
         let mut files = Vec::new();
         for (i, args) in configs.iter().enumerate() {
             let out = dir.join(format!("{i}.jpg"));
@@ -1983,5 +2235,370 @@ int main(int argc, char **argv) {
             }
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A deterministic pseudo-random sequence (splitmix64).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        /// Uniform in `0..n` (`n > 0`).
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n.max(1) as u64) as usize
+        }
+    }
+
+    /// `f` damaged the way a carver meets JPEGs: bits flipped, an `FF`
+    /// written, a cluster deleted, replaced or inserted (zeros, noise or
+    /// another file's bytes), or cut and followed by another file's tail.
+    /// Only bytes at or after `from` change.
+    fn mutate(f: &[u8], others: &[Vec<u8>], from: usize, rng: &mut Rng) -> Vec<u8> {
+        let mut v = f.to_vec();
+        let len = v.len();
+        if from >= len {
+            return v;
+        }
+        let at = from + rng.below(len - from);
+        let cluster = [512, 1024, 4096][rng.below(3)];
+        let other = &others[rng.below(others.len())];
+        let piece = |rng: &mut Rng| -> Vec<u8> {
+            match rng.below(3) {
+                0 => vec![0; cluster],
+                1 => (0..cluster).map(|_| rng.next() as u8).collect(),
+                _ => {
+                    let o = rng.below(other.len().saturating_sub(cluster).max(1));
+                    other[o.min(other.len())..(o + cluster).min(other.len())].to_vec()
+                }
+            }
+        };
+        match rng.below(7) {
+            0 => {
+                for _ in 0..1 + rng.below(3) {
+                    let i = from + rng.below(len - from);
+                    v[i] ^= 1 << rng.below(8);
+                }
+            }
+            1 => {
+                v[at] = 0xFF;
+                if at + 1 < len && rng.below(2) == 0 {
+                    v[at + 1] = [0x00, 0xD0, 0xD1, 0xD9, 0xC4, 0xDA, 0xFF][rng.below(7)];
+                }
+            }
+            2 => {
+                let end = (at + cluster).min(len);
+                v.drain(at..end);
+            }
+            3 => {
+                let p = piece(rng);
+                let end = (at + p.len()).min(len);
+                v.splice(at..end, p[..end - at].iter().copied());
+            }
+            4 => {
+                let p = piece(rng);
+                v.splice(at..at, p);
+            }
+            5 => {
+                // Aligned like a file system cluster of the file.
+                let a = at - at % cluster;
+                let a = a.max(from);
+                let p = piece(rng);
+                let end = (a + p.len()).min(len);
+                v.splice(a..end, p[..end - a].iter().copied());
+            }
+            _ => {
+                v.truncate(at);
+                let o = rng.below(other.len());
+                v.extend_from_slice(&other[o..]);
+                v.extend_from_slice(&[0xFF, 0xD9]);
+            }
+        }
+        v
+    }
+
+    /// The table-driven decoder gives exactly the verdicts (status, length,
+    /// subtype, notes), damage and snapshots of the decoder it replaced
+    /// ([`crate::carve::validators::jpeg_reference`], this file as of
+    /// commit 4389248), over: every JPEG of `corpora/samples`, JPEGs found
+    /// under `/usr/share`, synthetic baseline/progressive files and libjpeg
+    /// variants (progressive, restart intervals, sampling factors, when cc
+    /// and libjpeg are there); each whole, inside an image after junk, cut
+    /// at many points (by the image's end and by `max_len`), and mutated
+    /// (bit flips, `FF`s, deleted / replaced / inserted clusters of zeros,
+    /// noise or other files' bytes, cut and joined to another file), the
+    /// mutants also cut; and snapshots: captures at several splits of the
+    /// files and mutants (verdict, damage, whether a snapshot is taken, its
+    /// split and offset), then resumes over windows equal before the split
+    /// (the file, cut, followed by noise, by a later part of itself, by
+    /// another file, mutated after the split).
+    #[test]
+    fn fast_decoder_verdicts_equal_the_reference() {
+        use super::super::jpeg_reference as old;
+        use super::{Damage, Src, validate_capture, validate_probe, validate_resume};
+        use crate::carve::validators::testutil::{NO_LIMIT, Slice};
+
+        // (name, bytes)
+        let mut files: Vec<(String, Vec<u8>)> = vec![
+            ("sample".into(), sample()),
+            ("progressive".into(), progressive()),
+            ("three scans".into(), jpeg(app0, 3)),
+        ];
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+        let manifest = std::fs::read_to_string(root.join("MANIFEST.tsv")).unwrap();
+        let mut corpus = 0;
+        for line in manifest.lines().skip(1) {
+            let cols: Vec<&str> = line.split('\t').collect();
+            if cols.get(1) == Some(&"jpeg") {
+                files.push((cols[0].into(), std::fs::read(root.join(cols[0])).unwrap()));
+                corpus += 1;
+            }
+        }
+        assert!(corpus >= 6, "corpus JPEGs missing");
+        for p in real_files(&["/usr/share"], &[".jpg", ".jpeg"], 40) {
+            if let Ok(d) = std::fs::read(&p) {
+                files.push((p.display().to_string(), d));
+            }
+        }
+        if let Some((dir, exe)) = libjpeg_gen("jpeg-ref") {
+            let more = [
+                "512 384 3 2 2 1 0 1 0 90",
+                "640 480 3 2 2 0 4 0 0 75",
+                "333 222 1 1 1 1 2 1 0 98",
+                "256 256 3 1 1 1 -1 0 0 100",
+            ];
+            for (i, args) in LIBJPEG_CONFIGS.iter().chain(&more).enumerate() {
+                if args.ends_with(" 1") {
+                    continue; // arithmetic coding is not decoded
+                }
+                let out = dir.join(format!("{i}.jpg"));
+                let ok = std::process::Command::new(&exe)
+                    .arg(&out)
+                    .args(args.split(' '))
+                    .status()
+                    .is_ok_and(|s| s.success());
+                assert!(ok, "generator failed for {args}");
+                files.push((format!("libjpeg {args}"), std::fs::read(&out).unwrap()));
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        } else {
+            eprintln!("cc or libjpeg not available: no libjpeg variants");
+        }
+        files.sort_by(|a, b| a.1.cmp(&b.1));
+        files.dedup_by(|a, b| a.1 == b.1);
+        let others: Vec<Vec<u8>> = files.iter().map(|f| f.1.clone()).collect();
+
+        let mut cases = 0u64;
+        // Both validators over `data` at `start` with `max_len`.
+        let mut same = |data: &[u8], start: u64, max_len: u64, what: &dyn Fn() -> String| {
+            let sl = Slice(data);
+            let src = Src::new(&sl, start, Limits { max_len });
+            let (mut d1, mut d2) = (Damage::default(), old::Damage::default());
+            let v1 = validate_probe(src, &mut d1);
+            let v2 = old::validate_probe(src, &mut d2);
+            assert_eq!(v1, v2, "{}", what());
+            assert_eq!(
+                (d1.damaged, d1.fail_at),
+                (d2.damaged, d2.fail_at),
+                "{}",
+                what()
+            );
+            cases += 1;
+        };
+        // Fewer cases unoptimised.
+        let scale = if cfg!(debug_assertions) { 4 } else { 1 };
+        let mut rng = Rng(0x6A09_E667_F3BC_C908);
+        for (name, f) in &files {
+            let len = f.len();
+            same(f, 0, NO_LIMIT.max_len, &|| format!("{name}: whole"));
+            let mut img = b"junk before \xFF\xD8\xFF\xE0".to_vec();
+            img.extend_from_slice(f);
+            img.extend_from_slice(&[0x55; 700]);
+            same(&img, 16, NO_LIMIT.max_len, &|| {
+                format!("{name}: in an image")
+            });
+            // Cut: evenly spaced and random points, by the image's end or by
+            // max_len.
+            let cuts = 48 / scale;
+            for i in 0..cuts {
+                let cut = if i % 2 == 0 {
+                    len * (i + 1) / (cuts + 1)
+                } else {
+                    rng.below(len + 1)
+                };
+                if i % 4 < 2 {
+                    same(&f[..cut], 0, NO_LIMIT.max_len, &|| {
+                        format!("{name}: cut {cut}")
+                    });
+                } else {
+                    same(f, 0, cut as u64, &|| format!("{name}: max_len {cut}"));
+                }
+            }
+            // Mutants, some also cut.
+            let muts = if len > 1 << 20 { 24 } else { 64 } / scale;
+            for i in 0..muts {
+                let seed = rng.0;
+                let m = mutate(f, &others, 0, &mut rng);
+                let what = || format!("{name}: mutant {i} (rng {seed:#x})");
+                same(&m, 0, NO_LIMIT.max_len, &what);
+                if rng.below(3) == 0 {
+                    let cut = rng.below(m.len() + 1);
+                    same(&m[..cut], 0, NO_LIMIT.max_len, &|| {
+                        format!("{} cut {cut}", what())
+                    });
+                }
+            }
+        }
+
+        // Snapshots: capture, then resume over windows that keep the bytes
+        // before the split.
+        let (mut snaps, mut resumes) = (0u64, 0u64);
+        for (name, f) in &files {
+            let mut subjects = vec![f.clone()];
+            for _ in 0..3 {
+                subjects.push(mutate(f, &others, 0, &mut rng));
+            }
+            let splits = if f.len() > 1 << 20 { 4 } else { 7 };
+            for (si, g) in subjects.iter().enumerate() {
+                let len = g.len();
+                for j in 1..=splits {
+                    let split = if j % 2 == 0 {
+                        len * j / (splits + 1)
+                    } else {
+                        rng.below(len + 1)
+                    };
+                    let what = || format!("{name}: subject {si} split {split}");
+                    let sl = Slice(g);
+                    let src = Src::new(&sl, 0, NO_LIMIT);
+                    let (mut d1, mut d2) = (Damage::default(), old::Damage::default());
+                    let (v1, s1) = validate_capture(src, &mut d1, split as u64);
+                    let (v2, s2) = old::validate_capture(src, &mut d2, split as u64);
+                    assert_eq!(v1, v2, "{}", what());
+                    assert_eq!(
+                        (d1.damaged, d1.fail_at),
+                        (d2.damaged, d2.fail_at),
+                        "{}",
+                        what()
+                    );
+                    assert_eq!(
+                        s1.as_ref().map(|s| (s.split(), s.at())),
+                        s2.as_ref().map(|s| (s.split(), s.at())),
+                        "{}",
+                        what()
+                    );
+                    let (Some(s1), Some(s2)) = (s1, s2) else {
+                        continue;
+                    };
+                    snaps += 1;
+                    if si > 1 && scale > 1 {
+                        continue;
+                    }
+                    let head = &g[..split];
+                    let noise: Vec<u8> = (0..4096).map(|_| rng.next() as u8).collect();
+                    let later = (split + 4096).min(len);
+                    let other = &others[rng.below(others.len())];
+                    let o = rng.below(other.len());
+                    let windows = [
+                        g.clone(),
+                        head.to_vec(),
+                        [head, &noise[..]].concat(),
+                        [head, &g[later..]].concat(),
+                        [head, &other[o..]].concat(),
+                        mutate(g, &others, split, &mut rng),
+                        mutate(g, &others, split, &mut rng),
+                    ];
+                    for (wi, w) in windows.iter().enumerate() {
+                        let sl = Slice(w);
+                        let src = Src::new(&sl, 0, NO_LIMIT);
+                        let (mut d1, mut d2, mut d3) =
+                            (Damage::default(), old::Damage::default(), Damage::default());
+                        let r1 = validate_resume(src, &mut d1, &s1);
+                        let r2 = old::validate_resume(src, &mut d2, &s2);
+                        let whole = validate_probe(src, &mut d3);
+                        let what = || format!("{}: window {wi}", what());
+                        assert_eq!(r1, r2, "{}", what());
+                        assert_eq!(
+                            (d1.damaged, d1.fail_at),
+                            (d2.damaged, d2.fail_at),
+                            "{}",
+                            what()
+                        );
+                        assert_eq!(r1, whole, "{}", what());
+                        assert_eq!(d1, d3, "{}", what());
+                        resumes += 1;
+                    }
+                }
+            }
+        }
+        eprintln!(
+            "{} files, {cases} validations, {snaps} snapshots, {resumes} resumes: all equal",
+            files.len()
+        );
+        assert!(snaps >= 50, "only {snaps} snapshots");
+    }
+
+    /// Decoding speed of this validator against the reference
+    /// ([`fast_decoder_verdicts_equal_the_reference`]) on the JPEGs of
+    /// `corpora/samples`, alternating, best of several rounds: `cargo test
+    /// --release --lib jpeg_decode_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn jpeg_decode_speed() {
+        use super::super::jpeg_reference as old;
+        use super::{Src, validate};
+        use crate::carve::validators::testutil::{NO_LIMIT, Slice};
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+        let manifest = std::fs::read_to_string(root.join("MANIFEST.tsv")).unwrap();
+        let files: Vec<(String, Vec<u8>)> = manifest
+            .lines()
+            .filter(|l| l.split('\t').nth(1) == Some("jpeg"))
+            .filter_map(|l| l.split('\t').next())
+            .filter(|n| std::env::var("ONLY").map_or(true, |o| n.contains(&o)))
+            .map(|n| (n.to_string(), std::fs::read(root.join(n)).unwrap()))
+            .collect();
+        let rounds: usize = std::env::var("ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(7);
+        let (mut all_new, mut all_old) = (0f64, 0f64);
+        for (name, f) in &files {
+            let sl = Slice(f);
+            let src = Src::new(&sl, 0, NO_LIMIT);
+            let reps = (20_000_000 / f.len()).clamp(1, 2000);
+            let (mut best_new, mut best_old) = (f64::MAX, f64::MAX);
+            for _ in 0..rounds {
+                let t = std::time::Instant::now();
+                for _ in 0..reps {
+                    std::hint::black_box(validate(std::hint::black_box(src)));
+                }
+                best_new = best_new.min(t.elapsed().as_secs_f64() / reps as f64);
+                let t = std::time::Instant::now();
+                for _ in 0..reps {
+                    std::hint::black_box(old::validate(std::hint::black_box(src)));
+                }
+                best_old = best_old.min(t.elapsed().as_secs_f64() / reps as f64);
+            }
+            all_new += best_new;
+            all_old += best_old;
+            let mb = f.len() as f64 / 1e6;
+            eprintln!(
+                "{name:>26}: {:>8.1} MB/s, reference {:>8.1} MB/s ({:.2}x)",
+                mb / best_new,
+                mb / best_old,
+                best_old / best_new
+            );
+        }
+        let mb: f64 = files.iter().map(|f| f.1.len() as f64 / 1e6).sum();
+        eprintln!(
+            "{:>26}: {:>8.1} MB/s, reference {:>8.1} MB/s ({:.2}x)",
+            "all",
+            mb / all_new,
+            mb / all_old,
+            all_old / all_new
+        );
     }
 }
