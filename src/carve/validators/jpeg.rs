@@ -36,6 +36,15 @@
 //! blocks are decoded per candidate (end-of-band runs make blocks cheap to
 //! claim), and one frame header is allowed (no hierarchical mode).
 //!
+//! Decoding is table-driven (`Huff`): an 11-bit lookahead gives a code's
+//! length and symbol; for AC tables one lookup also gives what a symbol does
+//! to the coefficient index with its extra bits dropped (the values are not
+//! needed), and in long sequential scans several symbols at once. Each such
+//! step is taken only where decoding code by code would neither fill the
+//! bit reader in between nor fail, so the reader's position, and with it
+//! every verdict and damage offset, is exactly that of a code-by-code
+//! decoder (checked against the previous decoder, kept for the tests).
+//!
 //! * `None`: not `FF D8 FF <segment marker>`, or damage before the second
 //!   segment (a lone plausible segment is not evidence enough).
 //! * `Complete`: EOI reached after at least one frame header and one scan,
