@@ -19,9 +19,27 @@
 //! * By default only `complete` files are written; `--keep` adds `partial`
 //!   and/or `unvalidated` files under their own folders.
 //!
-//! Memory is bounded: candidates travel through a bounded queue, footer-rule
-//! candidates wait at most until the scan passes their maximum size, and
-//! file bytes are streamed through fixed buffers.
+//! Memory is bounded: candidates travel through bounded queues (pieces of at
+//! most 16 Ki events, 4 pieces between scan and validation, 2 between
+//! validation and the carver), footer-rule candidates wait at most until the
+//! scan passes their maximum size, and file bytes are streamed through fixed
+//! buffers.
+//!
+//! **Work.** The scan is O(image bytes). Per header match the carver does
+//! O(log n) bookkeeping (nesting and coverage queries, [`Coverage`]), one
+//! validation and, for a `Partial` PNG/ZIP/JPEG starting on a cluster
+//! boundary, one fragment search. Reporting and hashing are proportional to
+//! what is written (unvalidated guesses that are not kept are counted, not
+//! reported or hashed). A validation reads only the structure it walks (first
+//! reads of 4 KiB, not the candidate's maximum size), and each search is
+//! capped by [`fragments::FragLimits`]; signature positions the searches need
+//! (ZIP EOCDs, JPEG SOIs) are indexed once per carving and the entropy test of
+//! a cluster is memoised, so overlapping searches do not re-read the image.
+//! What is *not* yet a small constant: a validator that walks a long valid
+//! structure which many later headers also start inside (nested thumbnails)
+//! reads it once per header. `tests/carve_e2e.rs` holds dense-header images
+//! (a header every few bytes of every type) to a time budget; BENCHMARKS.md
+//! has 64 and 128 MiB of them (3.9 s and 6.9 s).
 
 pub mod extent;
 pub mod fragments;
