@@ -26,7 +26,7 @@
 //! buffers.
 //!
 //! **Work.** The scan is O(image bytes). Per header match the carver does
-//! O(log n) bookkeeping (nesting and coverage queries, [`Coverage`]), one
+//! O(log n) bookkeeping (nesting and coverage queries, `Coverage`), one
 //! validation and, for a `Partial` PNG/ZIP/JPEG starting on a cluster
 //! boundary, one fragment search. Reporting and hashing are proportional to
 //! what is written (unvalidated guesses that are not kept are counted, not
