@@ -1166,3 +1166,33 @@ pub fn image_of_carving(dir: &Path) -> Option<PathBuf> {
         .find_map(|l| l.strip_prefix("image:"))
         .map(|p| PathBuf::from(p.trim()))
 }
+
+#[cfg(test)]
+mod coverage_tests {
+    use super::Coverage;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `strictly_covers` equals a brute-force scan of every range
+        /// inserted (in mostly increasing start order, as the carver does),
+        /// with `forget_before` dropping only ranges behind every later query.
+        #[test]
+        fn coverage_equals_brute_force(
+            ops in proptest::collection::vec((0u64..2000, 0u64..600, 0u64..40), 1..200)
+        ) {
+            let mut cov = Coverage::default();
+            let mut all: Vec<(u64, u64)> = Vec::new();
+            let mut at = 0u64;
+            for (step, len, probe) in ops {
+                at += step % 50;
+                let start = at.saturating_sub(step % 7); // a little out of order
+                cov.insert(start, start + len);
+                all.push((start, start + len));
+                let q = at + probe;
+                let brute = all.iter().any(|&(s, e)| s < q && q < e);
+                prop_assert_eq!(cov.strictly_covers(q), brute, "query {}", q);
+                cov.forget_before(at.saturating_sub(10));
+            }
+        }
+    }
+}
