@@ -9,19 +9,24 @@
 use crate::catalogue::{Catalogue, Signature};
 use crate::pattern::ByteClass;
 
-/// A small deterministic generator (SplitMix64): reproducible images without a crate.
-struct SplitMix(u64);
+/// A small deterministic generator (SplitMix64): reproducible images and
+/// test mutations without a crate.
+pub struct SplitMix(pub u64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    fn byte(&mut self) -> u8 {
-        (self.next() >> 56) as u8
+    pub fn byte(&mut self) -> u8 {
+        (self.next_u64() >> 56) as u8
+    }
+    /// In `0..n` (`0` when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 }
 
@@ -34,7 +39,7 @@ fn instance(sig: &Signature, rng: &mut SplitMix, out: &mut Vec<u8>) {
         out.push(match *c {
             ByteClass::Exact(b) => b,
             ByteClass::Either(a, b) => {
-                if rng.next() & 1 == 0 {
+                if rng.next_u64() & 1 == 0 {
                     a
                 } else {
                     b

@@ -334,6 +334,8 @@ pub struct Fragments {
     starts: Vec<u64>,
     /// End of the furthest complete file (starts inside it are embedded files, not counted).
     complete_end: u64,
+    /// Searches run so far (for the carving's stage profile).
+    pub searches: u64,
 }
 
 /// Most complete-file starts remembered for the estimate.
@@ -347,6 +349,7 @@ impl Fragments {
             claims: Claims::default(),
             starts: Vec::new(),
             complete_end: 0,
+            searches: 0,
         }
     }
 
@@ -434,6 +437,7 @@ impl Fragments {
         if !start.is_multiple_of(cl.max(512)) {
             return (verdict, None);
         }
+        self.searches += 1;
         let a = recover_with(
             validator,
             r,

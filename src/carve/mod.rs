@@ -725,12 +725,10 @@ fn carve_events(
                                     (verdict, None)
                                 } else {
                                     let t0 = std::time::Instant::now();
-                                    let searched = verdict.as_ref().is_some_and(|x| {
-                                        x.status == Status::Partial && fragments::supported(v)
-                                    });
+                                    let searches = frags.searches;
                                     let r =
                                         frags.after_validate(v, &bytes, c.start, max_len, verdict);
-                                    if searched {
+                                    if frags.searches > searches {
                                         totals.profile.add(
                                             "fragment search",
                                             v,
@@ -790,9 +788,9 @@ fn carve_events(
                             .unwrap_or(u64::MAX)
                             .min(pos.saturating_sub(max_header_offset))
                             .max(frontier);
-                        hold(&mut held, &mut resolved, opts, &mut totals);
                         emit_held(
                             &mut held,
+                            &mut resolved,
                             limit,
                             &mut joined_runs,
                             catalogue,
@@ -827,9 +825,9 @@ fn carve_events(
         }
     }
     rules.finish(image.len(), &mut resolved);
-    hold(&mut held, &mut resolved, opts, &mut totals);
     emit_held(
         &mut held,
+        &mut resolved,
         u64::MAX,
         &mut joined_runs,
         catalogue,
@@ -874,7 +872,8 @@ fn hold(
     }
 }
 
-/// Emits, in (offset, type) order, every decided candidate starting before `below`.
+/// Emits, in (offset, type) order, every decided candidate starting before
+/// `below`, after moving the newly `resolved` ones into `held` ([`hold`]).
 ///
 /// Three steps: each candidate is numbered, nested and given its action in
 /// order (cheap); the actions (write and hash in one pass, or hash only) run on
@@ -884,6 +883,7 @@ fn hold(
 #[allow(clippy::too_many_arguments)]
 fn emit_held(
     held: &mut BTreeMap<(u64, usize), (Candidate, extent::Extent)>,
+    resolved: &mut Vec<(Candidate, extent::Extent)>,
     below: u64,
     joined_runs: &mut BTreeMap<(u64, usize), Vec<ByteRun>>,
     catalogue: &Catalogue,
@@ -894,6 +894,7 @@ fn emit_held(
     parents: &mut Vec<Parent>,
     totals: &mut CarverTotals,
 ) -> Result<(), CarveError> {
+    hold(held, resolved, opts, totals);
     let mut planned = Vec::new();
     while let Some(entry) = held.first_entry() {
         if entry.key().0 >= below {
@@ -1072,16 +1073,7 @@ fn run_actions(planned: &[Planned], bytes: &ImageBytes<'_>, out: &OutputDir) -> 
         .map_or(1, |n| n.get())
         .min(busy);
     if workers <= 1 {
-        let mut outcomes = Vec::with_capacity(planned.len());
-        for p in planned {
-            let o = run_one(p);
-            let failed = matches!(o, Outcome::Failed(_));
-            outcomes.push(o);
-            if failed {
-                break;
-            }
-        }
-        return outcomes;
+        return until_failure(planned.iter().map(run_one));
     }
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
@@ -1109,18 +1101,25 @@ fn run_actions(planned: &[Planned], bytes: &ImageBytes<'_>, out: &OutputDir) -> 
         }
     });
     // In order, up to the first failure or the first action never run.
-    let mut outcomes = Vec::with_capacity(planned.len());
-    for slot in slots {
-        let Some(o) = slot.into_inner().unwrap_or_else(|e| e.into_inner()) else {
-            break;
-        };
+    until_failure(
+        slots
+            .into_iter()
+            .map_while(|slot| slot.into_inner().unwrap_or_else(|e| e.into_inner())),
+    )
+}
+
+/// The outcomes in order, up to and including the first failure (lazy: with
+/// a sequential iterator no action after a failure is run).
+fn until_failure(outcomes: impl Iterator<Item = Outcome>) -> Vec<Outcome> {
+    let mut v = Vec::new();
+    for o in outcomes {
         let stop = matches!(o, Outcome::Failed(_));
-        outcomes.push(o);
+        v.push(o);
         if stop {
             break;
         }
     }
-    outcomes
+    v
 }
 
 /// Byte runs of a proven join from `(image offset, length)` pairs.

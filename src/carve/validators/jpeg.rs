@@ -2246,22 +2246,8 @@ int main(int argc, char **argv) {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// A deterministic pseudo-random sequence (splitmix64).
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        /// Uniform in `0..n` (`n > 0`).
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n.max(1) as u64) as usize
-        }
-    }
+    /// The crate's deterministic pseudo-random sequence (splitmix64).
+    use crate::synth::SplitMix as Rng;
 
     /// `f` damaged the way a carver meets JPEGs: bits flipped, an `FF`
     /// written, a cluster deleted, replaced or inserted (zeros, noise or
@@ -2279,7 +2265,7 @@ int main(int argc, char **argv) {
         let piece = |rng: &mut Rng| -> Vec<u8> {
             match rng.below(3) {
                 0 => vec![0; cluster],
-                1 => (0..cluster).map(|_| rng.next() as u8).collect(),
+                1 => (0..cluster).map(|_| rng.next_u64() as u8).collect(),
                 _ => {
                     let o = rng.below(other.len().saturating_sub(cluster).max(1));
                     other[o.min(other.len())..(o + cluster).min(other.len())].to_vec()
@@ -2507,7 +2493,7 @@ int main(int argc, char **argv) {
                         continue;
                     }
                     let head = &g[..split];
-                    let noise: Vec<u8> = (0..4096).map(|_| rng.next() as u8).collect();
+                    let noise: Vec<u8> = (0..4096).map(|_| rng.next_u64() as u8).collect();
                     let later = (split + 4096).min(len);
                     let other = &others[rng.below(others.len())];
                     let o = rng.below(other.len());
