@@ -75,6 +75,7 @@
 //! (central directories are walked record by record; at most 65 535 entries,
 //! the 16-bit EOCD count).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::validators::{self, ByteReader, Limits, Status, Verdict};
@@ -153,6 +154,8 @@ pub struct Claims {
     /// (position, n) → verdict, shared by the JPEG searches (their windows
     /// overlap: each cluster is examined once per carving, not once per search).
     entropy: std::collections::BTreeMap<(u64, u64), bool>,
+    /// The validation stage's JPEG verdicts.
+    known: Option<Arc<KnownJpegs>>,
 }
 
 /// Positions of one signature in a stretch `[lo, hi)` of the image, shared by
@@ -182,6 +185,8 @@ const MAX_INDEXED: usize = 1 << 18;
 const MAX_SPAN: u64 = 512 << 20;
 /// Bytes searched per read when an index grows.
 const INDEX_PIECE: usize = 1 << 20;
+/// Least an index grows by.
+const INDEX_STEP: u64 = 1 << 20;
 
 impl PosIndex {
     /// Makes `[from, to)` indexed for `needle` at positions `≡ phase (mod
@@ -215,13 +220,18 @@ impl PosIndex {
         if self.overflow {
             return false;
         }
+        // Grown by at least `INDEX_STEP` at a time: callers ask for windows
+        // a little past the last one, and a read per small step would cost
+        // more than the bytes it searches.
         if from < self.lo {
             let lo = self.lo;
+            let from = from.min(lo.saturating_sub(INDEX_STEP));
             self.search(r, next_ok, from, lo);
             self.lo = from;
         }
         if to > self.hi {
             let hi = self.hi;
+            let to = to.max(hi.saturating_add(INDEX_STEP));
             self.search(r, next_ok, hi, to);
             self.hi = to;
         }
@@ -236,10 +246,11 @@ impl PosIndex {
     fn search(&mut self, r: &dyn ByteReader, next_ok: fn(u8) -> bool, from: u64, to: u64) {
         let finder = memchr::memmem::Finder::new(self.needle);
         let extra = self.needle.len();
-        let mut buf = vec![0u8; INDEX_PIECE + extra];
+        let piece = usize::try_from(to - from).map_or(INDEX_PIECE, |n| n.min(INDEX_PIECE));
+        let mut buf = vec![0u8; piece + extra];
         let mut pos = from;
         while pos < to && !self.overflow {
-            let span = (to - pos).min(INDEX_PIECE as u64);
+            let span = (to - pos).min(piece as u64);
             let want = span as usize + extra;
             let got = r.read_at(pos, &mut buf[..want]).min(want);
             for i in finder.find_iter(&buf[..got]) {
@@ -384,22 +395,17 @@ impl Fragments {
     /// by the window (`max_len`) or shortened by the ext2/3 indirect-block
     /// check are not the search's own kind of answer and are left out.
     pub fn note_jpeg(&mut self, start: u64, max_len: u64, verdict: Option<&Verdict>) {
-        let length = match verdict {
-            None => 0,
-            Some(v)
-                if v.length < max_len
-                    && !v
-                        .notes
-                        .iter()
-                        .any(|n| n.starts_with("ext2/3 indirect block")) =>
-            {
-                v.length
-            }
-            Some(_) => return,
-        };
-        if self.claims.jpeg_heads.len() < MAX_CLAIMS {
+        if let Some(length) = owner_length(max_len, verdict)
+            && self.claims.jpeg_heads.len() < MAX_CLAIMS
+        {
             self.claims.jpeg_heads.insert(start, length);
         }
+    }
+
+    /// Verdicts of JPEG headers validated ahead of the carver (by the
+    /// validation stage), consulted before a search decodes a JPEG itself.
+    pub fn share_jpegs(&mut self, known: Arc<KnownJpegs>) {
+        self.claims.known = Some(known);
     }
 
     /// The carver's hook: given the validator's verdict for a candidate,
@@ -464,6 +470,56 @@ impl Fragments {
             }
             (None, None) => (None, None),
         }
+    }
+}
+
+/// What the search would learn by validating the JPEG header itself: the
+/// validated length (0: not a JPEG), or `None` for a verdict that is not that
+/// kind of answer (cut by the window `max_len`, or shortened by the ext2/3
+/// indirect-block check).
+fn owner_length(max_len: u64, verdict: Option<&Verdict>) -> Option<u64> {
+    match verdict {
+        None => Some(0),
+        Some(v)
+            if v.length < max_len
+                && !v
+                    .notes
+                    .iter()
+                    .any(|n| n.starts_with("ext2/3 indirect block")) =>
+        {
+            Some(v.length)
+        }
+        Some(_) => None,
+    }
+}
+
+/// JPEG verdicts shared between the validation stage, which runs ahead of
+/// the carver on every core, and the fragment searches, which ask whether a
+/// JPEG stored contiguously owns a candidate second fragment: a header the
+/// stage has validated is not decoded again. Verdicts are pure functions of
+/// the image, so what a search finds here equals what it would compute.
+/// Bounded: past [`MAX_CLAIMS`] entries the lowest offsets are dropped.
+#[derive(Debug, Default)]
+pub struct KnownJpegs {
+    lengths: std::sync::Mutex<std::collections::BTreeMap<u64, u64>>,
+}
+
+impl KnownJpegs {
+    /// Records the validation stage's verdict for the JPEG header at `start`.
+    pub fn note(&self, start: u64, max_len: u64, verdict: Option<&Verdict>) {
+        let Some(length) = owner_length(max_len, verdict) else {
+            return;
+        };
+        let mut m = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
+        m.insert(start, length);
+        if m.len() > MAX_CLAIMS {
+            m.pop_first();
+        }
+    }
+
+    fn get(&self, start: u64) -> Option<u64> {
+        let m = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&start).copied()
     }
 }
 
@@ -1293,8 +1349,14 @@ mod jpeg {
             if p == start {
                 return false;
             }
-            let len = match b.claims.jpeg_heads.get(&p) {
-                Some(&l) => l,
+            let known = b
+                .claims
+                .jpeg_heads
+                .get(&p)
+                .copied()
+                .or_else(|| b.claims.known.as_ref().and_then(|k| k.get(p)));
+            let len = match known {
+                Some(l) => l,
                 None => {
                     // Whole validations, once per header per carving; not
                     // counted against the candidate budget but capped in number.

@@ -289,8 +289,11 @@ pub fn carve_scoped(
     let (vtx, vrx) = sync_channel::<Validated>(2);
     let own = (from, scope.own_end.unwrap_or(u64::MAX));
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let known = std::sync::Arc::new(fragments::KnownJpegs::default());
     let result = std::thread::scope(|s| {
+        let known_by_stage = known.clone();
         s.spawn(move || {
+            let known = known_by_stage;
             let bytes = ImageBytes::new(image);
             for batch in rx {
                 let mut profile = Profile::default();
@@ -302,6 +305,7 @@ pub fn carve_scoped(
                     own,
                     workers,
                     &mut profile,
+                    &known,
                 );
                 if vtx.send((batch, pre, profile)).is_err() {
                     break;
@@ -321,6 +325,7 @@ pub fn carve_scoped(
                 &found,
                 &done,
                 &carved_to,
+                known.clone(),
             )
         });
         let mut sink = |b: &BlockSpec, matches: &[Match]| -> Result<(), String> {
@@ -467,6 +472,7 @@ const PREVALIDATE_EVENTS: usize = 1 << 14;
 /// Verdicts for the non-ZIP header candidates of `batch`, computed on
 /// `workers` threads: `out[i]` is `Some(verdict)` for `batch[i]` when it was
 /// validated here.
+#[allow(clippy::too_many_arguments)]
 fn prevalidate(
     batch: &[Event],
     catalogue: &Catalogue,
@@ -475,6 +481,7 @@ fn prevalidate(
     (own_start, own_end): (u64, u64),
     workers: usize,
     profile: &mut Profile,
+    known: &fragments::KnownJpegs,
 ) -> Vec<Option<Option<validators::Verdict>>> {
     let jobs: Vec<(usize, u64, &str, u64)> = batch
         .iter()
@@ -499,13 +506,17 @@ fn prevalidate(
     type Timed<'v> = (usize, Option<validators::Verdict>, &'v str, f64);
     fn timed<'v>(
         bytes: &ImageBytes<'_>,
+        known: &fragments::KnownJpegs,
         (i, start, v, max_len): (usize, u64, &'v str, u64),
     ) -> Timed<'v> {
         let t0 = std::time::Instant::now();
         let verdict = validators::validate(v, bytes, start, Limits { max_len });
+        if v == "jpeg" {
+            known.note(start, max_len, verdict.as_ref());
+        }
         (i, verdict, v, t0.elapsed().as_secs_f64())
     }
-    let run = |job| timed(bytes, job);
+    let run = |job| timed(bytes, known, job);
     let mut record = |done: Vec<Timed>| {
         let mut per: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
         for (i, v, name, secs) in done {
@@ -620,6 +631,7 @@ fn carve_events(
     found: &std::sync::atomic::AtomicU64,
     done: &std::sync::atomic::AtomicBool,
     carved_to: &std::sync::atomic::AtomicU64,
+    known: std::sync::Arc<fragments::KnownJpegs>,
 ) -> Result<CarverTotals, CarveError> {
     let bytes = ImageBytes::new(image);
     let mut totals = CarverTotals::default();
@@ -629,6 +641,7 @@ fn carve_events(
     let mut resolved: Vec<(Candidate, extent::Extent)> = Vec::new();
     // >>> bifragment recovery (fragments.rs): state and the runs of proven joins.
     let mut frags = fragments::Fragments::new(opts.cluster_size);
+    frags.share_jpegs(known);
     let mut joined_runs: BTreeMap<(u64, usize), Vec<ByteRun>> = BTreeMap::new();
     // <<< bifragment recovery
     // Decided candidates wait here until no earlier one can still come, so
