@@ -35,6 +35,11 @@ pub struct Extent {
     pub length: u64,
     pub subtype: Option<String>,
     pub notes: Vec<String>,
+    /// A file in its own right wherever it lies: `Complete` by a validator
+    /// that checks content ([`super::validators::proves_content`]) and
+    /// starting on a cluster boundary. Inside a container whose payload was
+    /// not checked it is carved, not hidden as an embedded object.
+    pub standalone: bool,
 }
 
 impl Extent {
@@ -44,6 +49,7 @@ impl Extent {
             length: v.length,
             subtype: v.subtype,
             notes: v.notes,
+            standalone: false,
         }
     }
 
@@ -53,6 +59,7 @@ impl Extent {
             length,
             subtype: None,
             notes: vec![note],
+            standalone: false,
         }
     }
 }

@@ -211,6 +211,9 @@ pub struct Checkpoint {
     pub files: u64,
     /// Complete files that may still contain later ones: (start, end, id).
     pub parents: Vec<(u64, u64, u64)>,
+    /// Ids of those parents whose payload their validator did not check.
+    #[serde(default)]
+    pub opaque_parents: Vec<u64>,
     pub rejected: u64,
     /// Unvalidated candidates counted but not reported.
     #[serde(default)]
@@ -616,6 +619,8 @@ struct Parent {
     start: u64,
     end: u64,
     id: u64,
+    /// Its validator checked structure only ([`validators::proves_content`]).
+    opaque: bool,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -659,7 +664,12 @@ fn carve_events(
         parents = cp
             .parents
             .iter()
-            .map(|&(start, end, id)| Parent { start, end, id })
+            .map(|&(start, end, id)| Parent {
+                start,
+                end,
+                id,
+                opaque: cp.opaque_parents.contains(&id),
+            })
             .collect();
     }
 
@@ -763,7 +773,12 @@ fn carve_events(
                                     if v == "zip" {
                                         zip_cover.insert(c.start, end);
                                     }
-                                    if vd.status == Status::Complete {
+                                    // A container whose payload was not checked does not
+                                    // explain what lies in it (a fragmented MP4's `mdat`
+                                    // may hold other files' clusters).
+                                    if vd.status == Status::Complete
+                                        && validators::proves_content(v)
+                                    {
                                         complete_cover.insert(c.start, end);
                                     }
                                 }
@@ -772,7 +787,13 @@ fn carve_events(
                                         if verdict.length >= t.min_size.min(max_len)
                                             && verdict.length > 0 =>
                                     {
-                                        resolved.push((c, extent::Extent::from_verdict(verdict)))
+                                        let mut ext = extent::Extent::from_verdict(verdict);
+                                        ext.standalone = ext.status == Status::Complete
+                                            && validators::proves_content(v)
+                                            && c.start.is_multiple_of(
+                                                frags.cluster_for(c.start).max(512),
+                                            );
+                                        resolved.push((c, ext))
                                     }
                                     _ => totals.rejected += 1,
                                 }
@@ -823,6 +844,11 @@ fn carve_events(
                                 frontier: frontier.min(image.len()),
                                 files: totals.found,
                                 parents: parents.iter().map(|p| (p.start, p.end, p.id)).collect(),
+                                opaque_parents: parents
+                                    .iter()
+                                    .filter(|p| p.opaque)
+                                    .map(|p| p.id)
+                                    .collect(),
                                 rejected: totals.rejected,
                                 unreported: totals.unreported,
                             };
@@ -857,6 +883,7 @@ fn carve_events(
             frontier: image.len(),
             files: totals.found,
             parents: Vec::new(),
+            opaque_parents: Vec::new(),
             rejected: totals.rejected,
             unreported: totals.unreported,
         })
@@ -997,11 +1024,25 @@ fn plan(
 ) -> Planned {
     let t = &catalogue.types[c.type_index];
     parents.retain(|p| p.end > c.start);
-    let parent = parents
+    let container = parents
         .iter()
         .rev()
-        .find(|p| p.start <= c.start && c.start < p.end)
-        .map(|p| p.id);
+        .find(|p| p.start <= c.start && c.start < p.end);
+    // A file proven by its own content checks, on a cluster boundary, inside
+    // a container that only added up its structure: the container is the
+    // suspect (fragmented, its payload someone else's clusters), not the file.
+    let mut own_note = None;
+    let parent = match container {
+        Some(p) if p.opaque && ext.standalone => {
+            own_note = Some(format!(
+                "inside file {} whose validator checked its structure, not its payload; proven by its own checks and on a cluster boundary: carved as a file of its own",
+                p.id
+            ));
+            None
+        }
+        Some(p) => Some(p.id),
+        None => None,
+    };
     totals.found += 1;
     let id = totals.found;
     let file_type = ext.subtype.clone().unwrap_or_else(|| t.name.clone());
@@ -1030,6 +1071,7 @@ fn plan(
         validator: t.validator.clone(),
         notes: ext.notes,
     };
+    file.notes.extend(own_note);
     // The files a carving keeps: written, or with --no-write hashed so that
     // `extract` can be checked against the report later.
     let kept = opts.keep.contains(&ext.status) && (parent.is_none() || opts.keep_embedded);
@@ -1056,6 +1098,10 @@ fn plan(
             start: c.start,
             end: first_run_end,
             id,
+            opaque: !t
+                .validator
+                .as_deref()
+                .is_some_and(validators::proves_content),
         });
     }
     Planned { file, action }

@@ -12,7 +12,7 @@
 //!
 //! Entry point: [`validate`] by name (see [`VALIDATORS`]); one module per
 //! format (`jpeg`, `png`, `gif`, `bmp`, `tiff`, `pdf`, `zip`, `sqlite`,
-//! `ole2`, `riff`, `mp4`, `mp3`, `ogg`, `flac`, `gzip`, `elf`, `pe`), each
+//! `ole2`, `riff`, `mp4`, `mpeg`, `mp3`, `ogg`, `flac`, `gzip`, `elf`, `pe`), each
 //! documenting its structure, checks and verdicts. Shared conventions:
 //!
 //! * a validator sees the image through [`read::Src`], the window
@@ -166,6 +166,7 @@ pub mod jpeg;
 mod jpeg_reference;
 pub mod mp3;
 pub mod mp4;
+pub mod mpeg;
 pub mod ogg;
 pub mod ole2;
 pub mod pdf;
@@ -195,6 +196,7 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("ole2", ole2::validate),
     ("riff", riff::validate),
     ("mp4", mp4::validate),
+    ("mpeg", mpeg::validate),
     ("mp3", mp3::validate),
     ("ogg", ogg::validate),
     ("flac", flac::validate),
@@ -203,10 +205,20 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("pe", pe::validate),
 ];
 
+/// True for the validators whose `Complete` verdict checks the file's
+/// content, not only its structure: every byte is covered by a CRC (PNG, ZIP,
+/// gzip, Ogg, FLAC) or by a full entropy decode (JPEG). A `Complete` from the
+/// others (MP4 and RIFF box sizes, TIFF and OLE2 tables, PDF cross-references,
+/// ELF/PE headers...) says that the structure adds up; the payload between
+/// its tables (`mdat`, `movi`, strips, streams, sections) is opaque.
+pub fn proves_content(validator: &str) -> bool {
+    matches!(validator, "jpeg" | "png" | "zip" | "gzip" | "ogg" | "flac")
+}
+
 /// The names [`validate`] accepts.
 pub const VALIDATORS: &[&str] = &[
-    "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mp3",
-    "ogg", "flac", "gzip", "elf", "pe",
+    "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
+    "mp3", "ogg", "flac", "gzip", "elf", "pe",
 ];
 
 /// Runs the validator named `validator` on the candidate at `start`.

@@ -47,6 +47,12 @@ impl<'a> Src<'a> {
         }
     }
 
+    /// Image offset of the window's first byte (the candidate's offset), for
+    /// checks of alignment to the image's sectors.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
     /// Length of the window (what a validator may read and report at most).
     pub fn len(&self) -> u64 {
         self.len
