@@ -159,7 +159,6 @@ pub fn validate(src: Src) -> Option<Verdict> {
 mod tests {
     use super::super::Status;
     use super::super::testutil::run;
-    use super::*;
 
     /// An MPEG-1 pack header with valid marker bits.
     fn pack1() -> Vec<u8> {
