@@ -36,9 +36,9 @@ pub struct Extent {
     pub subtype: Option<String>,
     pub notes: Vec<String>,
     /// A file in its own right wherever it lies: `Complete` by a validator
-    /// that checks content ([`super::validators::proves_content`]) and
-    /// starting on a cluster boundary. Inside a container whose payload was
-    /// not checked it is carved, not hidden as an embedded object.
+    /// ([`super::validators::stands_alone`]) and starting on a cluster
+    /// boundary. Inside a container whose payload was not checked it is
+    /// carved, not hidden as an embedded object.
     pub standalone: bool,
 }
 

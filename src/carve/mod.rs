@@ -789,7 +789,7 @@ fn carve_events(
                                     {
                                         let mut ext = extent::Extent::from_verdict(verdict);
                                         ext.standalone = ext.status == Status::Complete
-                                            && validators::proves_content(v)
+                                            && validators::stands_alone(v)
                                             && c.start.is_multiple_of(
                                                 frags.cluster_for(c.start).max(512),
                                             );
@@ -1028,14 +1028,14 @@ fn plan(
         .iter()
         .rev()
         .find(|p| p.start <= c.start && c.start < p.end);
-    // A file proven by its own content checks, on a cluster boundary, inside
-    // a container that only added up its structure: the container is the
+    // A file complete by its own checks, on a cluster boundary, inside a
+    // container that only added up its structure: the container is the
     // suspect (fragmented, its payload someone else's clusters), not the file.
     let mut own_note = None;
     let parent = match container {
         Some(p) if p.opaque && ext.standalone => {
             own_note = Some(format!(
-                "inside file {} whose validator checked its structure, not its payload; proven by its own checks and on a cluster boundary: carved as a file of its own",
+                "inside file {} whose validator checked its structure, not its payload; complete by its own checks and on a cluster boundary: carved as a file of its own",
                 p.id
             ));
             None

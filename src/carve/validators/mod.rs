@@ -12,7 +12,8 @@
 //!
 //! Entry point: [`validate`] by name (see [`VALIDATORS`]); one module per
 //! format (`jpeg`, `png`, `gif`, `bmp`, `tiff`, `pdf`, `zip`, `sqlite`,
-//! `ole2`, `riff`, `mp4`, `mpeg`, `mp3`, `ogg`, `flac`, `gzip`, `elf`, `pe`), each
+//! `ole2`, `riff`, `mp4`, `mpeg`, `mp3`, `ogg`, `flac`, `gzip`, `elf`, `pe`,
+//! `text`), each
 //! documenting its structure, checks and verdicts. Shared conventions:
 //!
 //! * a validator sees the image through [`read::Src`], the window
@@ -174,6 +175,7 @@ pub mod pe;
 pub mod png;
 pub mod riff;
 pub mod sqlite;
+pub mod text;
 pub mod tiff;
 pub mod zip;
 
@@ -203,6 +205,7 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("gzip", gzip::validate),
     ("elf", elf::validate),
     ("pe", pe::validate),
+    ("text", text::validate),
 ];
 
 /// True for the validators whose `Complete` verdict checks the file's
@@ -215,10 +218,21 @@ pub fn proves_content(validator: &str) -> bool {
     matches!(validator, "jpeg" | "png" | "zip" | "gzip" | "ogg" | "flac")
 }
 
+/// True for the validators whose `Complete` verdict, on a cluster boundary,
+/// makes a file in its own right even inside another file whose payload was
+/// not checked: a structure that adds up over its whole length (RIFF chunk
+/// sizes, MP4 boxes, OLE2 tables, MPEG packs...) does not arise by chance in
+/// someone else's payload, so it is the container that is suspect
+/// (fragmented). Not MP3: a few frames of an AVI's or MP4's audio track
+/// chain like an MP3 file.
+pub fn stands_alone(validator: &str) -> bool {
+    validator != "mp3"
+}
+
 /// The names [`validate`] accepts.
 pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
-    "mp3", "ogg", "flac", "gzip", "elf", "pe",
+    "mp3", "ogg", "flac", "gzip", "elf", "pe", "text",
 ];
 
 /// Runs the validator named `validator` on the candidate at `start`.

@@ -1,0 +1,207 @@
+//! Plain text (scripts): UTF-8 text up to its first non-text byte.
+//!
+//! Text has no structure to walk: the file is the run of text that starts at
+//! the header (`#!/bin/...` for a script). Text bytes are tab, line feed,
+//! form feed, carriage return, escape, printable ASCII and well-formed UTF-8
+//! sequences; anything else (NUL, other control bytes, DEL, a bad UTF-8
+//! sequence) ends the run.
+//!
+//! * `None`: fewer than [`MIN_LEN`] text bytes, or no line break in the first
+//!   [`MAX_FIRST_LINE`] bytes (a shebang line is short).
+//! * `Complete`: the run ends on a 512-byte boundary of the image, or is
+//!   followed by zero bytes up to the next one (the slack of the file's last
+//!   cluster, as file systems leave it): that is where the file ends.
+//! * `Partial`: the run ends on other bytes (the cluster after it may be
+//!   another file's, or the file's own next fragment), or the window ends
+//!   first.
+//!
+//! Subtype from the interpreter on the `#!` line: `py`, `pl`, `rb`, `php`;
+//! otherwise none (`sh`).
+
+use super::Verdict;
+use super::read::Src;
+
+/// Fewest text bytes accepted.
+pub const MIN_LEN: u64 = 12;
+/// Longest first line accepted.
+const MAX_FIRST_LINE: usize = 1024;
+
+/// Length of the run of text at the start of `buf` (stopping before an
+/// incomplete UTF-8 sequence at its end), and whether a non-text byte ends it.
+fn text_run(buf: &[u8]) -> (usize, bool) {
+    let mut i = 0;
+    while i < buf.len() {
+        let b = buf[i];
+        match b {
+            b'\t' | b'\n' | 0x0C | b'\r' | 0x1B | 0x20..=0x7E => i += 1,
+            0x80.. => {
+                let n = match b {
+                    0xC2..=0xDF => 2,
+                    0xE0..=0xEF => 3,
+                    0xF0..=0xF4 => 4,
+                    _ => return (i, true),
+                };
+                let Some(seq) = buf.get(i..i + n) else {
+                    // Incomplete at the end of the buffer: the caller reads on.
+                    return (i, false);
+                };
+                if std::str::from_utf8(seq).is_err() {
+                    return (i, true);
+                }
+                i += n;
+            }
+            _ => return (i, true),
+        }
+    }
+    (i, false)
+}
+
+/// True when `end` is on a 512-byte boundary of the image or followed by
+/// zero bytes up to the next one.
+fn ends_cleanly(src: &Src, end: u64) -> bool {
+    let pad = (512 - src.base().saturating_add(end) % 512) % 512;
+    if pad == 0 {
+        return true;
+    }
+    let mut buf = [0u8; 512];
+    let Some(b) = buf.get_mut(..pad as usize) else {
+        return false;
+    };
+    src.read_exact(end, b) && b.iter().all(|&x| x == 0)
+}
+
+fn subtype(first_line: &[u8]) -> Option<&'static str> {
+    let line = String::from_utf8_lossy(first_line);
+    let interp = line
+        .split_whitespace()
+        .take(2)
+        .map(|w| w.rsplit('/').next().unwrap_or(w))
+        .find(|w| *w != "env" && !w.starts_with("#!"))
+        .or_else(|| line.trim_start_matches("#!").rsplit('/').next())?;
+    let interp = interp.trim();
+    if interp.starts_with("python") {
+        Some("py")
+    } else if interp.starts_with("perl") {
+        Some("pl")
+    } else if interp.starts_with("ruby") {
+        Some("rb")
+    } else if interp.starts_with("php") {
+        Some("php")
+    } else {
+        None
+    }
+}
+
+pub fn validate(src: Src) -> Option<Verdict> {
+    let mut buf = vec![0u8; 4096];
+    let mut pos = 0u64;
+    let mut first_line: Option<Vec<u8>> = None;
+    let end = loop {
+        let n = src.read(pos, &mut buf);
+        let Some(chunk) = buf.get(..n) else {
+            return None;
+        };
+        let (run, stopped) = text_run(chunk);
+        if first_line.is_none() {
+            let seen = pos as usize + run;
+            let head = &chunk[..run];
+            match memchr::memchr(b'\n', head) {
+                Some(nl) => first_line = Some(head[..nl].to_vec()),
+                None if seen >= MAX_FIRST_LINE || stopped || n < buf.len() => return None,
+                None => {}
+            }
+        }
+        pos += run as u64;
+        if stopped {
+            break pos;
+        }
+        if n < buf.len() {
+            // The window ends: at the image's end or at max_len.
+            if pos < MIN_LEN {
+                return None;
+            }
+            let mut v = Verdict::partial(pos, src.cut_note());
+            v.subtype = first_line.as_deref().and_then(subtype).map(str::to_string);
+            return Some(v);
+        }
+        if run == 0 {
+            // An incomplete UTF-8 sequence that the next read cannot complete.
+            break pos;
+        }
+    };
+    if end < MIN_LEN {
+        return None;
+    }
+    let mut v = if ends_cleanly(&src, end) {
+        let mut v = Verdict::complete(end);
+        v.notes
+            .push("text up to zero slack or a sector boundary".to_string());
+        v
+    } else {
+        Verdict::partial(
+            end,
+            format!("text runs into non-text bytes at {end} before the end of its sector"),
+        )
+    };
+    v.subtype = first_line.as_deref().and_then(subtype).map(str::to_string);
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Status;
+    use super::super::testutil::run;
+    use super::*;
+
+    #[test]
+    fn a_script_in_zero_slack_is_complete() {
+        let script = b"#!/bin/bash\n\necho \"A test only...\"\nexit 0\n";
+        let mut d = script.to_vec();
+        d.resize(1024, 0);
+        d.extend([0xAB; 512]);
+        let v = run("text", &d).expect("text");
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Complete, script.len() as u64)
+        );
+        assert_eq!(v.subtype, None);
+    }
+
+    #[test]
+    fn foreign_bytes_in_the_sector_make_it_partial() {
+        let mut d = b"#!/usr/bin/env python3\nprint('h\xc3\xa9')\n".to_vec();
+        let n = d.len() as u64;
+        d.extend([0x01, 0x99, 0x42]);
+        d.resize(512, 0x42);
+        let v = run("text", &d).expect("text");
+        assert_eq!((v.status, v.length), (Status::Partial, n));
+        assert_eq!(v.subtype.as_deref(), Some("py"));
+    }
+
+    #[test]
+    fn text_across_reads_and_utf8_split_at_a_read_boundary() {
+        let mut d = b"#!/usr/bin/perl\n".to_vec();
+        while d.len() < 4095 {
+            d.push(b'a');
+        }
+        d.extend("é".as_bytes()); // straddles the first 4 KiB read
+        d.extend(b"\nmore text\n");
+        let n = d.len() as u64;
+        d.resize(8192, 0);
+        let v = run("text", &d).expect("text");
+        assert_eq!((v.status, v.length), (Status::Complete, n));
+        assert_eq!(v.subtype.as_deref(), Some("pl"));
+    }
+
+    #[test]
+    fn not_text() {
+        assert!(run("text", b"#!/bin/sh").is_none()); // too short, no line
+        assert!(run("text", b"#!/bin\x00\x00\x00\x00\x00\x00\x00\x00\x00").is_none());
+        let long = [b'#', b'!']
+            .iter()
+            .copied()
+            .chain(std::iter::repeat_n(b'x', 2000));
+        assert!(run("text", &long.collect::<Vec<u8>>()).is_none());
+        assert!(run("text", b"#!/bin/sh\n\xff\xfe").is_none());
+    }
+}
