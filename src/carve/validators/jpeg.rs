@@ -226,6 +226,7 @@ fn walk(src: Src, d: &mut Damage, ctl: SnapCtl) -> (Option<Verdict>, Option<Snap
         history: None,
         budget: MAX_BLOCKS,
         snap: ctl,
+        inner: false,
     };
     let v = walk_inner(src, d, &mut tables);
     let got = tables.snap.got.take();
@@ -258,6 +259,8 @@ fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> 
     let mut scans = 0u32;
     let mut segments = 0u32;
     let mut progressive = false;
+    // Further images an MPF (multi-picture) index lists: (offset, size).
+    let mut mpf: Vec<(u64, u64)> = Vec::new();
     let cut = |src: &Src| Some(Verdict::partial(src.len(), src.cut_note()));
     // End of the last structure that was fully validated.
     let mut good_end: u64 = 2;
@@ -307,6 +310,21 @@ fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> 
                 if progressive {
                     v.notes.push(format!("progressive, {scans} scans"));
                 }
+                if !mpf.is_empty() {
+                    match mpf_end(&src, end, &mpf, tables.budget) {
+                        Some(all) => {
+                            v.length = all;
+                            v.notes.push(format!(
+                                "multi-picture (MPF): {} more image(s) after the first EOI, each decoded; the last ends at {all}",
+                                mpf.len()
+                            ));
+                        }
+                        None => v.notes.push(format!(
+                            "the MPF index lists {} more image(s) that are not intact after the first EOI: carved to the first image",
+                            mpf.len()
+                        )),
+                    }
+                }
                 if let Some(why) = undecoded_why {
                     v.notes.push(format!(
                         "{undecoded} scan(s) checked by marker walk only ({why})"
@@ -350,6 +368,9 @@ fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> 
                 segments,
                 format!("segment length {len} at {marker_pos}"),
             );
+        }
+        if m == 0xE2 && !tables.inner && mpf.is_empty() {
+            mpf = mpf_images(&src, body, len - 2);
         }
         // Per-marker checks on the first bytes of the segment.
         let ok = match m {
@@ -1230,6 +1251,93 @@ struct Scan {
 }
 
 /// Decoding state kept across segments.
+/// Most further images an MPF index may list.
+const MAX_MPF_IMAGES: usize = 64;
+
+/// The images other than the first that the MPF segment (`APP2` "MPF\0",
+/// CIPA DC-007) whose body of `n` bytes starts at `body` lists: (offset from
+/// the file's start, size). Offsets in the index count from the segment's
+/// TIFF header. Empty when the segment is not MPF or its index is unusable.
+fn mpf_images(src: &Src, body: u64, n: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    if n < 16 || !src.starts_with_at(body, b"MPF\0") {
+        return out;
+    }
+    let mp = body + 4;
+    let Some(order) = src.bytes::<2>(mp) else {
+        return out;
+    };
+    let le = match &order {
+        b"II" => true,
+        b"MM" => false,
+        _ => return out,
+    };
+    let u16at = |o: u64| if le { src.u16le(o) } else { src.u16be(o) };
+    let u32at = |o: u64| if le { src.u32le(o) } else { src.u32be(o) };
+    if u16at(mp + 2) != Some(42) {
+        return out;
+    }
+    let Some(ifd) = u32at(mp + 4).map(|o| mp + u64::from(o)) else {
+        return out;
+    };
+    let count = u16at(ifd).unwrap_or(0);
+    for i in 0..u64::from(count.min(64)) {
+        let e = ifd + 2 + 12 * i;
+        if u16at(e) != Some(0xB002) {
+            continue;
+        }
+        let (Some(bytes), Some(at)) = (u32at(e + 4), u32at(e + 8)) else {
+            return out;
+        };
+        let entries = (u64::from(bytes) / 16).min(MAX_MPF_IMAGES as u64 + 1);
+        for k in 0..entries {
+            let ent = mp + u64::from(at) + 16 * k;
+            let (Some(size), Some(off)) = (u32at(ent + 4), u32at(ent + 8)) else {
+                return Vec::new();
+            };
+            // The first image's offset is 0: it is this file's start.
+            if off != 0 && size >= 4 {
+                out.push((mp + u64::from(off), u64::from(size)));
+            }
+        }
+        break;
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Where a multi-picture file ends: every image the MPF index lists after
+/// the first (which ends at `first_end`) starts at or after it, in order, and
+/// validates as a complete JPEG of exactly its listed size. `None` when one
+/// of them is missing, damaged or cut.
+fn mpf_end(src: &Src, first_end: u64, images: &[(u64, u64)], budget: u64) -> Option<u64> {
+    let mut end = first_end;
+    for &(off, size) in images {
+        if off < end {
+            return None;
+        }
+        let sub = src.sub(off, size)?;
+        if sub.len() < size {
+            return None;
+        }
+        let mut tables = Tables {
+            dc: Default::default(),
+            ac: Default::default(),
+            restart: 0,
+            history: None,
+            budget,
+            snap: SnapCtl::default(),
+            inner: true,
+        };
+        let v = walk_inner(sub, &mut Damage::default(), &mut tables)?;
+        if v.status != super::Status::Complete || v.length != size {
+            return None;
+        }
+        end = off + size;
+    }
+    Some(end)
+}
+
 struct Tables {
     dc: [Option<Box<Huff>>; 4],
     ac: [Option<Box<Huff>>; 4],
@@ -1240,6 +1348,9 @@ struct Tables {
     /// decode many blocks from few bits).
     budget: u64,
     snap: SnapCtl,
+    /// Validating an image that an MPF index of another one lists: its own
+    /// MPF segment is not followed again.
+    inner: bool,
 }
 
 /// Blocks of a sequential scan from which building [`Huff::multi`] pays.
@@ -2018,6 +2129,88 @@ pub(crate) mod tests {
             "{:?}",
             v.notes
         );
+    }
+
+    /// A multi-picture file: a first JPEG whose APP2 MPF index lists a
+    /// second JPEG of `second.len()` bytes placed `gap` bytes after the
+    /// first EOI.
+    fn mpf_file(second: &[u8], gap: usize, little: bool) -> (Vec<u8>, usize) {
+        let u16b = |x: u16| {
+            if little {
+                x.to_le_bytes()
+            } else {
+                x.to_be_bytes()
+            }
+        };
+        let u32b = |x: u32| {
+            if little {
+                x.to_le_bytes()
+            } else {
+                x.to_be_bytes()
+            }
+        };
+        // Body: "MPF\0", TIFF header, IFD (2 entries), then the 2 MP entries.
+        let build = |off: u32, size1: u32| {
+            let mut d = b"MPF\0".to_vec();
+            d.extend_from_slice(if little { b"II" } else { b"MM" });
+            d.extend_from_slice(&u16b(42));
+            d.extend_from_slice(&u32b(8));
+            d.extend_from_slice(&u16b(2));
+            // B000 version, B002 MP entries (32 bytes at 8 + 2 + 24 + 4 = 38).
+            d.extend_from_slice(&u16b(0xB000));
+            d.extend_from_slice(&u16b(7));
+            d.extend_from_slice(&u32b(4));
+            d.extend_from_slice(b"0100");
+            d.extend_from_slice(&u16b(0xB002));
+            d.extend_from_slice(&u16b(7));
+            d.extend_from_slice(&u32b(32));
+            d.extend_from_slice(&u32b(38));
+            d.extend_from_slice(&u32b(0)); // next IFD
+            for (size, o) in [(size1, 0u32), (second.len() as u32, off)] {
+                d.extend_from_slice(&u32b(0x0003_0000));
+                d.extend_from_slice(&u32b(size));
+                d.extend_from_slice(&u32b(o));
+                d.extend_from_slice(&[0; 4]);
+            }
+            d
+        };
+        let first_len = jpeg(|v| seg(v, 0xE2, &build(0, 0)), 1).len();
+        // The MP header starts after SOI (2), APP2 marker+length (4), "MPF\0" (4).
+        let mp = 2 + 4 + 4;
+        let off = (first_len + gap - mp) as u32;
+        let mut v = jpeg(|v| seg(v, 0xE2, &build(off, first_len as u32)), 1);
+        assert_eq!(v.len(), first_len);
+        v.extend(std::iter::repeat_n(0u8, gap));
+        v.extend_from_slice(second);
+        (v, first_len)
+    }
+
+    #[test]
+    fn multi_picture_files_end_after_their_last_image() {
+        let second = jpeg(app0, 1);
+        for little in [true, false] {
+            for gap in [0, 3] {
+                let (mut d, _) = mpf_file(&second, gap, little);
+                let n = d.len() as u64;
+                d.extend_from_slice(&[0x42; 100]);
+                let v = run("jpeg", &d).expect("jpeg");
+                assert_eq!(
+                    (v.status, v.length),
+                    (Status::Complete, n),
+                    "{little} {gap}"
+                );
+                assert!(v.notes.iter().any(|x| x.contains("multi-picture")));
+            }
+        }
+        // The second image damaged or missing: the first image alone.
+        let (mut d, first) = mpf_file(&second, 0, true);
+        d[first + 1] = 0x00; // the second image's SOI
+        let v = run("jpeg", &d).expect("jpeg");
+        assert_eq!((v.status, v.length), (Status::Complete, first as u64));
+        assert!(v.notes.iter().any(|x| x.contains("not intact")));
+        let (d, first) = mpf_file(&second, 0, false);
+        let v = run("jpeg", &d[..first + 10]).expect("jpeg");
+        assert_eq!((v.status, v.length), (Status::Complete, first as u64));
     }
 
     #[test]

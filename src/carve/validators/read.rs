@@ -53,6 +53,18 @@ impl<'a> Src<'a> {
         self.base
     }
 
+    /// The window `[off, off + max_len)` of this one (clipped to it), for a
+    /// structure inside the file that is validated on its own.
+    pub fn sub(&self, off: u64, max_len: u64) -> Option<Src<'a>> {
+        let rest = self.len.checked_sub(off)?;
+        Some(Src {
+            r: self.r,
+            base: self.base.checked_add(off)?,
+            len: rest.min(max_len),
+            by_limit: self.by_limit || max_len < rest,
+        })
+    }
+
     /// Length of the window (what a validator may read and report at most).
     pub fn len(&self) -> u64 {
         self.len

@@ -98,9 +98,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut first_line: Option<Vec<u8>> = None;
     let end = loop {
         let n = src.read(pos, &mut buf);
-        let Some(chunk) = buf.get(..n) else {
-            return None;
-        };
+        let chunk = buf.get(..n)?;
         let (run, stopped) = text_run(chunk);
         if first_line.is_none() {
             let seen = pos as usize + run;
@@ -151,7 +149,6 @@ pub fn validate(src: Src) -> Option<Verdict> {
 mod tests {
     use super::super::Status;
     use super::super::testutil::run;
-    use super::*;
 
     #[test]
     fn a_script_in_zero_slack_is_complete() {
