@@ -317,14 +317,27 @@ fn batch_of_folders_one_failure_does_not_stop_the_others() {
     assert!(case.join("a.dd/report.jsonl").exists() && case.join("c.aa/report.xml").exists());
 }
 
-/// report.xml without its timing element.
+/// report.xml without its resource usage (`rusage`: times, memory, I/O counts).
 fn xml_sans_timing(p: &Path) -> String {
-    std::fs::read_to_string(p)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.contains("<clocktime>"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let text = std::fs::read_to_string(p).unwrap();
+    let mut out = Vec::new();
+    let mut in_rusage = false;
+    for l in text.lines() {
+        if l.contains("<rusage>") {
+            in_rusage = true;
+        }
+        if !in_rusage {
+            out.push(l);
+        }
+        if l.contains("</rusage>") {
+            in_rusage = false;
+        }
+    }
+    assert!(
+        text.contains("<rusage>") && text.contains("<clocktime>"),
+        "report.xml has no rusage"
+    );
+    out.join("\n")
 }
 
 fn carve(args: &[&str]) {
