@@ -14,35 +14,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// A raw drive image with known content (corpora/mkimage.py), or None with a note.
 fn image(dir: &Path, size: &str, seed: u32) -> Option<PathBuf> {
-    let out = dir.join("disk.img");
-    let st = Command::new("python3")
-        .args([
-            "corpora/mkimage.py",
-            "--fs",
-            "raw",
-            "--size",
-            size,
-            "--quiet",
-        ])
-        .arg("--seed")
-        .arg(seed.to_string())
-        .arg("--out")
-        .arg(&out)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output();
-    match st {
-        Ok(o) if o.status.success() => Some(out),
-        other => {
-            assert!(
-                !common::required("GPUCARVE_REQUIRE_SAMPLES"),
-                "corpora/mkimage.py failed: {other:?}"
-            );
-            eprintln!("note: cannot build an image here ({other:?}); check not run");
-            None
-        }
-    }
+    common::raw_image(dir, "disk.img", size, seed)
 }
 
 /// True when `tool` runs; otherwise a note, or a failure under GPUCARVE_REQUIRE_TOOLS=1.
@@ -61,11 +34,25 @@ fn have(tool: &str) -> bool {
     ok
 }
 
-fn carve(args: &[&str]) {
-    let o = common::run(args);
+/// `gpucarve carve IMG -o OUT -q --engine cpu EXTRA...`.
+fn carve_cpu(img: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    common::bin()
+        .arg("carve")
+        .arg(img)
+        .arg("-o")
+        .arg(out)
+        .args(["-q", "--engine", "cpu"])
+        .args(extra)
+        .output()
+        .expect("gpucarve")
+}
+
+/// [`carve_cpu`], which must succeed.
+fn carve(img: &Path, out: &Path, extra: &[&str]) {
+    let o = carve_cpu(img, out, extra);
     assert!(
         o.status.success(),
-        "{args:?}: {}",
+        "carve {extra:?}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
 }
@@ -137,19 +124,11 @@ fn report_xml_is_valid_dfxml() {
     // Everything a report can hold: partial and unvalidated files, embedded
     // files (not written: no filename, no hash, a note), all three hashes.
     let out = d.path().join("out");
-    carve(&[
-        "carve",
-        img.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-        "--engine",
-        "cpu",
-        "--keep",
-        "partial,unvalidated",
-        "--hash",
-        "sha256,md5,sha1",
-    ]);
+    carve(
+        &img,
+        &out,
+        &["--keep", "partial,unvalidated", "--hash", "sha256,md5,sha1"],
+    );
     let files = report(&out);
     assert!(files.len() > 10, "too few files: {}", files.len());
     assert!(
@@ -260,27 +239,18 @@ fn shard_and_merged_reports_are_valid_dfxml() {
     let mut parts = Vec::new();
     for i in 1..=2 {
         let out = d.path().join(format!("part{i}"));
-        carve(&[
-            "carve",
-            img.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-q",
-            "--engine",
-            "cpu",
-            "--shard",
-            &format!("{i}/2"),
-        ]);
+        carve(&img, &out, &["--shard", &format!("{i}/2")]);
         parts.push(out);
     }
     let merged = d.path().join("all");
-    carve(&[
-        "merge",
-        parts[0].to_str().unwrap(),
-        parts[1].to_str().unwrap(),
-        "-o",
-        merged.to_str().unwrap(),
-    ]);
+    let o = common::bin()
+        .arg("merge")
+        .args(&parts)
+        .arg("-o")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for p in parts.iter().chain([&merged]) {
         let (ok, err) = xmllint(&p.join("report.xml"));
         assert!(ok, "{}: {err}", p.display());
@@ -307,17 +277,7 @@ fn hashdeep_audits_every_carving_and_catches_a_changed_file() {
         ("all", vec!["--hash", "md5,sha1,sha256"]),
     ] {
         let out = d.path().join(name);
-        let mut a = vec![
-            "carve",
-            img.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-q",
-            "--engine",
-            "cpu",
-        ];
-        a.extend(extra);
-        carve(&a);
+        carve(&img, &out, &extra);
         let written: Vec<Value> = report(&out)
             .into_iter()
             .filter(|f| f["path"].is_string())
@@ -385,18 +345,7 @@ fn every_report_carries_the_chosen_hashes() {
         return;
     };
     let out = d.path().join("out");
-    carve(&[
-        "carve",
-        img.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-        "--engine",
-        "cpu",
-        "--hash",
-        "sha1",
-        "--hash-image",
-    ]);
+    carve(&img, &out, &["--hash", "sha1", "--hash-image"]);
     let files = report(&out);
     let written: Vec<&Value> = files.iter().filter(|f| f["path"].is_string()).collect();
     assert!(!written.is_empty());
@@ -445,16 +394,7 @@ fn every_report_carries_the_chosen_hashes() {
     assert_eq!(meta["hashes"], serde_json::json!(["sha1"]));
     assert!(meta["image_hashes"]["sha1"].is_string());
     // --resume with another hash set is refused (the reports would mix sets).
-    let o = common::run(&[
-        "carve",
-        img.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-        "--engine",
-        "cpu",
-        "--resume",
-    ]);
+    let o = carve_cpu(&img, &out, &["--resume"]);
     assert!(!o.status.success());
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("hashed with --hash sha1"),

@@ -25,25 +25,7 @@ fn repo() -> &'static Path {
 }
 
 fn image(dir: &Path, seed: u32) -> PathBuf {
-    let out = dir.join("disk.img");
-    let o = Command::new("python3")
-        .args([
-            "corpora/mkimage.py",
-            "--fs",
-            "raw",
-            "--size",
-            "16MiB",
-            "--quiet",
-        ])
-        .arg("--seed")
-        .arg(seed.to_string())
-        .arg("--out")
-        .arg(&out)
-        .current_dir(repo())
-        .output()
-        .expect("python3");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    out
+    common::raw_image(dir, "disk.img", "16MiB", seed).expect("corpora/mkimage.py")
 }
 
 /// PATH with the gpucarve under test first, as a user's installed one would be.
@@ -99,26 +81,6 @@ fn entries_sans_ids(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// report.xml without what differs between any two runs: resource usage,
-/// command line, start time, file ids.
-fn xml_sans_run(dir: &Path) -> String {
-    let text = std::fs::read_to_string(dir.join("report.xml")).unwrap();
-    let mut out = Vec::new();
-    let mut in_rusage = false;
-    for l in text.lines() {
-        in_rusage |= l.contains("<rusage>");
-        if !in_rusage
-            && !l.contains("<command_line>")
-            && !l.contains("<start_time>")
-            && !l.trim_start().starts_with("<id>")
-        {
-            out.push(l);
-        }
-        in_rusage &= !l.contains("</rusage>");
-    }
-    out.join("\n")
-}
-
 /// hashes.txt rows with paths relative to the output folder.
 fn hash_rows(dir: &Path) -> Vec<String> {
     let root = format!("{}/", dir.display());
@@ -134,7 +96,10 @@ fn assert_same_carving(merged: &Path, single: &Path) {
     let (m, s) = (entries_sans_ids(merged), entries_sans_ids(single));
     assert!(s.len() > 10, "too few files to compare: {}", s.len());
     assert_eq!(m, s, "merged report.jsonl differs from a single run's");
-    assert_eq!(xml_sans_run(merged), xml_sans_run(single));
+    assert_eq!(
+        common::dfxml_sans_run(&merged.join("report.xml")),
+        common::dfxml_sans_run(&single.join("report.xml"))
+    );
     assert_eq!(hash_rows(merged), hash_rows(single));
 }
 

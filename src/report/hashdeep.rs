@@ -124,6 +124,30 @@ mod tests {
     use super::*;
     use crate::carve::ByteRun;
 
+    /// A written 3-byte JPEG with these digests.
+    fn written(sha256: Option<&str>, md5: Option<&str>, sha1: Option<&str>) -> CarvedFile {
+        CarvedFile {
+            id: 1,
+            file_type: "jpeg".into(),
+            family: "jpeg".into(),
+            status: "complete".into(),
+            offset: 0,
+            length: 3,
+            byte_runs: vec![ByteRun {
+                file_offset: 0,
+                img_offset: 0,
+                len: 3,
+            }],
+            sha256: sha256.map(str::to_string),
+            md5: md5.map(str::to_string),
+            sha1: sha1.map(str::to_string),
+            parent: None,
+            path: Some("jpeg/0.jpg".into()),
+            validator: None,
+            notes: vec![],
+        }
+    }
+
     #[test]
     fn paths_fold_like_hashdeep() {
         assert_eq!(
@@ -147,26 +171,7 @@ mod tests {
             "gpucarve carve d.dd -o /cases/c1",
         )
         .unwrap();
-        let mut f = CarvedFile {
-            id: 1,
-            file_type: "jpeg".into(),
-            family: "jpeg".into(),
-            status: "complete".into(),
-            offset: 0,
-            length: 3,
-            byte_runs: vec![ByteRun {
-                file_offset: 0,
-                img_offset: 0,
-                len: 3,
-            }],
-            sha256: Some("S256".into()),
-            md5: Some("M5".into()),
-            sha1: Some("S1".into()),
-            parent: None,
-            path: Some("jpeg/0.jpg".into()),
-            validator: None,
-            notes: vec![],
-        };
+        let mut f = written(Some("S256"), Some("M5"), Some("S1"));
         l.file(&f).unwrap();
         f.path = None; // not written: not listed
         l.file(&f).unwrap();
@@ -181,22 +186,7 @@ mod tests {
     fn a_written_file_without_a_chosen_hash_is_an_error() {
         let mut l =
             HashdeepList::new(Vec::new(), Path::new("/c"), HashChoice::DEFAULT, "x").unwrap();
-        let f = CarvedFile {
-            id: 1,
-            file_type: "jpeg".into(),
-            family: "jpeg".into(),
-            status: "complete".into(),
-            offset: 0,
-            length: 3,
-            byte_runs: vec![],
-            sha256: Some("S".into()),
-            md5: None,
-            sha1: None,
-            parent: None,
-            path: Some("jpeg/0.jpg".into()),
-            validator: None,
-            notes: vec![],
-        };
+        let f = written(Some("S"), None, None);
         assert!(l.file(&f).is_err());
     }
 }
