@@ -180,6 +180,7 @@ fn slurm_job_array_then_merge_equals_one_run() {
         .filter(|t| {
             !Command::new("sh")
                 .args(["-c", &format!("PATH=$PATH:/usr/sbin:/sbin command -v {t}")])
+                .stdout(std::process::Stdio::null())
                 .status()
                 .is_ok_and(|s| s.success())
         })

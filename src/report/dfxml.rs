@@ -265,3 +265,122 @@ fn rusage() -> Option<Rusage> {
         oublock: ru.ru_oublock as i64,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::carve::ByteRun;
+
+    fn info() -> RunInfo {
+        RunInfo {
+            image: "/cases/d\u{1}isk & <x>.dd".into(),
+            image_len: 4096,
+            command_line: "gpucarve carve 'd.dd'".into(),
+            version: "0.1.0".into(),
+            start_time: "2026-01-02T03:04:05Z".into(),
+            sector_size: 512,
+            hashes: "sha1,sha256".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn document_order_namespaces_and_escaping() {
+        let mut r = DfxmlReport::new(Vec::new(), &info()).unwrap();
+        r.file(&CarvedFile {
+            id: 7,
+            file_type: "png".into(),
+            family: "png".into(),
+            status: "complete".into(),
+            offset: 512,
+            length: 100,
+            byte_runs: vec![ByteRun {
+                file_offset: 0,
+                img_offset: 512,
+                len: 100,
+            }],
+            sha256: Some("s256".into()),
+            md5: Some("m5".into()), // not chosen: not written
+            sha1: Some("s1".into()),
+            parent: Some(3),
+            path: Some("png/512.png".into()),
+            validator: Some("png".into()),
+            notes: vec!["a < b".into()],
+        })
+        .unwrap();
+        let text = String::from_utf8(r.finish(1.5, Some("disk full")).unwrap()).unwrap();
+        let doc = roxmltree::Document::parse(&text).unwrap();
+        let root = doc.root_element();
+        assert_eq!(root.tag_name().namespace(), Some(XMLNS_DFXML));
+        let top: Vec<&str> = root
+            .children()
+            .filter(|n| n.is_element())
+            .map(|n| n.tag_name().name())
+            .collect();
+        assert_eq!(
+            top,
+            [
+                "metadata",
+                "creator",
+                "source",
+                "diskimageobject",
+                "fileobject",
+                "rusage",
+                "incomplete"
+            ]
+        );
+        let gc = |n: roxmltree::Node, name: &str| {
+            n.children()
+                .find(|c| c.has_tag_name((XMLNS_GC, name)))
+                .and_then(|c| c.text())
+                .map(str::to_string)
+        };
+        assert_eq!(gc(root, "incomplete").as_deref(), Some("disk full"));
+        let image = root
+            .descendants()
+            .find(|n| n.has_tag_name("image_filename"))
+            .and_then(|n| n.text())
+            .unwrap();
+        assert_eq!(image, "/cases/d\u{FFFD}isk & <x>.dd");
+        let f = root
+            .children()
+            .find(|n| n.has_tag_name("fileobject"))
+            .unwrap();
+        let hashes: Vec<(&str, &str)> = f
+            .children()
+            .filter(|c| c.has_tag_name((XMLNS_DFXML, "hashdigest")))
+            .map(|c| (c.attribute("type").unwrap(), c.text().unwrap()))
+            .collect();
+        assert_eq!(hashes, [("sha256", "s256"), ("sha1", "s1")]);
+        assert_eq!(gc(f, "parent").as_deref(), Some("3"));
+        assert_eq!(gc(f, "note").as_deref(), Some("a < b"));
+        let run = f
+            .descendants()
+            .find(|n| n.has_tag_name("byte_run"))
+            .unwrap();
+        assert_eq!(run.attribute("file_offset"), Some("0"));
+        assert_eq!(run.attribute("img_offset"), Some("512"));
+        assert_eq!(run.attribute("len"), Some("100"));
+        let rusage: Vec<&str> = root
+            .children()
+            .find(|n| n.has_tag_name("rusage"))
+            .unwrap()
+            .children()
+            .filter(|n| n.is_element())
+            .map(|n| n.tag_name().name())
+            .collect();
+        assert_eq!(
+            rusage,
+            [
+                "utime",
+                "stime",
+                "maxrss",
+                "minflt",
+                "majflt",
+                "nswap",
+                "inblock",
+                "oublock",
+                "clocktime"
+            ]
+        );
+    }
+}
