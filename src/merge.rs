@@ -108,10 +108,8 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
     let mut parents: Vec<(u64, u64, u64)> = Vec::new(); // (start, end, id)
     let mut id = 0u64;
     for (meta, dir, files) in &parts {
-        let mut renumber = std::collections::HashMap::new();
         for f in files {
             id += 1;
-            renumber.insert(f.id, id);
             let mut g = f.clone();
             g.id = id;
             parents.retain(|p| p.1 > g.offset);
