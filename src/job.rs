@@ -6,21 +6,21 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
-
-use sha2::{Digest, Sha256};
 
 use crate::carve::{CarveOptions, CarveScope, CarveSummary, CarvedFile, OutputDir, carve_scoped};
 use crate::catalogue::Catalogue;
 use crate::engine::{EngineChoice, build_engines};
+use crate::hashing::{Digests, HashChoice, Hasher};
 use crate::journal::{self, Journal};
 use crate::report::CarveReport;
 use crate::report::dfxml::DfxmlReport;
+use crate::report::hashdeep::{HASHES, HashdeepList};
 use crate::report::jsonl::JsonlReport;
 use crate::report::{Fanout, RunInfo, audit, rfc3339};
 use crate::scan::ScanOptions;
-use crate::source::{Damage, Image, open_any_with};
+use crate::source::{Damage, Image, open_any, open_any_with};
 
 /// Everything a carving job needs.
 #[derive(Clone, Debug)]
@@ -42,9 +42,12 @@ pub struct CarveJob {
     pub resume: bool,
 }
 
-/// `run.json` in the output folder: what `--resume` and `gpucarve merge` need to know.
+/// `run.json` in the output folder: what `--resume`, `gpucarve merge` and
+/// `gpucarve extract` need to know.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RunMeta {
+    /// The image's absolute path ([`absolute_image_path`]; carvings from
+    /// before it recorded the path as typed).
     pub image: String,
     pub image_len: u64,
     pub container: String,
@@ -56,9 +59,121 @@ pub struct RunMeta {
     pub write: bool,
     pub hash_unwritten: bool,
     pub keep_embedded: bool,
+    /// The `--hash` algorithms (sha256 and md5 for carvings from before the option).
+    #[serde(default)]
+    pub hashes: HashChoice,
+    /// The whole image's digests, with `--hash-image` (recorded when the carving ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_hashes: Option<Digests>,
 }
 
 pub const RUN_META: &str = "run.json";
+
+impl RunMeta {
+    /// Reads `dir/run.json`.
+    pub fn read(dir: &Path) -> Result<RunMeta, String> {
+        let p = dir.join(RUN_META);
+        let t = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_json::from_str(&t).map_err(|e| format!("{}: {e}", p.display()))
+    }
+
+    /// Writes `dir/run.json`.
+    pub fn write(&self, dir: &Path) -> Result<(), String> {
+        let p = dir.join(RUN_META);
+        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
+    }
+}
+
+/// The image path the reports record: absolute, so that `extract` finds the
+/// image from any folder (`-`, standard input, stays `-`). `..` is kept: with
+/// symbolic links it is not the parent folder.
+pub fn absolute_image_path(image: &Path) -> String {
+    if image == Path::new("-") {
+        return "-".into();
+    }
+    std::path::absolute(image)
+        .unwrap_or_else(|_| image.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// The image a carving was of, as its output folder records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedImage {
+    pub path: PathBuf,
+    /// Its size in bytes (the logical media: decoded E01, joined split raw).
+    pub len: Option<u64>,
+    /// Its digests, when the carving hashed it (`--hash-image`).
+    pub hashes: Option<Digests>,
+}
+
+/// Reads the image record of the carving in `dir`: `run.json`, or for
+/// carvings without one the `image:` and `image size:` lines of `audit.txt`.
+pub fn recorded_image(dir: &Path) -> Option<RecordedImage> {
+    if let Ok(m) = RunMeta::read(dir) {
+        return Some(RecordedImage {
+            path: PathBuf::from(m.image),
+            len: Some(m.image_len),
+            hashes: m.image_hashes,
+        });
+    }
+    let audit = std::fs::read_to_string(dir.join("audit.txt")).ok()?;
+    let field = |name: &str| {
+        audit
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    Some(RecordedImage {
+        path: PathBuf::from(field("image:")?),
+        len: field("image size:").and_then(|v| v.trim_end_matches(" bytes").parse().ok()),
+        hashes: None,
+    })
+}
+
+/// Opens the image the carving in `dir` was of, for `gpucarve extract`:
+/// `given` (`--image`) or the recorded path. An image whose size differs from
+/// the recorded one is refused; a recorded image that is not there is named,
+/// with the hint that `--image` points elsewhere.
+pub fn open_carved_image(dir: &Path, given: Option<&Path>) -> Result<(Image, PathBuf), String> {
+    let rec = recorded_image(dir);
+    let describe = |r: &RecordedImage| match r.len {
+        Some(n) => format!("{} ({n} bytes)", r.path.display()),
+        None => r.path.display().to_string(),
+    };
+    let (path, img) = match (given, &rec) {
+        (Some(p), _) => (p.to_path_buf(), open_any(p).map_err(|e| e.to_string())?),
+        (None, Some(r)) => {
+            let img = open_any(&r.path).map_err(|e| {
+                format!(
+                    "{}: the carving was of {}, which cannot be opened ({e}); give --image PATH if the image is elsewhere",
+                    dir.display(),
+                    describe(r)
+                )
+            })?;
+            (r.path.clone(), img)
+        }
+        (None, None) => {
+            return Err(format!(
+                "{}: no run.json or audit.txt naming the image beside the report; give --image",
+                dir.display()
+            ));
+        }
+    };
+    if let Some(r) = &rec
+        && let Some(want) = r.len
+        && img.len() != want
+    {
+        return Err(format!(
+            "{}: {} bytes, but the carving was of {}: not the same image, refusing to extract from it",
+            path.display(),
+            img.len(),
+            describe(r)
+        ));
+    }
+    Ok((img, path))
+}
 
 /// Everything a batch wants to know about one job, failed or not.
 #[derive(Clone, Debug, Default)]
@@ -90,9 +205,9 @@ fn count_files(summary: &mut CarveSummary, files: &[CarvedFile]) {
     }
 }
 
-/// sha256 of the whole image, read sequentially (run beside the scan).
-fn hash_image(image: &Image) -> Result<String, String> {
-    let mut sha = Sha256::new();
+/// The chosen digests of the whole image, read sequentially (run beside the scan).
+fn hash_image(image: &Image, hashes: HashChoice) -> Result<Digests, String> {
+    let mut hasher = Hasher::new(hashes);
     let mut buf = vec![0u8; 4 << 20];
     let mut off = 0u64;
     while off < image.len() {
@@ -100,10 +215,10 @@ fn hash_image(image: &Image) -> Result<String, String> {
         if n == 0 {
             return Err(format!("image ended early at byte {off} while hashing"));
         }
-        sha.update(&buf[..n]);
+        hasher.update(&buf[..n]);
         off += n as u64;
     }
-    Ok(sha.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hasher.finish())
 }
 
 /// Bytes reserved for `audit.txt` at the start of a job.
@@ -162,12 +277,16 @@ impl CarveJob {
         }
         // Resuming: what the interrupted run had finished.
         let resumed = if self.resume {
-            let meta_path = self.out_dir.join(RUN_META);
-            let meta: RunMeta = std::fs::read_to_string(&meta_path)
-                .map_err(|e| format!("{}: {e} (nothing to resume)", meta_path.display()))
-                .and_then(|t| {
-                    serde_json::from_str(&t).map_err(|e| format!("{}: {e}", meta_path.display()))
-                })?;
+            let meta =
+                RunMeta::read(&self.out_dir).map_err(|e| format!("{e} (nothing to resume)"))?;
+            if meta.hashes != self.carve.hashes {
+                return Err(format!(
+                    "{}: the interrupted carving hashed with --hash {}; this one asks for {}: not resuming",
+                    self.out_dir.display(),
+                    meta.hashes,
+                    self.carve.hashes
+                ));
+            }
             let (files, cp) = journal::read(&self.out_dir)?;
             Some((meta, files, cp))
         } else {
@@ -205,7 +324,7 @@ impl CarveJob {
             .map_err(|e| e.to_string())?;
         let started = SystemTime::now();
         let info = RunInfo {
-            image: self.image.display().to_string(),
+            image: absolute_image_path(&self.image),
             image_len: image.len(),
             command_line: resumed
                 .as_ref()
@@ -215,9 +334,11 @@ impl CarveJob {
                 .as_ref()
                 .map_or_else(|| rfc3339(started), |r| r.0.start_time.clone()),
             sector_size: 512,
+            hashes: self.carve.hashes,
         };
-        if resumed.is_none() {
-            let meta = RunMeta {
+        let mut meta = match &resumed {
+            Some((m, _, _)) => m.clone(),
+            None => RunMeta {
                 image: info.image.clone(),
                 image_len: image.len(),
                 container: outcome.container.clone(),
@@ -233,19 +354,28 @@ impl CarveJob {
                 write: self.carve.write,
                 hash_unwritten: self.carve.hash_unwritten,
                 keep_embedded: self.carve.keep_embedded,
-            };
-            let text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
-            std::fs::write(self.out_dir.join(RUN_META), text)
-                .map_err(|e| format!("{}: {e}", self.out_dir.join(RUN_META).display()))?;
+                hashes: self.carve.hashes,
+                image_hashes: None,
+            },
+        };
+        if resumed.is_none() {
+            meta.write(&self.out_dir)?;
         }
         let open = |name: &str| -> Result<BufWriter<File>, String> {
             out.create_report(name)
                 .map(BufWriter::new)
                 .map_err(|e| e.to_string())
         };
-        let mut jsonl = JsonlReport::new(open("report.jsonl")?);
+        let mut jsonl = JsonlReport::new(open("report.jsonl")?, info.hashes);
         let mut dfxml =
             DfxmlReport::new(open("report.xml")?, &info).map_err(|e| format!("report.xml: {e}"))?;
+        let mut hashlist = HashdeepList::new(
+            open(HASHES)?,
+            &self.out_dir,
+            info.hashes,
+            &info.command_line,
+        )
+        .map_err(|e| format!("{HASHES}: {e}"))?;
         let audit_file = out.create_report("audit.txt").map_err(|e| e.to_string())?;
         // Reserve room for the audit now, so that it can still be written if
         // the output file system fills up during the carving.
@@ -263,6 +393,7 @@ impl CarveJob {
                 for f in &files {
                     jsonl.file(f).map_err(|e| format!("report.jsonl: {e}"))?;
                     dfxml.file(f).map_err(|e| format!("report.xml: {e}"))?;
+                    hashlist.file(f).map_err(|e| format!("{HASHES}: {e}"))?;
                 }
                 let j = Journal::rewrite(&self.out_dir, &files, &cp).map_err(journal_err)?;
                 warn(format!(
@@ -289,9 +420,11 @@ impl CarveJob {
         };
 
         let (result, image_hash) = std::thread::scope(|s| {
-            let hasher = self.hash_image.then(|| s.spawn(|| hash_image(&image)));
+            let hasher = self
+                .hash_image
+                .then(|| s.spawn(|| hash_image(&image, self.carve.hashes)));
             let mut fan = Fanout {
-                reports: vec![&mut jsonl, &mut dfxml, &mut journal],
+                reports: vec![&mut jsonl, &mut dfxml, &mut hashlist, &mut journal],
             };
             let r = carve_scoped(
                 &image,
@@ -323,7 +456,7 @@ impl CarveJob {
         };
         summary.started = Some(started);
         count_files(&mut summary, &earlier);
-        let image_sha = match image_hash {
+        let image_hashes = match image_hash {
             Some(Ok(h)) => Some(h),
             Some(Err(e)) => {
                 warn(format!("image hash: {e}"));
@@ -354,14 +487,25 @@ impl CarveJob {
                 .finish(clock, error.as_deref())
                 .map(|_| ())
                 .map_err(|e| format!("report.xml: {e}")),
+            hashlist
+                .finish()
+                .map(|_| ())
+                .map_err(|e| format!("{HASHES}: {e}")),
             journal.sync().map_err(journal_err),
+            match &image_hashes {
+                Some(h) => {
+                    meta.image_hashes = Some(h.clone());
+                    meta.write(&self.out_dir)
+                }
+                None => Ok(()),
+            },
         ];
         let error = match (error, closing.iter().find_map(|r| r.as_ref().err())) {
             (Some(e), _) => Some(e),
             (None, Some(e)) => Some(e.clone()),
             (None, None) => None,
         };
-        let mut text = audit::render(&info, image_sha.as_deref(), &summary, error.as_deref());
+        let mut text = audit::render(&info, image_hashes.as_ref(), &summary, error.as_deref());
         text.push_str(&format!("container: {}\n", outcome.container));
         if let Some((a, b)) = self.range {
             text.push_str(&format!("owned range: {a}..{b}\n"));

@@ -13,7 +13,8 @@
 //! * [`scan`]: the pipeline, the one place that knows about block overlap;
 //! * [`carve`]: deciding where each candidate file ends (structure validators,
 //!   footer rules, bifragment recovery) and writing it;
-//! * [`report`]: scan output, DFXML, JSON Lines, audit;
+//! * [`hashing`]: the `--hash` algorithms, computed together in one pass;
+//! * [`report`]: scan output, DFXML, JSON Lines, audit, the hashdeep list;
 //! * [`job`]: one carving end to end; [`batch`], [`journal`] and [`merge`]:
 //!   many images, resume after interruption, shards;
 //! * [`bench`](mod@bench): `gpucarve bench`, throughput and stage profile on this machine.
@@ -25,6 +26,7 @@ pub mod bench;
 pub mod carve;
 pub mod catalogue;
 pub mod engine;
+pub mod hashing;
 pub mod job;
 pub mod journal;
 pub mod merge;

@@ -107,13 +107,16 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
         /// Also hash files that are not written (each up to 16 MiB; by default only what is written is hashed)
         #[arg(long)]
         hash_unwritten: bool,
+        /// Hashes of written files (and of the image with --hash-image): any of sha256, md5, sha1
+        #[arg(long = "hash", value_name = "ALGS", default_value = "sha256,md5")]
+        hashes: gpucarve::hashing::HashChoice,
         /// Cluster size in bytes for bifragment recovery (default: estimated from file starts)
         #[arg(long, value_name = "BYTES", value_parser = parse_cluster_size)]
         cluster_size: Option<u64>,
         /// Carve into a folder that already holds a carving, overwriting its reports
         #[arg(long)]
         force: bool,
-        /// Hash the whole image (sha256) into the audit
+        /// Hash the whole image (with the --hash algorithms) into audit.txt and run.json
         #[arg(long)]
         hash_image: bool,
         /// Where gzip images and standard input are spooled (default: the image's output folder)
@@ -169,7 +172,7 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
         /// Extract every file in the report
         #[arg(long)]
         all: bool,
-        /// The image (default: the one named in the carving's audit.txt)
+        /// The image, when it is no longer where the carving's run.json says (its size must match)
         #[arg(long)]
         image: Option<PathBuf>,
         /// Destination folder
@@ -362,17 +365,11 @@ fn run_extract(
     let text = std::fs::read_to_string(report).map_err(|e| format!("{}: {e}", report.display()))?;
     let files =
         gpucarve::report::jsonl::read(&text).map_err(|e| format!("{}: {e}", report.display()))?;
-    let dir = report.parent().unwrap_or(Path::new("."));
-    let image_path = match image {
-        Some(p) => p.to_path_buf(),
-        None => gpucarve::carve::image_of_carving(dir).ok_or_else(|| {
-            format!(
-                "{}: no audit.txt naming the image beside the report; give --image",
-                dir.display()
-            )
-        })?,
+    let dir = match report.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     };
-    let img = gpucarve::source::open_any(&image_path).map_err(|e| e.to_string())?;
+    let (img, image_path) = gpucarve::job::open_carved_image(dir, image)?;
     for d in img.media().damage() {
         warn(format!(
             "damaged range {}..{}: {}",
@@ -410,18 +407,35 @@ fn run_extract(
             .unwrap_or(&f.file_type)
             .to_string();
         let dest = output.join(format!("{}-{}.{ext}", f.id, f.offset));
-        let sha = gpucarve::carve::output::extract_to(&bytes, &f.byte_runs, &dest)
-            .map_err(|e| e.to_string())?;
-        let verdict = match &f.sha256 {
-            Some(h) if *h == sha => "sha256 ok",
-            Some(_) => "SHA256 MISMATCH with the report",
-            None => "no hash in report",
+        // Check the extracted bytes against every hash the report carries.
+        let want = f.digests();
+        let algs: Vec<_> = want.iter().map(|(a, _)| a).collect();
+        let got = gpucarve::carve::output::extract_to(
+            &bytes,
+            &f.byte_runs,
+            &dest,
+            gpucarve::hashing::HashChoice::of(&algs).unwrap_or_default(),
+        )
+        .map_err(|e| e.to_string())?;
+        let bad: Vec<&str> = want
+            .iter()
+            .filter(|(a, h)| got.get(*a) != Some(*h))
+            .map(|(a, _)| a.name())
+            .collect();
+        let verdict = match (algs.is_empty(), bad.is_empty()) {
+            (true, _) => "no hash in report".to_string(),
+            (false, true) => {
+                let names: Vec<&str> = algs.iter().map(|a| a.name()).collect();
+                format!("{} ok", names.join(","))
+            }
+            (false, false) => format!("{} MISMATCH with the report", bad.join(",")),
         };
         println!("{}\t{}\t{verdict}", f.id, dest.display());
-        if f.sha256.as_ref().is_some_and(|h| *h != sha) {
+        if !bad.is_empty() {
             return Err(format!(
-                "id {}: extracted bytes differ from the report's sha256 (wrong image?)",
-                f.id
+                "id {}: extracted bytes differ from the report's {} (wrong image?)",
+                f.id,
+                bad.join(", ")
             ));
         }
     }
@@ -593,6 +607,7 @@ fn main() -> ExitCode {
             no_write,
             keep_embedded,
             hash_unwritten,
+            hashes,
             cluster_size,
             force,
             hash_image,
@@ -614,6 +629,7 @@ fn main() -> ExitCode {
                 no_write: *no_write,
                 keep_embedded: *keep_embedded,
                 hash_unwritten: *hash_unwritten,
+                hashes: *hashes,
                 cluster_size: *cluster_size,
                 force: *force,
                 hash_image: *hash_image,

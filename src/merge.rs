@@ -5,26 +5,27 @@
 //! renumbers ids 1, 2, 3… in offset order, and recomputes nesting across the
 //! seams exactly as the carver does (a file inside an earlier complete file
 //! is its child and, without `--keep-embedded`, is not written). Carved files
-//! are hard-linked (or copied) into the merged folder.
+//! are hard-linked (or copied) into the merged folder, which gets the reports
+//! a single run writes (report.jsonl, report.xml, hashes.txt, audit.txt) and
+//! a run.json naming the image, so that `extract` works on it.
 
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use crate::carve::CarvedFile;
-use crate::job::{RUN_META, RunMeta};
+use crate::job::RunMeta;
 use crate::report::dfxml::DfxmlReport;
+use crate::report::hashdeep::{HASHES, HashdeepList};
 use crate::report::jsonl::JsonlReport;
-use crate::report::{CarveReport, RunInfo, rfc3339};
+use crate::report::{CarveReport, RunInfo, audit, rfc3339};
 
 /// Merges `shards` into `out`; returns the number of files.
 pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String> {
     let mut parts: Vec<(RunMeta, PathBuf, Vec<CarvedFile>)> = Vec::new();
+    let started = std::time::Instant::now();
     for dir in shards {
-        let mp = dir.join(RUN_META);
-        let meta: RunMeta = std::fs::read_to_string(&mp)
-            .map_err(|e| format!("{}: {e}", mp.display()))
-            .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{}: {e}", mp.display())))?;
+        let meta = RunMeta::read(dir)?;
         let audit = std::fs::read_to_string(dir.join("audit.txt")).unwrap_or_default();
         if audit.is_empty() || audit.contains("INCOMPLETE:") {
             return Err(format!(
@@ -44,6 +45,14 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
     parts.sort_by_key(|p| p.0.range.map_or(0, |r| r.0));
     let mut at = 0u64;
     for (m, dir, _) in &parts {
+        if m.hashes != first.hashes {
+            return Err(format!(
+                "{}: carved with --hash {}, the first shard with {}: carve every shard with the same hashes",
+                dir.display(),
+                m.hashes,
+                first.hashes
+            ));
+        }
         if m.image_len != first.image_len || m.image != first.image {
             return Err(format!(
                 "{}: a shard of {} ({} bytes), not of {} ({} bytes)",
@@ -83,21 +92,24 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
         version: env!("CARGO_PKG_VERSION").to_string(),
         start_time: rfc3339(std::time::SystemTime::now()),
         sector_size: 512,
+        hashes: first.hashes,
     };
+    // Any shard that hashed the whole image hashed the same image.
+    let image_hashes = parts.iter().find_map(|p| p.0.image_hashes.clone());
     let create = |name: &str| -> Result<BufWriter<File>, String> {
         File::create(out.join(name))
             .map(BufWriter::new)
             .map_err(|e| format!("{}: {e}", out.join(name).display()))
     };
-    let mut jsonl = JsonlReport::new(create("report.jsonl")?);
+    let mut jsonl = JsonlReport::new(create("report.jsonl")?, info.hashes);
     let mut dfxml = DfxmlReport::new(create("report.xml")?, &info).map_err(|e| e.to_string())?;
+    let mut hashlist = HashdeepList::new(create(HASHES)?, out, info.hashes, &info.command_line)
+        .map_err(|e| format!("{HASHES}: {e}"))?;
     let mut parents: Vec<(u64, u64, u64)> = Vec::new(); // (start, end, id)
     let mut id = 0u64;
     for (meta, dir, files) in &parts {
-        let mut renumber = std::collections::HashMap::new();
         for f in files {
             id += 1;
-            renumber.insert(f.id, id);
             let mut g = f.clone();
             g.id = id;
             parents.retain(|p| p.1 > g.offset);
@@ -131,14 +143,28 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
             }
             jsonl.file(&g).map_err(|e| e.to_string())?;
             dfxml.file(&g).map_err(|e| e.to_string())?;
+            hashlist.file(&g).map_err(|e| format!("{HASHES}: {e}"))?;
         }
     }
     jsonl.finish().map_err(|e| e.to_string())?;
-    dfxml.finish(0.0, None).map_err(|e| e.to_string())?;
-    let mut audit = format!(
-        "gpucarve {} audit (merged)\n\nimage: {}\nimage size: {} bytes\ncommand line: {}\nstart: {}\n",
-        info.version, info.image, info.image_len, info.command_line, info.start_time
-    );
+    dfxml
+        .finish(started.elapsed().as_secs_f64(), None)
+        .map_err(|e| e.to_string())?;
+    hashlist.finish().map_err(|e| format!("{HASHES}: {e}"))?;
+    RunMeta {
+        range: None,
+        command_line: info.command_line.clone(),
+        start_time: info.start_time.clone(),
+        image_hashes: image_hashes.clone(),
+        ..first.clone()
+    }
+    .write(out)?;
+    let mut audit = format!("gpucarve {} audit (merged)\n\n", info.version);
+    audit::image_lines(&mut audit, &info, image_hashes.as_ref());
+    audit.push_str(&format!(
+        "command line: {}\nstart: {}\n",
+        info.command_line, info.start_time
+    ));
     for (m, dir, files) in &parts {
         let (a, b) = m.range.unwrap_or((0, m.image_len));
         audit.push_str(&format!(

@@ -9,28 +9,7 @@ use common::{bin, run};
 
 /// A raw image of `size` bytes from corpora/mkimage.py (real sample files with filler).
 fn image(dir: &Path, name: &str, size: &str, seed: u32) -> PathBuf {
-    let out = dir.join(name);
-    let st = Command::new("python3")
-        .args([
-            "corpora/mkimage.py",
-            "--fs",
-            "raw",
-            "--size",
-            size,
-            "--seed",
-        ])
-        .arg(seed.to_string())
-        .arg("--out")
-        .arg(&out)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("python3");
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    out
+    common::raw_image(dir, name, size, seed).expect("corpora/mkimage.py")
 }
 
 fn scan(p: &Path) -> String {
@@ -317,16 +296,6 @@ fn batch_of_folders_one_failure_does_not_stop_the_others() {
     assert!(case.join("a.dd/report.jsonl").exists() && case.join("c.aa/report.xml").exists());
 }
 
-/// report.xml without its timing element.
-fn xml_sans_timing(p: &Path) -> String {
-    std::fs::read_to_string(p)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.contains("<clocktime>"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn carve(args: &[&str]) {
     let o = run(args);
     assert!(
@@ -415,15 +384,9 @@ fn resume_after_kill_9_gives_the_same_reports() {
     assert_eq!(x, y, "report.jsonl after resume differs");
     // The command line and start time are the interrupted run's; only timing differs... and the
     // command line of the clean run names another folder.
-    let strip = |s: String| {
-        s.lines()
-            .filter(|l| !l.contains("<command_line>") && !l.contains("<start_time>"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
     assert_eq!(
-        strip(xml_sans_timing(&clean.join("report.xml"))),
-        strip(xml_sans_timing(&cut.join("report.xml")))
+        common::dfxml_sans_run(&clean.join("report.xml")),
+        common::dfxml_sans_run(&cut.join("report.xml"))
     );
 }
 
@@ -474,14 +437,8 @@ fn four_shards_merged_equal_one_run() {
         std::fs::read_to_string(single.join("report.jsonl")).unwrap(),
         std::fs::read_to_string(merged.join("report.jsonl")).unwrap()
     );
-    let strip = |s: String| {
-        s.lines()
-            .filter(|l| !l.contains("<command_line>") && !l.contains("<start_time>"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
     assert_eq!(
-        strip(xml_sans_timing(&single.join("report.xml"))),
-        strip(xml_sans_timing(&merged.join("report.xml")))
+        common::dfxml_sans_run(&single.join("report.xml")),
+        common::dfxml_sans_run(&merged.join("report.xml"))
     );
 }

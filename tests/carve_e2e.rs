@@ -234,32 +234,33 @@ fn check_dfxml_matches_jsonl(out: &Path, report: &[Value]) {
             r["length"].as_u64().unwrap().to_string()
         );
         assert_eq!(child("filename"), r["path"].as_str().map(str::to_string));
-        let sha = n
-            .children()
-            .find(|c| c.has_tag_name("hashdigest") && c.attribute("type") == Some("sha256"))
-            .and_then(|c| c.text());
-        assert_eq!(sha, r["sha256"].as_str());
-        let md5 = n
-            .children()
-            .find(|c| c.has_tag_name("hashdigest") && c.attribute("type") == Some("md5"))
-            .and_then(|c| c.text());
-        assert_eq!(md5, r["md5"].as_str());
-        let runs: Vec<(u64, u64)> = n
+        for alg in ["sha256", "md5", "sha1"] {
+            let h = n
+                .children()
+                .find(|c| c.has_tag_name("hashdigest") && c.attribute("type") == Some(alg))
+                .and_then(|c| c.text());
+            assert_eq!(h, r[alg].as_str(), "{alg} of id {}", r["id"]);
+        }
+        let runs: Vec<(u64, u64, u64)> = n
             .descendants()
             .filter(|c| c.has_tag_name("byte_run"))
             .map(|c| {
-                (
-                    c.attribute("img_offset").unwrap().parse().unwrap(),
-                    c.attribute("len").unwrap().parse().unwrap(),
-                )
+                let a = |name: &str| -> u64 {
+                    c.attribute(name)
+                        .unwrap_or_else(|| panic!("byte_run without {name}"))
+                        .parse()
+                        .unwrap()
+                };
+                (a("file_offset"), a("img_offset"), a("len"))
             })
             .collect();
-        let want: Vec<(u64, u64)> = r["byte_runs"]
+        let want: Vec<(u64, u64, u64)> = r["byte_runs"]
             .as_array()
             .unwrap()
             .iter()
             .map(|b| {
                 (
+                    b["file_offset"].as_u64().unwrap(),
                     b["img_offset"].as_u64().unwrap(),
                     b["len"].as_u64().unwrap(),
                 )
@@ -314,6 +315,7 @@ fn no_write_then_extract_gives_the_same_bytes() {
             ![
                 "report.jsonl",
                 "report.xml",
+                "hashes.txt",
                 "audit.txt",
                 "journal.jsonl",
                 "run.json",

@@ -4,7 +4,7 @@
 //! scan merger ──(header candidates, footers; bounded queue)──▶ carver thread
 //!                                                               ├─ extent: validator, or footer / max-size rule
 //!                                                               ├─ nesting: inside a complete file → child, not written
-//!                                                               └─ writer: OUTDIR/<type>/<offset>.<ext>, sha256 + md5
+//!                                                               └─ writer: OUTDIR/<type>/<offset>.<ext>, --hash digests
 //!                                                                  └─▶ report sinks (JSONL, DFXML, audit counts)
 //! ```
 //!
@@ -48,7 +48,6 @@ pub mod validators;
 pub mod view;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::time::SystemTime;
 
@@ -112,12 +111,32 @@ pub struct CarvedFile {
     pub byte_runs: Vec<ByteRun>,
     pub sha256: Option<String>,
     pub md5: Option<String>,
+    /// With `--hash ...,sha1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha1: Option<String>,
     /// The file inside which this one was found.
     pub parent: Option<u64>,
     /// Path of the written file relative to the output folder.
     pub path: Option<String>,
     pub validator: Option<String>,
     pub notes: Vec<String>,
+}
+
+impl CarvedFile {
+    /// The digests this file carries.
+    pub fn digests(&self) -> crate::hashing::Digests {
+        crate::hashing::Digests {
+            sha256: self.sha256.clone(),
+            md5: self.md5.clone(),
+            sha1: self.sha1.clone(),
+        }
+    }
+
+    pub fn set_digests(&mut self, d: crate::hashing::Digests) {
+        self.sha256 = d.sha256;
+        self.md5 = d.md5;
+        self.sha1 = d.sha1;
+    }
 }
 
 /// Partial and unvalidated files that are not written are hashed only up to
@@ -138,6 +157,8 @@ pub struct CarveOptions {
     pub hash_unwritten: bool,
     /// Write files found inside complete files as well.
     pub keep_embedded: bool,
+    /// The hashes computed for what is written (or, with `--no-write`, kept).
+    pub hashes: crate::hashing::HashChoice,
     /// Cluster size for bifragment recovery (`None`: estimated; see [`fragments`]).
     pub cluster_size: Option<u64>,
 }
@@ -149,6 +170,7 @@ impl Default for CarveOptions {
             write: true,
             hash_unwritten: false,
             keep_embedded: false,
+            hashes: crate::hashing::HashChoice::DEFAULT,
             cluster_size: None,
         }
     }
@@ -948,7 +970,7 @@ fn emit_held(
         return Ok(());
     }
     let t0 = std::time::Instant::now();
-    let outcomes = run_actions(&planned, bytes, out);
+    let outcomes = run_actions(&planned, bytes, out, opts.hashes);
     let n_out = outcomes
         .iter()
         .filter(|o| !matches!(o, Outcome::Nothing))
@@ -962,15 +984,11 @@ fn emit_held(
         match outcome {
             Outcome::Written(w) => {
                 p.file.path = Some(w.path);
-                p.file.sha256 = Some(w.sha256);
-                p.file.md5 = Some(w.md5);
+                p.file.set_digests(w.digests);
                 totals.written += 1;
                 totals.bytes_written += p.file.length;
             }
-            Outcome::Hashed(sha, md5) => {
-                p.file.sha256 = Some(sha);
-                p.file.md5 = Some(md5);
-            }
+            Outcome::Hashed(digests) => p.file.set_digests(digests),
             Outcome::Nothing => {}
             Outcome::Failed(e) => return Err(CarveError::Output(e)),
         }
@@ -1006,7 +1024,7 @@ struct Planned {
 
 enum Outcome {
     Written(output::Written),
-    Hashed(String, String),
+    Hashed(crate::hashing::Digests),
     Nothing,
     Failed(OutputError),
 }
@@ -1066,6 +1084,7 @@ fn plan(
         byte_runs: runs,
         sha256: None,
         md5: None,
+        sha1: None,
         parent,
         path: None,
         validator: t.validator.clone(),
@@ -1109,7 +1128,12 @@ fn plan(
 
 /// Runs the planned actions on every core; outcomes in the plan's order.
 /// After a failure no further action is started.
-fn run_actions(planned: &[Planned], bytes: &ImageBytes<'_>, out: &OutputDir) -> Vec<Outcome> {
+fn run_actions(
+    planned: &[Planned],
+    bytes: &ImageBytes<'_>,
+    out: &OutputDir,
+    hashes: crate::hashing::HashChoice,
+) -> Vec<Outcome> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let busy = planned
         .iter()
@@ -1117,12 +1141,12 @@ fn run_actions(planned: &[Planned], bytes: &ImageBytes<'_>, out: &OutputDir) -> 
         .count();
     let run_one = |p: &Planned| -> Outcome {
         match &p.action {
-            Action::Write(ext) => match out.write_file(bytes, &p.file, ext) {
+            Action::Write(ext) => match out.write_file(bytes, &p.file, ext, hashes) {
                 Ok(w) => Outcome::Written(w),
                 Err(e) => Outcome::Failed(e),
             },
-            Action::Hash => match output::hash_runs(bytes, &p.file.byte_runs) {
-                Ok((sha, md5)) => Outcome::Hashed(sha, md5),
+            Action::Hash => match output::hash_runs(bytes, &p.file.byte_runs, hashes) {
+                Ok(digests) => Outcome::Hashed(digests),
                 Err(e) => Outcome::Failed(e),
             },
             Action::Nothing => Outcome::Nothing,
@@ -1214,15 +1238,6 @@ pub fn status_folder(status: &str) -> Option<&'static str> {
         "unvalidated" => Some("unvalidated"),
         _ => None,
     }
-}
-
-/// The path of the image a carving came from, as written in its audit.
-pub fn image_of_carving(dir: &Path) -> Option<PathBuf> {
-    let audit = std::fs::read_to_string(dir.join("audit.txt")).ok()?;
-    audit
-        .lines()
-        .find_map(|l| l.strip_prefix("image:"))
-        .map(|p| PathBuf::from(p.trim()))
 }
 
 #[cfg(test)]

@@ -10,11 +10,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use md5::Md5;
-use sha2::{Digest, Sha256};
-
 use super::validators::ByteReader;
 use super::{ByteRun, CarvedFile, status_folder};
+use crate::hashing::{Digests, HashChoice, Hasher};
 
 /// Chunk size for copying and hashing.
 const CHUNK: usize = 1 << 20;
@@ -49,8 +47,7 @@ pub enum OutputError {
 pub struct Written {
     /// Relative to the output folder.
     pub path: String,
-    pub sha256: String,
-    pub md5: String,
+    pub digests: Digests,
 }
 
 /// An output folder being filled.
@@ -58,10 +55,6 @@ pub struct OutputDir {
     root: PathBuf,
     overwrite: bool,
     pad: usize,
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl OutputDir {
@@ -131,12 +124,13 @@ impl OutputDir {
         p
     }
 
-    /// Writes `file`'s byte runs from `image`, hashing them; returns the path and hashes.
+    /// Writes `file`'s byte runs from `image`, hashing them with `hashes`; returns the path and digests.
     pub fn write_file(
         &self,
         image: &dyn ByteReader,
         file: &CarvedFile,
         extension: &str,
+        hashes: HashChoice,
     ) -> Result<Written, OutputError> {
         let rel = self.relative_path(file, extension);
         let path = self.root.join(&rel);
@@ -157,12 +151,12 @@ impl OutputDir {
                 source,
             }
         };
-        let hashes = stream_runs(image, &file.byte_runs, &mut |chunk| {
+        let streamed = stream_runs(image, &file.byte_runs, hashes, &mut |chunk| {
             w.write_all(chunk)?;
             written += chunk.len() as u64;
             Ok(())
         });
-        let (sha256, md5) = match hashes {
+        let digests = match streamed {
             Ok(h) => h,
             Err(StreamError::Read(offset)) => {
                 let _ = std::fs::remove_file(&path);
@@ -175,8 +169,7 @@ impl OutputDir {
         w.into_inner().map_err(|e| fail(written, e.into_error()))?;
         Ok(Written {
             path: rel.to_string_lossy().into_owned(),
-            sha256,
-            md5,
+            digests,
         })
     }
 }
@@ -186,14 +179,14 @@ enum StreamError {
     Write(std::io::Error),
 }
 
-/// Reads the runs in order through a fixed buffer, feeding `sink` and both hashes.
+/// Reads the runs in order through a fixed buffer, feeding `sink` and the chosen hashes.
 fn stream_runs(
     image: &dyn ByteReader,
     runs: &[ByteRun],
+    hashes: HashChoice,
     sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
-) -> Result<(String, String), StreamError> {
-    let mut sha = Sha256::new();
-    let mut md5 = Md5::new();
+) -> Result<Digests, StreamError> {
+    let mut hasher = Hasher::new(hashes);
     let mut buf = vec![0u8; CHUNK];
     for run in runs {
         let mut done = 0u64;
@@ -204,21 +197,21 @@ fn stream_runs(
             if got < want {
                 return Err(StreamError::Read(at + got as u64));
             }
-            sha.update(&buf[..got]);
-            md5.update(&buf[..got]);
+            hasher.update(&buf[..got]);
             sink(&buf[..got]).map_err(StreamError::Write)?;
             done += got as u64;
         }
     }
-    Ok((hex(&sha.finalize()), hex(&md5.finalize())))
+    Ok(hasher.finish())
 }
 
-/// sha256 and md5 of a file's byte runs, without writing it.
+/// The chosen digests of a file's byte runs, without writing it.
 pub fn hash_runs(
     image: &dyn ByteReader,
     runs: &[ByteRun],
-) -> Result<(String, String), OutputError> {
-    stream_runs(image, runs, &mut |_| Ok(())).map_err(|e| match e {
+    hashes: HashChoice,
+) -> Result<Digests, OutputError> {
+    stream_runs(image, runs, hashes, &mut |_| Ok(())).map_err(|e| match e {
         StreamError::Read(offset) => OutputError::Read { offset },
         StreamError::Write(source) => OutputError::Write {
             path: PathBuf::new(),
@@ -228,12 +221,13 @@ pub fn hash_runs(
     })
 }
 
-/// Writes `file` from `image` to `dest` (used by `gpucarve extract`); returns its sha256.
+/// Writes `file` from `image` to `dest` (used by `gpucarve extract`); returns its digests.
 pub fn extract_to(
     image: &dyn ByteReader,
     runs: &[ByteRun],
     dest: &Path,
-) -> Result<String, OutputError> {
+    hashes: HashChoice,
+) -> Result<Digests, OutputError> {
     let f = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -253,7 +247,7 @@ pub fn extract_to(
         })?;
     let mut w = BufWriter::with_capacity(CHUNK, f);
     let mut written = 0u64;
-    let r = stream_runs(image, runs, &mut |c| {
+    let r = stream_runs(image, runs, hashes, &mut |c| {
         w.write_all(c)?;
         written += c.len() as u64;
         Ok(())
@@ -267,9 +261,9 @@ pub fn extract_to(
         }
     };
     match r {
-        Ok((sha, _)) => {
+        Ok(digests) => {
             w.flush().map_err(|e| fail(written, e))?;
-            Ok(sha)
+            Ok(digests)
         }
         Err(StreamError::Read(offset)) => {
             let _ = std::fs::remove_file(dest);

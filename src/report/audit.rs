@@ -4,21 +4,18 @@ use std::fmt::Write as _;
 
 use super::{RunInfo, rfc3339};
 use crate::carve::CarveSummary;
+use crate::hashing::{Digests, HashChoice};
 
-/// Renders the audit text.
+/// Renders the audit text. `image_hashes`: the whole image's digests (`--hash-image`).
 pub fn render(
     info: &RunInfo,
-    image_sha256: Option<&str>,
+    image_hashes: Option<&Digests>,
     summary: &CarveSummary,
     error: Option<&str>,
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "gpucarve {} audit\n", info.version);
-    let _ = writeln!(s, "image: {}", info.image);
-    let _ = writeln!(s, "image size: {} bytes", info.image_len);
-    if let Some(h) = image_sha256 {
-        let _ = writeln!(s, "image sha256: {h}");
-    }
+    image_lines(&mut s, info, image_hashes);
     let _ = writeln!(s, "command line: {}", info.command_line);
     let _ = writeln!(s, "start: {}", info.start_time);
     if let Some(t) = summary.finished {
@@ -89,4 +86,26 @@ pub fn render(
         }
     }
     s
+}
+
+/// `image:`, `image size:`, the image's digests and the file hash line (also
+/// in the merged audit); `extract` reads `image:` and `image size:` back from
+/// carvings without a run.json.
+pub fn image_lines(s: &mut String, info: &RunInfo, image_hashes: Option<&Digests>) {
+    let _ = writeln!(s, "image: {}", info.image);
+    let _ = writeln!(s, "image size: {} bytes", info.image_len);
+    for (alg, h) in image_hashes.into_iter().flat_map(Digests::iter) {
+        let _ = writeln!(s, "image {}: {h}", alg.name());
+    }
+    let _ = writeln!(s, "{}", file_hashes_line(info.hashes));
+}
+
+/// Which hashes the written files carry, and where the hashdeep list is.
+fn file_hashes_line(hashes: HashChoice) -> String {
+    let names: Vec<&str> = hashes.iter().map(|a| a.name()).collect();
+    format!(
+        "file hashes: {} (written files; {} lists them for hashdeep -a)",
+        names.join(", "),
+        super::hashdeep::HASHES
+    )
 }

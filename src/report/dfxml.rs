@@ -1,30 +1,47 @@
-//! `report.xml`: Digital Forensics XML, shaped as PhotoRec and fiwalk write it.
+//! `report.xml`: Digital Forensics XML that validates against the DFXML
+//! working group's schema (`tests/dfxml_schema/dfxml.xsd`) and that DFXML
+//! readers (dfxml_python's `objects.iterparse`) understand, in the layout
+//! PhotoRec users know:
 //!
 //! ```xml
-//! <dfxml xmlns=... version='1.0'>
+//! <dfxml xmlns=... version='1.2.0'>
 //!   <metadata><dc:type>Carve Report</dc:type></metadata>
-//!   <creator><package>gpucarve</package><version>..</version>
-//!     <execution_environment><command_line>..</command_line><start_time>..</start_time></execution_environment></creator>
-//!   <source><image_filename>..</image_filename><image_size>..</image_size><sectorsize>512</sectorsize></source>
+//!   <creator><program>gpucarve</program><version>..</version>
+//!     <execution_environment>(uname, host, command_line, uid, start_time)</execution_environment></creator>
+//!   <source><image_filename>/absolute/path/disk.dd</image_filename></source>
+//!   <diskimageobject><filesize>(image bytes)</filesize><sector_size>512</sector_size></diskimageobject>
 //!   <fileobject>
 //!     <filename>jpeg/000000001024.jpg</filename>      (absent when not written)
 //!     <id>1</id> <filesize>..</filesize> <alloc>0</alloc>
-//!     <byte_runs><byte_run offset='0' img_offset='1024' len='5120'/></byte_runs>
-//!     <hashdigest type='sha256'>..</hashdigest><hashdigest type='md5'>..</hashdigest>
-//!     <gc:type>jpeg</gc:type> <gc:status>complete</gc:status> <gc:parent>..</gc:parent>
+//!     <byte_runs><byte_run file_offset='0' img_offset='1024' len='5120'/></byte_runs>
+//!     <hashdigest type='sha256'>..</hashdigest>       (one per --hash algorithm, when hashed)
+//!     <gc:type>jpeg</gc:type> <gc:family>..</gc:family> <gc:status>complete</gc:status>
+//!     <gc:parent>..</gc:parent> <gc:validator>..</gc:validator> <gc:note>..</gc:note>
 //!   </fileobject>
-//!   <rusage><clocktime>..</clocktime></rusage>
+//!   <rusage>(getrusage: utime, stime, maxrss, ...)<clocktime>..</clocktime></rusage>
+//!   <gc:incomplete>..</gc:incomplete>                  (when the run stopped early)
 //! </dfxml>
 //! ```
-//! Elements outside DFXML's vocabulary live in a `gc:` namespace, so DFXML
-//! tools ignore them.
+//! The schema fixes the order of DFXML elements and allows other namespaces
+//! only where it says so (the end of a `fileobject`, the start and end of
+//! `dfxml`); gpucarve's own elements live in the `gc:` namespace there.
+//! PhotoRec's `byte_run/@offset`, `source/image_size` and `source/sectorsize`
+//! are not in the schema: they are `byte_run/@file_offset`,
+//! `diskimageobject/filesize` and `diskimageobject/sector_size` here.
 
 use std::io::Write;
 
 use super::{CarveReport, RunInfo};
 use crate::carve::CarvedFile;
+use crate::hashing::HashChoice;
 
-/// XML-escapes text for element content and single-quoted attributes.
+/// The DFXML namespace.
+pub const XMLNS_DFXML: &str = "http://www.forensicswiki.org/wiki/Category:Digital_Forensics_XML";
+/// gpucarve's namespace for its own elements.
+pub const XMLNS_GC: &str = "https://github.com/gpucarve/gpucarve";
+
+/// XML-escapes text for element content and single-quoted attributes;
+/// characters XML 1.0 cannot carry become U+FFFD.
 pub fn escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
@@ -34,8 +51,11 @@ pub fn escape(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '\'' => o.push_str("&apos;"),
             '"' => o.push_str("&quot;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {
-                o.push_str(&format!("&#x{:X};", c as u32))
+            // Not allowed in XML 1.0, not even as character references.
+            c if ((c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r'))
+                || matches!(c, '\u{FFFE}' | '\u{FFFF}') =>
+            {
+                o.push('\u{FFFD}')
             }
             c => o.push(c),
         }
@@ -46,41 +66,83 @@ pub fn escape(s: &str) -> String {
 /// Streams a DFXML document.
 pub struct DfxmlReport<W: Write> {
     out: W,
+    hashes: HashChoice,
 }
 
 impl<W: Write> DfxmlReport<W> {
     /// Writes the document head.
     pub fn new(mut out: W, info: &RunInfo) -> std::io::Result<Self> {
+        let mut env = String::new();
+        let host = host_facts();
+        for (name, value) in [
+            ("os_sysname", &host.sysname),
+            ("os_release", &host.release),
+            ("os_version", &host.version),
+            ("host", &host.nodename),
+            ("arch", &host.machine),
+        ] {
+            if !value.is_empty() {
+                env.push_str(&format!("      <{name}>{}</{name}>\n", escape(value)));
+            }
+        }
+        env.push_str(&format!(
+            "      <command_line>{}</command_line>\n",
+            escape(&info.command_line)
+        ));
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::getuid() };
+        env.push_str(&format!("      <uid>{uid}</uid>\n"));
+        env.push_str(&format!(
+            "      <start_time>{}</start_time>\n",
+            escape(&info.start_time)
+        ));
         write!(
             out,
             "<?xml version='1.0' encoding='UTF-8'?>\n\
-<dfxml xmlns='http://www.forensicswiki.org/wiki/Category:Digital_Forensics_XML'\n  \
+<dfxml xmlns='{XMLNS_DFXML}'\n  \
 xmlns:dc='http://purl.org/dc/elements/1.1/'\n  \
 xmlns:xsi='http://www.w3.org/2001/XMLSchema-instance'\n  \
-xmlns:gc='https://github.com/gpucarve/gpucarve'\n  version='1.0'>\n  \
+xmlns:gc='{XMLNS_GC}'\n  version='1.2.0'>\n  \
 <metadata>\n    <dc:type>Carve Report</dc:type>\n  </metadata>\n  \
-<creator>\n    <package>gpucarve</package>\n    <version>{}</version>\n    \
-<execution_environment>\n      <command_line>{}</command_line>\n      <start_time>{}</start_time>\n    </execution_environment>\n  </creator>\n  \
-<source>\n    <image_filename>{}</image_filename>\n    <image_size>{}</image_size>\n    <sectorsize>{}</sectorsize>\n  </source>\n",
+<creator>\n    <program>gpucarve</program>\n    <version>{}</version>\n    \
+<execution_environment>\n{env}    </execution_environment>\n  </creator>\n  \
+<source>\n    <image_filename>{}</image_filename>\n  </source>\n  \
+<diskimageobject>\n    <filesize>{}</filesize>\n    <sector_size>{}</sector_size>\n  </diskimageobject>\n",
             escape(&info.version),
-            escape(&info.command_line),
-            escape(&info.start_time),
             escape(&info.image),
             info.image_len,
             info.sector_size
         )?;
-        Ok(DfxmlReport { out })
+        Ok(DfxmlReport {
+            out,
+            hashes: info.hashes,
+        })
     }
 
-    /// Closes the document; `clocktime` in seconds; `error` when the run stopped early.
+    /// Closes the document: the process's resource usage with `clocktime`
+    /// (seconds) and, when the run stopped early, why.
     pub fn finish(mut self, clocktime: f64, error: Option<&str>) -> std::io::Result<W> {
+        if let Some(ru) = rusage() {
+            write!(
+                self.out,
+                "  <rusage>\n    <utime>{:.6}</utime>\n    <stime>{:.6}</stime>\n    \
+<maxrss>{}</maxrss>\n    <minflt>{}</minflt>\n    <majflt>{}</majflt>\n    \
+<nswap>{}</nswap>\n    <inblock>{}</inblock>\n    <oublock>{}</oublock>\n    \
+<clocktime>{clocktime:.3}</clocktime>\n  </rusage>\n",
+                ru.utime,
+                ru.stime,
+                ru.maxrss,
+                ru.minflt,
+                ru.majflt,
+                ru.nswap,
+                ru.inblock,
+                ru.oublock
+            )?;
+        }
         if let Some(e) = error {
             writeln!(self.out, "  <gc:incomplete>{}</gc:incomplete>", escape(e))?;
         }
-        write!(
-            self.out,
-            "  <rusage>\n    <clocktime>{clocktime:.3}</clocktime>\n  </rusage>\n</dfxml>\n"
-        )?;
+        writeln!(self.out, "</dfxml>")?;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -102,26 +164,223 @@ impl<W: Write> CarveReport for DfxmlReport<W> {
         for r in &f.byte_runs {
             writeln!(
                 o,
-                "      <byte_run offset='{}' img_offset='{}' len='{}'/>",
+                "      <byte_run file_offset='{}' img_offset='{}' len='{}'/>",
                 r.file_offset, r.img_offset, r.len
             )?;
         }
         writeln!(o, "    </byte_runs>")?;
-        if let Some(h) = &f.sha256 {
-            writeln!(o, "    <hashdigest type='sha256'>{h}</hashdigest>")?;
-        }
-        if let Some(h) = &f.md5 {
-            writeln!(o, "    <hashdigest type='md5'>{h}</hashdigest>")?;
+        let digests = f.digests();
+        for alg in self.hashes.iter() {
+            if let Some(h) = digests.get(alg) {
+                writeln!(
+                    o,
+                    "    <hashdigest type='{}'>{}</hashdigest>",
+                    alg.name(),
+                    escape(h)
+                )?;
+            }
         }
         writeln!(
             o,
-            "    <gc:type>{}</gc:type>\n    <gc:status>{}</gc:status>",
+            "    <gc:type>{}</gc:type>\n    <gc:family>{}</gc:family>\n    <gc:status>{}</gc:status>",
             escape(&f.file_type),
+            escape(&f.family),
             escape(&f.status)
         )?;
         if let Some(p) = f.parent {
             writeln!(o, "    <gc:parent>{p}</gc:parent>")?;
         }
+        if let Some(v) = &f.validator {
+            writeln!(o, "    <gc:validator>{}</gc:validator>", escape(v))?;
+        }
+        for n in &f.notes {
+            writeln!(o, "    <gc:note>{}</gc:note>", escape(n))?;
+        }
         writeln!(o, "  </fileobject>")
+    }
+}
+
+/// `uname(2)`; empty strings where it fails.
+#[derive(Default)]
+struct HostFacts {
+    sysname: String,
+    release: String,
+    version: String,
+    nodename: String,
+    machine: String,
+}
+
+fn host_facts() -> HostFacts {
+    // SAFETY: utsname is plain old data; uname fills it or fails.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return HostFacts::default();
+    }
+    let field = |f: &[libc::c_char]| -> String {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    HostFacts {
+        sysname: field(&u.sysname),
+        release: field(&u.release),
+        version: field(&u.version),
+        nodename: field(&u.nodename),
+        machine: field(&u.machine),
+    }
+}
+
+/// `getrusage(RUSAGE_SELF)`, as DFXML's `rusage` records it.
+struct Rusage {
+    utime: f64,
+    stime: f64,
+    maxrss: i64,
+    minflt: i64,
+    majflt: i64,
+    nswap: i64,
+    inblock: i64,
+    oublock: i64,
+}
+
+fn rusage() -> Option<Rusage> {
+    // SAFETY: rusage is plain old data; getrusage fills it or fails.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return None;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(Rusage {
+        utime: secs(ru.ru_utime),
+        stime: secs(ru.ru_stime),
+        maxrss: ru.ru_maxrss as i64,
+        minflt: ru.ru_minflt as i64,
+        majflt: ru.ru_majflt as i64,
+        nswap: ru.ru_nswap as i64,
+        inblock: ru.ru_inblock as i64,
+        oublock: ru.ru_oublock as i64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::carve::ByteRun;
+
+    fn info() -> RunInfo {
+        RunInfo {
+            image: "/cases/d\u{1}isk & <x>.dd".into(),
+            image_len: 4096,
+            command_line: "gpucarve carve 'd.dd'".into(),
+            version: "0.1.0".into(),
+            start_time: "2026-01-02T03:04:05Z".into(),
+            sector_size: 512,
+            hashes: "sha1,sha256".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn document_order_namespaces_and_escaping() {
+        let mut r = DfxmlReport::new(Vec::new(), &info()).unwrap();
+        r.file(&CarvedFile {
+            id: 7,
+            file_type: "png".into(),
+            family: "png".into(),
+            status: "complete".into(),
+            offset: 512,
+            length: 100,
+            byte_runs: vec![ByteRun {
+                file_offset: 0,
+                img_offset: 512,
+                len: 100,
+            }],
+            sha256: Some("s256".into()),
+            md5: Some("m5".into()), // not chosen: not written
+            sha1: Some("s1".into()),
+            parent: Some(3),
+            path: Some("png/512.png".into()),
+            validator: Some("png".into()),
+            notes: vec!["a < b".into()],
+        })
+        .unwrap();
+        let text = String::from_utf8(r.finish(1.5, Some("disk full")).unwrap()).unwrap();
+        let doc = roxmltree::Document::parse(&text).unwrap();
+        let root = doc.root_element();
+        assert_eq!(root.tag_name().namespace(), Some(XMLNS_DFXML));
+        let top: Vec<&str> = root
+            .children()
+            .filter(|n| n.is_element())
+            .map(|n| n.tag_name().name())
+            .collect();
+        assert_eq!(
+            top,
+            [
+                "metadata",
+                "creator",
+                "source",
+                "diskimageobject",
+                "fileobject",
+                "rusage",
+                "incomplete"
+            ]
+        );
+        let gc = |n: roxmltree::Node, name: &str| {
+            n.children()
+                .find(|c| c.has_tag_name((XMLNS_GC, name)))
+                .and_then(|c| c.text())
+                .map(str::to_string)
+        };
+        assert_eq!(gc(root, "incomplete").as_deref(), Some("disk full"));
+        let image = root
+            .descendants()
+            .find(|n| n.has_tag_name("image_filename"))
+            .and_then(|n| n.text())
+            .unwrap();
+        assert_eq!(image, "/cases/d\u{FFFD}isk & <x>.dd");
+        let f = root
+            .children()
+            .find(|n| n.has_tag_name("fileobject"))
+            .unwrap();
+        let hashes: Vec<(&str, &str)> = f
+            .children()
+            .filter(|c| c.has_tag_name((XMLNS_DFXML, "hashdigest")))
+            .map(|c| (c.attribute("type").unwrap(), c.text().unwrap()))
+            .collect();
+        assert_eq!(hashes, [("sha256", "s256"), ("sha1", "s1")]);
+        assert_eq!(gc(f, "parent").as_deref(), Some("3"));
+        assert_eq!(gc(f, "note").as_deref(), Some("a < b"));
+        let run = f
+            .descendants()
+            .find(|n| n.has_tag_name("byte_run"))
+            .unwrap();
+        assert_eq!(run.attribute("file_offset"), Some("0"));
+        assert_eq!(run.attribute("img_offset"), Some("512"));
+        assert_eq!(run.attribute("len"), Some("100"));
+        let rusage: Vec<&str> = root
+            .children()
+            .find(|n| n.has_tag_name("rusage"))
+            .unwrap()
+            .children()
+            .filter(|n| n.is_element())
+            .map(|n| n.tag_name().name())
+            .collect();
+        assert_eq!(
+            rusage,
+            [
+                "utime",
+                "stime",
+                "maxrss",
+                "minflt",
+                "majflt",
+                "nswap",
+                "inblock",
+                "oublock",
+                "clocktime"
+            ]
+        );
     }
 }

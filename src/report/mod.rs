@@ -2,13 +2,15 @@
 //!
 //! * [`matches`](mod@matches): the `scan` match stream as JSON Lines or CSV, and the `--count` table;
 //! * [`jsonl`]: `report.jsonl`, one object per carved or detected file;
-//! * [`dfxml`]: `report.xml`, Digital Forensics XML as PhotoRec and fiwalk write it;
+//! * [`dfxml`]: `report.xml`, Digital Forensics XML valid against the DFXML schema;
+//! * [`hashdeep`]: `hashes.txt`, the written files as hashdeep audits them;
 //! * [`audit`]: `audit.txt`, the human summary (image, command, times, counts).
 //!
 //! Writers format; they never decide what was found.
 
 pub mod audit;
 pub mod dfxml;
+pub mod hashdeep;
 pub mod jsonl;
 pub mod matches;
 
@@ -26,12 +28,15 @@ pub trait CarveReport {
 /// Facts about a run, for report headers.
 #[derive(Clone, Debug)]
 pub struct RunInfo {
+    /// The image's absolute path (see [`crate::job::absolute_image_path`]).
     pub image: String,
     pub image_len: u64,
     pub command_line: String,
     pub version: String,
     pub start_time: String,
     pub sector_size: u32,
+    /// The `--hash` algorithms.
+    pub hashes: crate::hashing::HashChoice,
 }
 
 /// Sends every file to several reports.

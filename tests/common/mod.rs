@@ -91,3 +91,57 @@ pub fn sha256(data: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// A raw drive image with known content (`corpora/mkimage.py --fs raw`) as
+/// `dir/name`; None with a note where it cannot be built (python3 missing),
+/// a failure under `GPUCARVE_REQUIRE_SAMPLES=1`.
+pub fn raw_image(dir: &Path, name: &str, size: &str, seed: u32) -> Option<PathBuf> {
+    let out = dir.join(name);
+    let o = Command::new("python3")
+        .args([
+            "corpora/mkimage.py",
+            "--fs",
+            "raw",
+            "--quiet",
+            "--size",
+            size,
+        ])
+        .arg("--seed")
+        .arg(seed.to_string())
+        .arg("--out")
+        .arg(&out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output();
+    match o {
+        Ok(o) if o.status.success() => Some(out),
+        other => {
+            assert!(
+                !required("GPUCARVE_REQUIRE_SAMPLES"),
+                "corpora/mkimage.py --fs raw failed: {other:?}"
+            );
+            eprintln!("note: cannot build an image here ({other:?}); check not run");
+            None
+        }
+    }
+}
+
+/// report.xml without what differs between two runs of the same carving: the
+/// resource usage (`rusage`), the command line and the start time.
+pub fn dfxml_sans_run(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        text.contains("<rusage>") && text.contains("<clocktime>"),
+        "{}: no rusage",
+        path.display()
+    );
+    let mut out = Vec::new();
+    let mut in_rusage = false;
+    for l in text.lines() {
+        in_rusage |= l.contains("<rusage>");
+        if !in_rusage && !l.contains("<command_line>") && !l.contains("<start_time>") {
+            out.push(l);
+        }
+        in_rusage &= !l.contains("</rusage>");
+    }
+    out.join("\n")
+}
