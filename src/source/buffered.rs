@@ -4,7 +4,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
-use super::{Block, BlockPlan, BlockReader, BufferPool, Image, SourceError};
+use super::{Block, BlockPlan, BlockReader, BufferPool, Delivery, Image, SourceError};
 
 /// Reads with positioned reads, retrying short reads and `EINTR`, until `buf`
 /// is full or the end of the file is reached. Returns the bytes read.
@@ -64,6 +64,10 @@ impl BufferedReader {
 impl BlockReader for BufferedReader {
     fn name(&self) -> &'static str {
         "buffered"
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::Copied
     }
 
     fn read_blocks(

@@ -16,7 +16,7 @@ use io_uring::{IoUring, opcode, types};
 
 use super::buffered::pread_full;
 use super::{
-    Block, BlockPlan, BlockReader, BlockSpec, BufferPool, DIRECT_ALIGN, Image, PooledBuf,
+    Block, BlockPlan, BlockReader, BlockSpec, BufferPool, DIRECT_ALIGN, Delivery, Image, PooledBuf,
     SourceError,
 };
 
@@ -79,6 +79,10 @@ impl UringReader {
 impl BlockReader for UringReader {
     fn name(&self) -> &'static str {
         "uring"
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::Direct
     }
 
     fn read_blocks(

@@ -1,0 +1,223 @@
+//! Where a scan's time goes: how long each stage of the pipeline was busy,
+//! and how many bytes the CPU copied on the way from the disk to the engine.
+//!
+//! A block goes through up to four stages: **read** (the reader fills a
+//! buffer), **upload** (the bytes reach the memory the engine searches: a
+//! copy by the CPU into an engine buffer, a DMA copy to device memory),
+//! **compute** (the search itself) and **read-back** (the hits come back to
+//! the host). Several blocks are in flight at once, so stages overlap; for
+//! each stage a [`StageClock`] keeps two figures:
+//!
+//! * **busy**: wall time during which at least one block was in the stage
+//!   (a union of intervals): `busy / wall` is the stage's busy fraction, and
+//!   busy fractions that add up to more than 1 show the overlap;
+//! * **summed**: time summed over blocks (what workers spent in the stage).
+//!
+//! The clock is shared by the reader, the workers and the engine of one
+//! scan; it knows nothing of devices or files.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A stage of the pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    Read,
+    Upload,
+    Compute,
+    Readback,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 4] = [Stage::Read, Stage::Upload, Stage::Compute, Stage::Readback];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Read => "read",
+            Stage::Upload => "upload",
+            Stage::Compute => "compute",
+            Stage::Readback => "readback",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+#[derive(Default)]
+struct Occupancy {
+    /// Blocks in the stage now.
+    active: u32,
+    /// When `active` last went from 0 to 1.
+    since: Option<Instant>,
+    busy: Duration,
+    summed: Duration,
+}
+
+/// Busy time per stage and host copies of one scan; see the module docs.
+pub struct StageClock {
+    stages: [Mutex<Occupancy>; 4],
+    host_copied: AtomicU64,
+}
+
+impl Default for StageClock {
+    fn default() -> StageClock {
+        StageClock::new()
+    }
+}
+
+impl std::fmt::Debug for StageClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StageClock")
+            .field("times", &self.times())
+            .finish()
+    }
+}
+
+impl StageClock {
+    pub fn new() -> StageClock {
+        StageClock {
+            stages: Default::default(),
+            host_copied: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self, stage: Stage) -> std::sync::MutexGuard<'_, Occupancy> {
+        self.stages[stage.index()]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A block enters `stage`; it leaves when the guard is dropped.
+    pub fn enter(&self, stage: Stage) -> Busy<'_> {
+        let now = Instant::now();
+        let mut o = self.lock(stage);
+        if o.active == 0 {
+            o.since = Some(now);
+        }
+        o.active += 1;
+        Busy {
+            clock: self,
+            stage,
+            start: now,
+        }
+    }
+
+    fn leave(&self, stage: Stage, start: Instant) {
+        let now = Instant::now();
+        let mut o = self.lock(stage);
+        o.summed += now.saturating_duration_since(start);
+        o.active = o.active.saturating_sub(1);
+        if o.active == 0
+            && let Some(since) = o.since.take()
+        {
+            o.busy += now.saturating_duration_since(since);
+        }
+    }
+
+    /// Adds time spent in `stage` by one actor that never overlaps itself
+    /// (the reader thread): counted as busy and as summed time.
+    pub fn add(&self, stage: Stage, time: Duration) {
+        let mut o = self.lock(stage);
+        o.busy += time;
+        o.summed += time;
+    }
+
+    /// Counts bytes copied by the CPU on their way to the engine.
+    pub fn add_host_copy(&self, bytes: u64) {
+        self.host_copied.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// What the clock measured so far (stages still occupied count up to now).
+    pub fn times(&self) -> StageTimes {
+        let mut t = StageTimes {
+            host_copied: self.host_copied.load(Ordering::Relaxed),
+            ..StageTimes::default()
+        };
+        let now = Instant::now();
+        for stage in Stage::ALL {
+            let o = self.lock(stage);
+            let open = o
+                .since
+                .filter(|_| o.active > 0)
+                .map_or(Duration::ZERO, |s| now.saturating_duration_since(s));
+            t.busy[stage.index()] = o.busy + open;
+            t.summed[stage.index()] = o.summed;
+        }
+        t
+    }
+}
+
+/// A block's stay in a stage; see [`StageClock::enter`].
+#[must_use = "the stage ends when this guard is dropped"]
+pub struct Busy<'a> {
+    clock: &'a StageClock,
+    stage: Stage,
+    start: Instant,
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.clock.leave(self.stage, self.start);
+    }
+}
+
+/// Busy and summed time per stage, and bytes copied by the CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StageTimes {
+    busy: [Duration; 4],
+    summed: [Duration; 4],
+    /// Bytes the CPU copied between the disk (or page cache) and the memory
+    /// the engine searches: the reader's copies and the engine's own.
+    pub host_copied: u64,
+}
+
+impl StageTimes {
+    /// Wall time during which at least one block was in `stage`.
+    pub fn busy(&self, stage: Stage) -> Duration {
+        self.busy[stage.index()]
+    }
+
+    /// Time summed over blocks (and threads) in `stage`.
+    pub fn summed(&self, stage: Stage) -> Duration {
+        self.summed[stage.index()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_is_the_union_and_summed_the_sum() {
+        let clock = StageClock::new();
+        let a = clock.enter(Stage::Compute);
+        std::thread::sleep(Duration::from_millis(30));
+        let b = clock.enter(Stage::Compute);
+        std::thread::sleep(Duration::from_millis(30));
+        drop(a);
+        std::thread::sleep(Duration::from_millis(30));
+        drop(b);
+        clock.add(Stage::Read, Duration::from_millis(5));
+        clock.add_host_copy(10);
+        clock.add_host_copy(5);
+        let t = clock.times();
+        let (busy, summed) = (t.busy(Stage::Compute), t.summed(Stage::Compute));
+        // Union: ~90 ms; sum: ~60 + ~60 ms.
+        assert!(busy >= Duration::from_millis(90), "{busy:?}");
+        assert!(summed >= Duration::from_millis(120), "{summed:?}");
+        assert!(
+            summed > busy + Duration::from_millis(20),
+            "{summed:?} {busy:?}"
+        );
+        assert_eq!(t.busy(Stage::Read), Duration::from_millis(5));
+        assert_eq!(t.busy(Stage::Upload), Duration::ZERO);
+        assert_eq!(t.host_copied, 15);
+        // A stage still occupied counts up to now.
+        let _c = clock.enter(Stage::Upload);
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(clock.times().busy(Stage::Upload) >= Duration::from_millis(5));
+    }
+}
