@@ -137,7 +137,7 @@ pub fn build_engines(
         || -> Result<Box<dyn Engine>, EngineError> { Ok(Box::new(cpu::CpuEngine::new(patterns)?)) };
     let gpu = |device: gpu::DeviceChoice, allow_software: bool| {
         let config = gpu::GpuConfig {
-            slot_bytes: haystack_len.max(1 << 16),
+            slot_bytes: haystack_len.max(1 << 16).next_multiple_of(4),
             slots: std::thread::available_parallelism().map_or(2, |n| n.get()) + 1,
             upload: gpu::UploadPath::from_env().map_err(gpu::GpuError::Build)?,
             ..gpu::GpuConfig::default()

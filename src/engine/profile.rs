@@ -46,19 +46,57 @@ impl Stage {
     }
 }
 
+/// Intervals kept per stage before they are merged (sorted and joined where
+/// they overlap): bounds memory on long scans without changing the union.
+const COMPACT_AT: usize = 4096;
+
 #[derive(Default)]
-struct Occupancy {
-    /// Blocks in the stage now.
-    active: u32,
-    /// When `active` last went from 0 to 1.
-    since: Option<Instant>,
-    busy: Duration,
+struct Track {
+    /// Intervals the stage was occupied; may overlap, in any order.
+    intervals: Vec<(Instant, Instant)>,
+    /// Length of `intervals` after the last merge.
+    merged: usize,
+    /// Busy time added as a plain duration (an actor that never overlaps itself).
+    extra: Duration,
     summed: Duration,
+}
+
+impl Track {
+    fn push(&mut self, start: Instant, end: Instant) {
+        self.summed += end.saturating_duration_since(start);
+        self.intervals.push((start, end.max(start)));
+        if self.intervals.len() >= (2 * self.merged).max(COMPACT_AT) {
+            self.merge();
+        }
+    }
+
+    /// Sorts and joins the intervals: same union, fewer intervals.
+    fn merge(&mut self) {
+        self.intervals.sort_unstable();
+        let mut out: Vec<(Instant, Instant)> = Vec::with_capacity(self.intervals.len());
+        for &(s, e) in &self.intervals {
+            match out.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => out.push((s, e)),
+            }
+        }
+        self.merged = out.len();
+        self.intervals = out;
+    }
+
+    fn busy(&mut self) -> Duration {
+        self.merge();
+        self.intervals
+            .iter()
+            .map(|&(s, e)| e.saturating_duration_since(s))
+            .sum::<Duration>()
+            + self.extra
+    }
 }
 
 /// Busy time per stage and host copies of one scan; see the module docs.
 pub struct StageClock {
-    stages: [Mutex<Occupancy>; 4],
+    stages: [Mutex<Track>; 4],
     host_copied: AtomicU64,
 }
 
@@ -84,45 +122,33 @@ impl StageClock {
         }
     }
 
-    fn lock(&self, stage: Stage) -> std::sync::MutexGuard<'_, Occupancy> {
+    fn lock(&self, stage: Stage) -> std::sync::MutexGuard<'_, Track> {
         self.stages[stage.index()]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A block enters `stage`; it leaves when the guard is dropped.
+    /// A block enters `stage` now; it leaves when the guard is dropped.
     pub fn enter(&self, stage: Stage) -> Busy<'_> {
-        let now = Instant::now();
-        let mut o = self.lock(stage);
-        if o.active == 0 {
-            o.since = Some(now);
-        }
-        o.active += 1;
         Busy {
             clock: self,
             stage,
-            start: now,
+            start: Instant::now(),
         }
     }
 
-    fn leave(&self, stage: Stage, start: Instant) {
-        let now = Instant::now();
-        let mut o = self.lock(stage);
-        o.summed += now.saturating_duration_since(start);
-        o.active = o.active.saturating_sub(1);
-        if o.active == 0
-            && let Some(since) = o.since.take()
-        {
-            o.busy += now.saturating_duration_since(since);
-        }
+    /// A block was in `stage` from `start` to `end`, known after the fact
+    /// (a device's own timestamps, placed on the host's clock).
+    pub fn add_interval(&self, stage: Stage, start: Instant, end: Instant) {
+        self.lock(stage).push(start, end);
     }
 
     /// Adds time spent in `stage` by one actor that never overlaps itself
     /// (the reader thread): counted as busy and as summed time.
     pub fn add(&self, stage: Stage, time: Duration) {
-        let mut o = self.lock(stage);
-        o.busy += time;
-        o.summed += time;
+        let mut t = self.lock(stage);
+        t.extra += time;
+        t.summed += time;
     }
 
     /// Counts bytes copied by the CPU on their way to the engine.
@@ -130,21 +156,16 @@ impl StageClock {
         self.host_copied.fetch_add(bytes, Ordering::Relaxed);
     }
 
-    /// What the clock measured so far (stages still occupied count up to now).
+    /// What the clock measured so far (guards still alive are not counted).
     pub fn times(&self) -> StageTimes {
         let mut t = StageTimes {
             host_copied: self.host_copied.load(Ordering::Relaxed),
             ..StageTimes::default()
         };
-        let now = Instant::now();
         for stage in Stage::ALL {
-            let o = self.lock(stage);
-            let open = o
-                .since
-                .filter(|_| o.active > 0)
-                .map_or(Duration::ZERO, |s| now.saturating_duration_since(s));
-            t.busy[stage.index()] = o.busy + open;
-            t.summed[stage.index()] = o.summed;
+            let mut track = self.lock(stage);
+            t.busy[stage.index()] = track.busy();
+            t.summed[stage.index()] = track.summed;
         }
         t
     }
@@ -160,7 +181,8 @@ pub struct Busy<'a> {
 
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
-        self.clock.leave(self.stage, self.start);
+        self.clock
+            .add_interval(self.stage, self.start, Instant::now());
     }
 }
 
@@ -215,9 +237,22 @@ mod tests {
         assert_eq!(t.busy(Stage::Read), Duration::from_millis(5));
         assert_eq!(t.busy(Stage::Upload), Duration::ZERO);
         assert_eq!(t.host_copied, 15);
-        // A stage still occupied counts up to now.
-        let _c = clock.enter(Stage::Upload);
-        std::thread::sleep(Duration::from_millis(5));
-        assert!(clock.times().busy(Stage::Upload) >= Duration::from_millis(5));
+        // Intervals known after the fact, in any order, merged into the union.
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        for (a, b) in [(50, 60), (0, 10), (5, 20), (100, 101), (55, 58)] {
+            clock.add_interval(Stage::Upload, ms(a), ms(b));
+        }
+        let t = clock.times();
+        assert_eq!(t.busy(Stage::Upload), Duration::from_millis(31));
+        assert_eq!(t.summed(Stage::Upload), Duration::from_millis(44));
+        // Many intervals: merged as they come, the union unchanged.
+        for i in 0..10_000u64 {
+            clock.add_interval(Stage::Readback, ms(i), ms(i + 2));
+        }
+        assert!(clock.lock(Stage::Readback).intervals.len() < 4096);
+        let t = clock.times();
+        assert_eq!(t.busy(Stage::Readback), Duration::from_millis(10_001));
+        assert_eq!(t.summed(Stage::Readback), Duration::from_millis(20_000));
     }
 }

@@ -2,7 +2,9 @@
 //! the path of a haystack from host memory to the shader.
 
 use std::fmt::Display;
+use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use vulkano::Version;
 use vulkano::buffer::{Buffer, BufferCreateInfo, BufferUsage, Subbuffer};
@@ -23,15 +25,16 @@ use vulkano::pipeline::layout::PipelineDescriptorSetLayoutCreateInfo;
 use vulkano::pipeline::{
     ComputePipeline, Pipeline, PipelineBindPoint, PipelineLayout, PipelineShaderStageCreateInfo,
 };
+use vulkano::query::{QueryPool, QueryPoolCreateInfo, QueryResultFlags, QueryType};
 use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
 use vulkano::sync::fence::{Fence, FenceCreateInfo};
 use vulkano::sync::semaphore::{Semaphore, SemaphoreCreateInfo};
-use vulkano::sync::{self, GpuFuture, PipelineStages, Sharing};
+use vulkano::sync::{self, GpuFuture, PipelineStage, PipelineStages, Sharing};
 
 use super::staging::StagingMemory;
 use super::{DeviceChoice, DeviceInfo, GpuError, choose, one_line, open_instance};
 use crate::engine::pfac::PfacTable;
-use crate::engine::{Busy, Engine, EngineError, Hit, PatternId, Stage, StageClock};
+use crate::engine::{Engine, EngineError, Hit, PatternId, Stage, StageClock};
 use crate::pattern::Pattern;
 use crate::source::BufferProvider;
 
@@ -152,7 +155,14 @@ struct Slot {
     results: Subbuffer<[u32]>,
     /// Records `results` holds.
     capacity: u64,
+    /// Timestamps of the upload (0, 1) and of the dispatch (2, 3), when the
+    /// queues can write them.
+    queries: Option<Arc<QueryPool>>,
 }
+
+/// Queries of [`Slot::queries`].
+const UPLOAD_QUERIES: Range<u32> = 0..2;
+const DISPATCH_QUERIES: Range<u32> = 2..4;
 
 /// Free slots; `search` blocks until one is free.
 struct SlotPool {
@@ -237,11 +247,12 @@ impl Drop for Submitted {
 }
 
 /// A copy to device-local memory in flight: the dispatch waits on its
-/// semaphore; the host waits on its fence to close the upload stage.
-struct Upload<'c> {
+/// semaphore; the host waits on its fence to time the upload stage.
+struct Upload {
     submitted: Submitted,
     done: Arc<Semaphore>,
-    busy: Busy<'c>,
+    /// When it was submitted.
+    since: Instant,
 }
 
 /// Maps any vulkano error of a search to [`EngineError::Device`].
@@ -333,6 +344,9 @@ pub struct GpuEngine {
     slot_bytes: usize,
     /// `minStorageBufferOffsetAlignment`.
     offset_align: u64,
+    /// Nanoseconds per timestamp tick, when every queue used writes
+    /// timestamps; stage times then come from the device.
+    timestamp_period: Option<f64>,
     /// Longest walk minus one: how far a walk can read past its start.
     overlap: usize,
     /// Per pattern: leading wildcards, subtracted from the walk's start.
@@ -342,6 +356,54 @@ pub struct GpuEngine {
     /// Largest results buffer, in records.
     max_capacity: u64,
     max_groups: u32,
+}
+
+/// True when every queue family in `families` writes timestamps.
+fn queues_write_timestamps(
+    d: &vulkano::device::physical::PhysicalDevice,
+    mut families: impl Iterator<Item = u32>,
+) -> bool {
+    let props = d.queue_family_properties();
+    d.properties().timestamp_period > 0.0
+        && families.all(|f| {
+            props
+                .get(f as usize)
+                .is_some_and(|p| p.timestamp_valid_bits.is_some())
+        })
+}
+
+/// Records `commands` between two timestamps (`queries`) of the slot's
+/// pool, reset first; just `commands` when the slot has no pool.
+fn timed(
+    builder: &mut AutoCommandBufferBuilder<PrimaryAutoCommandBuffer>,
+    slot: &Slot,
+    queries: Range<u32>,
+    commands: impl FnOnce(
+        &mut AutoCommandBufferBuilder<PrimaryAutoCommandBuffer>,
+    ) -> Result<(), EngineError>,
+) -> Result<(), EngineError> {
+    let Some(pool) = &slot.queries else {
+        return commands(builder);
+    };
+    // SAFETY: the queries belong to this slot, whose previous submissions
+    // have all completed (a slot is used by one search at a time, which
+    // waits on every fence): none is active or pending elsewhere; each is
+    // reset before it is written.
+    unsafe {
+        builder
+            .reset_query_pool(pool.clone(), queries.clone())
+            .map_err(device_err("cannot reset the timestamps"))?
+            .write_timestamp(pool.clone(), queries.start, PipelineStage::TopOfPipe)
+            .map_err(device_err("cannot write a timestamp"))?;
+    }
+    commands(builder)?;
+    // SAFETY: as above.
+    unsafe {
+        builder
+            .write_timestamp(pool.clone(), queries.start + 1, PipelineStage::BottomOfPipe)
+            .map_err(device_err("cannot write a timestamp"))?;
+    }
+    Ok(())
 }
 
 /// A queue family that transfers but neither computes nor draws: a DMA engine.
@@ -470,6 +532,11 @@ impl GpuEngine {
             (UploadPath::DeviceCopy, None) => Some(queue.clone()),
             _ => None,
         };
+        let timestamp_period = queues_write_timestamps(
+            &chosen.device,
+            std::iter::once(queue.queue_family_index()).chain(transfer_family),
+        )
+        .then_some(f64::from(props.timestamp_period));
         let mut families = vec![queue.queue_family_index()];
         if let Some(t) = &transfer
             && t.queue_family_index() != queue.queue_family_index()
@@ -542,6 +609,7 @@ impl GpuEngine {
             staging_missing,
             slot_bytes,
             offset_align,
+            timestamp_period,
             overlap,
             shifts: table.shifts().to_vec(),
             max_shift: table.max_shift() as u64,
@@ -627,11 +695,25 @@ impl GpuEngine {
             ),
             None => None,
         };
+        let queries = match self.timestamp_period {
+            Some(_) => Some(
+                QueryPool::new(
+                    self.queue.device().clone(),
+                    QueryPoolCreateInfo {
+                        query_count: DISPATCH_QUERIES.end,
+                        ..QueryPoolCreateInfo::query_type(QueryType::Timestamp)
+                    },
+                )
+                .map_err(device_err("cannot create a timestamp query pool"))?,
+            ),
+            None => None,
+        };
         Ok(Slot {
             host_input: None,
             device_input,
             results: self.new_results(capacity)?,
             capacity,
+            queries,
         })
     }
 
@@ -695,7 +777,7 @@ impl GpuEngine {
     }
 
     /// Submits `commands` to `queue` with a fresh fence, waiting on `wait`
-    /// (at the compute stage) and signalling `signal`.
+    /// and signalling `signal`.
     fn submit(
         &self,
         queue: &Arc<Queue>,
@@ -711,7 +793,8 @@ impl GpuEngine {
             wait_semaphores: wait
                 .iter()
                 .map(|s| SemaphoreSubmitInfo {
-                    stages: PipelineStages::COMPUTE_SHADER,
+                    // All commands, timestamps included, wait for the upload.
+                    stages: PipelineStages::ALL_COMMANDS,
                     ..SemaphoreSubmitInfo::new(s.clone())
                 })
                 .collect(),
@@ -747,13 +830,12 @@ impl GpuEngine {
     }
 
     /// Starts the copy of `source` into the slot's device-local input.
-    fn start_upload<'c>(
+    fn start_upload(
         &self,
         transfer: &Arc<Queue>,
         source: Subbuffer<[u8]>,
         slot: &Slot,
-        busy: Busy<'c>,
-    ) -> Result<(Subbuffer<[u8]>, Upload<'c>), EngineError> {
+    ) -> Result<(Subbuffer<[u8]>, Upload), EngineError> {
         let device_input = slot
             .device_input
             .clone()
@@ -765,9 +847,12 @@ impl GpuEngine {
             CommandBufferUsage::OneTimeSubmit,
         )
         .map_err(device_err("cannot allocate a command buffer"))?;
-        builder
-            .copy_buffer(CopyBufferInfo::buffers(source, target.clone()))
-            .map_err(device_err("cannot record the upload"))?;
+        let copy = CopyBufferInfo::buffers(source, target.clone());
+        timed(&mut builder, slot, UPLOAD_QUERIES, |b| {
+            b.copy_buffer(copy)
+                .map(|_| ())
+                .map_err(device_err("cannot record the upload"))
+        })?;
         let commands = builder
             .build()
             .map_err(device_err("cannot record the upload"))?;
@@ -775,13 +860,14 @@ impl GpuEngine {
             Semaphore::new(self.queue.device().clone(), SemaphoreCreateInfo::default())
                 .map_err(device_err("cannot create a semaphore"))?,
         );
+        let since = Instant::now();
         let submitted = self.submit(transfer, commands, None, Some(done.clone()))?;
         Ok((
             target,
             Upload {
                 submitted,
                 done,
-                busy,
+                since,
             },
         ))
     }
@@ -798,10 +884,10 @@ impl GpuEngine {
         len: u32,
         begin: u32,
         end: u32,
-        upload: Option<Upload<'_>>,
+        upload: Option<Upload>,
         clock: &StageClock,
     ) -> Result<Option<u64>, EngineError> {
-        let compute = upload.is_none().then(|| clock.enter(Stage::Compute));
+        let mut since = Instant::now();
         {
             let header = slot.results.clone().slice(0..RESULT_HEADER_WORDS);
             let mut header = header
@@ -836,49 +922,75 @@ impl GpuEngine {
             CommandBufferUsage::OneTimeSubmit,
         )
         .map_err(device_err("cannot allocate a command buffer"))?;
-        builder
-            .bind_pipeline_compute(self.pipeline.clone())
-            .map_err(device_err("bind pipeline"))?
-            .bind_descriptor_sets(PipelineBindPoint::Compute, layout.clone(), 0, set)
-            .map_err(device_err("bind descriptor set"))?
-            .push_constants(layout, 0, [len, begin, end, capacity])
-            .map_err(device_err("push constants"))?;
         let groups = u64::from(end - begin)
             .div_ceil(WORKGROUP_SIZE * STARTS_PER_INVOCATION)
             .clamp(1, u64::from(self.max_groups)) as u32;
-        // SAFETY: vulkano's shader safety requirements ask that the shader
-        // stay inside the bound buffers. It does: haystack words are read
-        // only for byte indices < `len`, and the input binding holds `len`
-        // bytes rounded up to 4 (callers); every state index comes from the
-        // table, whose transitions only name states < state count (asserted
-        // by the pfac tests), and output ranges index within `outputs`;
-        // records are written only at indices < `capacity`, the number the
-        // results buffer holds after its two header words. `end <= len`
-        // (callers).
-        unsafe { builder.dispatch([groups, 1, 1]) }.map_err(device_err("dispatch"))?;
+        timed(&mut builder, slot, DISPATCH_QUERIES, |b| {
+            b.bind_pipeline_compute(self.pipeline.clone())
+                .map_err(device_err("bind pipeline"))?
+                .bind_descriptor_sets(PipelineBindPoint::Compute, layout.clone(), 0, set)
+                .map_err(device_err("bind descriptor set"))?
+                .push_constants(layout, 0, [len, begin, end, capacity])
+                .map_err(device_err("push constants"))?;
+            // SAFETY: vulkano's shader safety requirements ask that the
+            // shader stay inside the bound buffers. It does: haystack words
+            // are read only for byte indices < `len`, and the input binding
+            // holds `len` bytes rounded up to 4 (callers); every state index
+            // comes from the table, whose transitions only name states <
+            // state count (asserted by the pfac tests), and output ranges
+            // index within `outputs`; records are written only at indices <
+            // `capacity`, the number the results buffer holds after its two
+            // header words. `end <= len` (callers).
+            unsafe { b.dispatch([groups, 1, 1]) }
+                .map(|_| ())
+                .map_err(device_err("dispatch"))
+        })?;
         let commands = builder
             .build()
             .map_err(device_err("cannot build the command buffer"))?;
         let wait = upload.as_ref().map(|u| u.done.clone());
         let submitted = self.submit(&self.queue, commands, wait, None)?;
         // The dispatch is queued behind the upload on the device; the host
-        // waits for the upload only to close its stage.
-        let compute = match upload {
-            Some(u) => {
-                u.submitted.wait("the upload failed on the device")?;
-                drop(u.busy);
-                clock.enter(Stage::Compute)
-            }
-            None => compute.ok_or_else(|| EngineError::Device("no compute stage".into()))?,
-        };
+        // waits for the upload only to time its stage.
+        if let Some(u) = upload {
+            u.submitted.wait("the upload failed on the device")?;
+            let (a, b) = self.device_interval(slot, UPLOAD_QUERIES, u.since);
+            clock.add_interval(Stage::Upload, a, b);
+            since = since.max(b);
+        }
         submitted.wait("the search failed on the device")?;
-        drop(compute);
+        let (a, b) = self.device_interval(slot, DISPATCH_QUERIES, since);
+        clock.add_interval(Stage::Compute, a, b);
         let _busy = clock.enter(Stage::Readback);
         let header = slot.results.clone().slice(0..RESULT_HEADER_WORDS);
         let header = header
             .read()
             .map_err(device_err("cannot read the hit counter"))?;
         Ok((header[1] == 0).then_some(u64::from(header[0])))
+    }
+
+    /// When the device ran the commands timed by `queries`, on the host's
+    /// clock: they ended by now (their fence was just waited on), and began
+    /// their device-measured duration earlier, but not before `since` (their
+    /// submission). Without timestamps: `since` to now, queueing included.
+    fn device_interval(&self, slot: &Slot, queries: Range<u32>, since: Instant) -> (Instant, Instant) {
+        let now = Instant::now();
+        let mut ticks = [0u64; 2];
+        let measured = match (&slot.queries, self.timestamp_period) {
+            (Some(pool), Some(period)) => pool
+                .get_results(queries, &mut ticks, QueryResultFlags::empty())
+                .ok()
+                .filter(|&available| available)
+                .map(|_| {
+                    let nanos = ticks[1].wrapping_sub(ticks[0]) as f64 * period;
+                    Duration::from_nanos(nanos as u64)
+                }),
+            _ => None,
+        };
+        match measured.and_then(|d| now.checked_sub(d)) {
+            Some(start) => (start.max(since), now),
+            None => (since, now),
+        }
     }
 
     /// Appends the first `count` records of the slot to `packed`, as
@@ -955,15 +1067,14 @@ impl GpuEngine {
                 buf
             }
         };
+        drop(busy);
         let (input, mut upload) = match &self.transfer {
             Some(transfer) => {
-                let busy = busy.take().unwrap_or_else(|| clock.enter(Stage::Upload));
-                let (input, upload) = self.start_upload(transfer, source, slot, busy)?;
+                let (input, upload) = self.start_upload(transfer, source, slot)?;
                 (input, Some(upload))
             }
             None => (source, None),
         };
-        drop(busy);
 
         let mut packed: Vec<u64> = Vec::new();
         let mut ranges = vec![(0u32, starts_end)];
