@@ -62,6 +62,31 @@ pub fn forensic_sample_images(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// One of the forensics-samples images (`fs.vfat`, `fs.ntfs`...),
+/// decompressed into `dir`: `None` when the packages are absent; panics
+/// when `GPUCARVE_REQUIRE_SAMPLES=1` and it is absent.
+pub fn forensic_sample_image(dir: &Path, name: &str) -> Option<PathBuf> {
+    let xz = Path::new("/usr/share/forensics-samples").join(format!("{name}.xz"));
+    if !xz.exists() {
+        assert!(
+            !required("GPUCARVE_REQUIRE_SAMPLES"),
+            "GPUCARVE_REQUIRE_SAMPLES=1 but {} is missing (apt-get install forensics-samples-all)",
+            xz.display()
+        );
+        eprintln!("note: {} not installed; check not run", xz.display());
+        return None;
+    }
+    let data = Command::new("xz")
+        .arg("-dc")
+        .arg(&xz)
+        .output()
+        .unwrap_or_else(|e| panic!("xz: {e}"));
+    assert!(data.status.success(), "xz -dc {} failed", xz.display());
+    let dest = dir.join(name);
+    std::fs::write(&dest, &data.stdout).unwrap_or_else(|e| panic!("{e}"));
+    Some(dest)
+}
+
 /// The original files behind the forensics-samples images (for exact-recovery checks).
 pub fn forensic_sample_originals() -> Vec<PathBuf> {
     let mut out = Vec::new();

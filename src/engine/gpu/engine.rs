@@ -973,7 +973,12 @@ impl GpuEngine {
     /// clock: they ended by now (their fence was just waited on), and began
     /// their device-measured duration earlier, but not before `since` (their
     /// submission). Without timestamps: `since` to now, queueing included.
-    fn device_interval(&self, slot: &Slot, queries: Range<u32>, since: Instant) -> (Instant, Instant) {
+    fn device_interval(
+        &self,
+        slot: &Slot,
+        queries: Range<u32>,
+        since: Instant,
+    ) -> (Instant, Instant) {
         let now = Instant::now();
         let mut ticks = [0u64; 2];
         let measured = match (&slot.queries, self.timestamp_period) {
