@@ -13,8 +13,9 @@
 //! engine's staging memory), how many bytes the CPU copied per byte scanned
 //! (0 when `direct`/`uring` reads land in the GPU's staging memory), and the
 //! busy fraction of each stage: read, upload (to the memory the engine
-//! searches), compute and read-back. Busy fractions adding up to more than 1
-//! show the stages overlapping.
+//! searches), compute and read-back, and their overlap: the share of the
+//! wall time stages spent running at once (the busy fractions add up to the
+//! time any stage was busy plus the overlap).
 //!
 //! Baselines measured in the same run: aho-corasick's overlapping search over
 //! the CPU engine's anchors (in memory, one thread), and `rg -a -c -F` over
@@ -106,6 +107,9 @@ pub struct StageBusy {
     pub upload: f64,
     pub compute: f64,
     pub readback: f64,
+    /// Time the stages spent overlapping one another (the busy fractions
+    /// add up to the time any stage was busy plus this).
+    pub overlap: f64,
 }
 
 impl StageBusy {
@@ -115,6 +119,7 @@ impl StageBusy {
             upload: stats.busy_fraction(Stage::Upload),
             compute: stats.busy_fraction(Stage::Compute),
             readback: stats.busy_fraction(Stage::Readback),
+            overlap: stats.overlap_fraction(),
         }
     }
 
@@ -126,6 +131,7 @@ impl StageBusy {
             upload: m(|b| b.upload),
             compute: m(|b| b.compute),
             readback: m(|b| b.readback),
+            overlap: m(|b| b.overlap),
         }
     }
 }
@@ -526,7 +532,7 @@ fn baselines(
 /// One table line for a row.
 pub fn format_row(r: &BenchRow) -> String {
     format!(
-        "{:<14} {:<9} {:>9} {:>3}t  {:>9.1} MiB/s (±{:>4.1}%)  io-ceiling {:>8.1} ({:>4.0}%)  engine-mem {:>8.1} ({:>4.0}%)  {:>9} matches  read {:>6.2}s search {:>6.2}s merge {:>5.2}s  bottleneck: {}  copies/byte {:.2}  busy read {:.0}% upload {:.0}% compute {:.0}% readback {:.0}%",
+        "{:<14} {:<9} {:>9} {:>3}t  {:>9.1} MiB/s (±{:>4.1}%)  io-ceiling {:>8.1} ({:>4.0}%)  engine-mem {:>8.1} ({:>4.0}%)  {:>9} matches  read {:>6.2}s search {:>6.2}s merge {:>5.2}s  bottleneck: {}  copies/byte {:.2}  busy read {:.0}% upload {:.0}% compute {:.0}% readback {:.0}% (overlap {:.0}%)",
         r.engine,
         r.io,
         human_size(r.block_size as u64),
@@ -550,7 +556,8 @@ pub fn format_row(r: &BenchRow) -> String {
         r.busy.read * 100.0,
         r.busy.upload * 100.0,
         r.busy.compute * 100.0,
-        r.busy.readback * 100.0
+        r.busy.readback * 100.0,
+        r.busy.overlap * 100.0
     )
 }
 

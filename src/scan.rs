@@ -109,6 +109,13 @@ impl ScanStats {
     pub fn busy_fraction(&self, stage: Stage) -> f64 {
         self.stages.busy(stage).as_secs_f64() / self.wall.as_secs_f64().max(1e-9)
     }
+
+    /// Time the stages spent overlapping one another, as a fraction of the
+    /// wall time (see [`StageTimes::overlap`]): 0 for a pipeline that runs
+    /// one stage at a time.
+    pub fn overlap_fraction(&self) -> f64 {
+        self.stages.overlap().as_secs_f64() / self.wall.as_secs_f64().max(1e-9)
+    }
 }
 
 /// Why a scan stopped.
@@ -275,8 +282,16 @@ pub fn scan_range(
             s.spawn(move || -> Result<Duration, SourceError> {
                 let mut read_time = Duration::ZERO;
                 let mut last = Instant::now();
+                let mut waited = Duration::ZERO;
                 let r = reader.read_blocks(plan, pool, &mut |block| {
-                    read_time += last.elapsed();
+                    // Since the last delivery the reader waited for a free
+                    // buffer (back-pressure, not reading), then read.
+                    let now = Instant::now();
+                    let w = pool.waited();
+                    let reading = now.duration_since(last).saturating_sub(w - waited);
+                    waited = w;
+                    clock.add_interval(Stage::Read, now.checked_sub(reading).unwrap_or(last), now);
+                    read_time += reading;
                     if delivery == Delivery::Copied {
                         clock.add_host_copy(block.spec.data_len as u64);
                     }
@@ -285,9 +300,6 @@ pub fn scan_range(
                     ok
                 });
                 drop(block_tx);
-                // Waiting for a free buffer is back-pressure, not reading.
-                let read_time = read_time.saturating_sub(pool.waited());
-                clock.add(Stage::Read, read_time);
                 r.map(|()| read_time)
             })
         };

@@ -141,6 +141,8 @@ fn bench_reports_host_copies_and_stage_busy_fractions() {
             for s in ["read", "upload", "compute", "readback"] {
                 assert!((0.0..=1.0 + 1e-6).contains(&f(s)), "{s}: {r}");
             }
+            let sum = f("read") + f("upload") + f("compute") + f("readback");
+            assert!((0.0..=sum).contains(&f("overlap")), "{r}");
             assert!(f("read") > 0.0 && f("compute") > 0.0, "{r}");
             if gpu {
                 assert!(

@@ -162,6 +162,13 @@ fn direct_reads_reach_the_gpu_without_a_host_copy_and_match_the_cpu() {
                 assert!(busy(s) <= 1.0 + 1e-6, "{what}: {s:?} {}", busy(s));
                 assert!(st.stages.summed(s) >= st.stages.busy(s), "{what}: {s:?}");
             }
+            // The reader fills free staging buffers while the device
+            // searches earlier blocks: reading overlaps compute.
+            let sum: f64 = Stage::ALL.iter().map(|&s| busy(s)).sum();
+            assert!(st.overlap_fraction() <= sum, "{what}");
+            if matches!(io, IoMode::Direct | IoMode::Uring) {
+                assert!(st.overlap_fraction() > 0.0, "{what}: no overlap");
+            }
         }
     }
 }

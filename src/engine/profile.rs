@@ -13,6 +13,10 @@
 //!   busy fractions that add up to more than 1 show the overlap;
 //! * **summed**: time summed over blocks (what workers spent in the stage).
 //!
+//! and for the pipeline as a whole, the time during which any stage was busy:
+//! the busy times add up to more than that exactly by the time stages spent
+//! overlapping one another ([`StageTimes::overlap`]).
+//!
 //! The clock is shared by the reader, the workers and the engine of one
 //! scan; it knows nothing of devices or files.
 
@@ -56,8 +60,6 @@ struct Track {
     intervals: Vec<(Instant, Instant)>,
     /// Length of `intervals` after the last merge.
     merged: usize,
-    /// Busy time added as a plain duration (an actor that never overlaps itself).
-    extra: Duration,
     summed: Duration,
 }
 
@@ -72,26 +74,26 @@ impl Track {
 
     /// Sorts and joins the intervals: same union, fewer intervals.
     fn merge(&mut self) {
-        self.intervals.sort_unstable();
-        let mut out: Vec<(Instant, Instant)> = Vec::with_capacity(self.intervals.len());
-        for &(s, e) in &self.intervals {
-            match out.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => out.push((s, e)),
-            }
-        }
-        self.merged = out.len();
-        self.intervals = out;
+        union(&mut self.intervals);
+        self.merged = self.intervals.len();
     }
+}
 
-    fn busy(&mut self) -> Duration {
-        self.merge();
-        self.intervals
-            .iter()
-            .map(|&(s, e)| e.saturating_duration_since(s))
-            .sum::<Duration>()
-            + self.extra
+/// Sorts and joins `intervals` in place; returns the length of their union.
+fn union(intervals: &mut Vec<(Instant, Instant)>) -> Duration {
+    intervals.sort_unstable();
+    let mut out: Vec<(Instant, Instant)> = Vec::with_capacity(intervals.len());
+    for &(s, e) in intervals.iter() {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
     }
+    *intervals = out;
+    intervals
+        .iter()
+        .map(|&(s, e)| e.saturating_duration_since(s))
+        .sum()
 }
 
 /// Busy time per stage and host copies of one scan; see the module docs.
@@ -143,14 +145,6 @@ impl StageClock {
         self.lock(stage).push(start, end);
     }
 
-    /// Adds time spent in `stage` by one actor that never overlaps itself
-    /// (the reader thread): counted as busy and as summed time.
-    pub fn add(&self, stage: Stage, time: Duration) {
-        let mut t = self.lock(stage);
-        t.extra += time;
-        t.summed += time;
-    }
-
     /// Counts bytes copied by the CPU on their way to the engine.
     pub fn add_host_copy(&self, bytes: u64) {
         self.host_copied.fetch_add(bytes, Ordering::Relaxed);
@@ -162,11 +156,15 @@ impl StageClock {
             host_copied: self.host_copied.load(Ordering::Relaxed),
             ..StageTimes::default()
         };
+        let mut all = Vec::new();
         for stage in Stage::ALL {
             let mut track = self.lock(stage);
-            t.busy[stage.index()] = track.busy();
+            track.merge();
+            t.busy[stage.index()] = union(&mut track.intervals.clone());
             t.summed[stage.index()] = track.summed;
+            all.extend_from_slice(&track.intervals);
         }
+        t.any = union(&mut all);
         t
     }
 }
@@ -191,6 +189,8 @@ impl Drop for Busy<'_> {
 pub struct StageTimes {
     busy: [Duration; 4],
     summed: [Duration; 4],
+    /// Wall time during which at least one stage was busy.
+    any: Duration,
     /// Bytes the CPU copied between the disk (or page cache) and the memory
     /// the engine searches: the reader's copies and the engine's own.
     pub host_copied: u64,
@@ -205,6 +205,18 @@ impl StageTimes {
     /// Time summed over blocks (and threads) in `stage`.
     pub fn summed(&self, stage: Stage) -> Duration {
         self.summed[stage.index()]
+    }
+
+    /// Wall time during which at least one stage was busy.
+    pub fn any(&self) -> Duration {
+        self.any
+    }
+
+    /// Time the stages spent overlapping one another: the busy times of
+    /// all stages minus the time any was busy (a moment when k stages are
+    /// busy counts k − 1 times). Zero when nothing ran at the same time.
+    pub fn overlap(&self) -> Duration {
+        self.busy.iter().sum::<Duration>().saturating_sub(self.any)
     }
 }
 
@@ -222,7 +234,6 @@ mod tests {
         drop(a);
         std::thread::sleep(Duration::from_millis(30));
         drop(b);
-        clock.add(Stage::Read, Duration::from_millis(5));
         clock.add_host_copy(10);
         clock.add_host_copy(5);
         let t = clock.times();
@@ -234,8 +245,10 @@ mod tests {
             summed > busy + Duration::from_millis(20),
             "{summed:?} {busy:?}"
         );
-        assert_eq!(t.busy(Stage::Read), Duration::from_millis(5));
+        assert_eq!(t.busy(Stage::Read), Duration::ZERO);
         assert_eq!(t.busy(Stage::Upload), Duration::ZERO);
+        assert_eq!(t.any(), t.busy(Stage::Compute));
+        assert_eq!(t.overlap(), Duration::ZERO);
         assert_eq!(t.host_copied, 15);
         // Intervals known after the fact, in any order, merged into the union.
         let t0 = Instant::now();
@@ -245,7 +258,12 @@ mod tests {
         }
         let t = clock.times();
         assert_eq!(t.busy(Stage::Upload), Duration::from_millis(31));
-        assert_eq!(t.summed(Stage::Upload), Duration::from_millis(44));
+        assert_eq!(t.summed(Stage::Upload), Duration::from_millis(39));
+        // Read during part of an upload: the overlap is that part.
+        clock.add_interval(Stage::Read, ms(15), ms(25));
+        let t = clock.times();
+        assert_eq!(t.busy(Stage::Read), Duration::from_millis(10));
+        assert_eq!(t.overlap(), Duration::from_millis(5));
         // Many intervals: merged as they come, the union unchanged.
         for i in 0..10_000u64 {
             clock.add_interval(Stage::Readback, ms(i), ms(i + 2));
