@@ -72,7 +72,9 @@ pub struct ScanStats {
     pub blocks: u64,
     pub matches: u64,
     pub wall: Duration,
-    /// Time the reader spent reading (not waiting for free buffers or queue space).
+    /// Time during which a read was in progress (not waiting for free
+    /// buffers or queue space; io_uring: from submission to completion;
+    /// zero for mmap, whose pages are read when the engine touches them).
     pub read: Duration,
     /// Engine time summed over workers.
     pub search: Duration,
@@ -279,28 +281,18 @@ pub fn scan_range(
             let pool = &pool;
             let plan = &plan;
             let clock = &clock;
-            s.spawn(move || -> Result<Duration, SourceError> {
-                let mut read_time = Duration::ZERO;
-                let mut last = Instant::now();
-                let mut waited = Duration::ZERO;
+            s.spawn(move || -> Result<(), SourceError> {
                 let r = reader.read_blocks(plan, pool, &mut |block| {
-                    // Since the last delivery the reader waited for a free
-                    // buffer (back-pressure, not reading), then read.
-                    let now = Instant::now();
-                    let w = pool.waited();
-                    let reading = now.duration_since(last).saturating_sub(w - waited);
-                    waited = w;
-                    clock.add_interval(Stage::Read, now.checked_sub(reading).unwrap_or(last), now);
-                    read_time += reading;
+                    if let Some((started, done)) = block.read_interval() {
+                        clock.add_interval(Stage::Read, started, done);
+                    }
                     if delivery == Delivery::Copied {
                         clock.add_host_copy(block.spec.data_len as u64);
                     }
-                    let ok = !stop.load(Ordering::Relaxed) && block_tx.send(block).is_ok();
-                    last = Instant::now();
-                    ok
+                    !stop.load(Ordering::Relaxed) && block_tx.send(block).is_ok()
                 });
                 drop(block_tx);
-                r.map(|()| read_time)
+                r
             })
         };
         // Workers.
@@ -363,10 +355,9 @@ pub fn scan_range(
             .map_err(|_| ScanError::Internal("reader thread panicked".into()))?;
         if merged? {
             // Stopped early on purpose: a read error after the stop is moot.
-            stats.read = read.unwrap_or_default();
             return Ok(());
         }
-        stats.read = read?;
+        read?;
         Ok(())
     });
     for w in warnings.into_inner().unwrap_or_else(|p| p.into_inner()) {
@@ -376,6 +367,7 @@ pub fn scan_range(
     stats.search = Duration::from_nanos(search_nanos.load(Ordering::Relaxed));
     stats.fallback_blocks = fallback_blocks.load(Ordering::Relaxed);
     stats.stages = clock.times();
+    stats.read = stats.stages.busy(Stage::Read);
     stats.wall = started.elapsed();
     Ok(stats)
 }

@@ -2,7 +2,9 @@
 //!
 //! Up to `depth` reads are queued ahead of the consumer, each into its own
 //! pooled buffer; completions may arrive in any order and are delivered in
-//! plan order. A short completion that is not at the end of the image is
+//! plan order. While reads are in flight the reader waits for them, not for
+//! a free buffer, so each block is delivered (and its read timed) as soon as
+//! its completion arrives. A short completion that is not at the end of the image is
 //! finished with plain `pread`. Where io_uring is unavailable (old kernel,
 //! seccomp in containers) or `O_DIRECT` is refused, [`open`] warns and falls
 //! back to `direct` (and that, in turn, to `buffered`).
@@ -11,6 +13,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
 use std::path::PathBuf;
+use std::time::Instant;
 
 use io_uring::{IoUring, opcode, types};
 
@@ -64,6 +67,8 @@ struct InFlight {
     spec: BlockSpec,
     buf: PooledBuf,
     read_len: usize,
+    /// When the read was queued.
+    since: Instant,
 }
 
 impl UringReader {
@@ -114,7 +119,8 @@ impl UringReader {
         let mut next_submit = 0u64;
         let mut next_deliver = 0u64;
         let total = plan.len();
-        let mut done: BTreeMap<u64, (InFlight, usize)> = BTreeMap::new();
+        // Completed reads: bytes read, and when the completion was seen.
+        let mut done: BTreeMap<u64, (InFlight, usize, Instant)> = BTreeMap::new();
         let fd = types::Fd(self.file.as_raw_fd());
 
         while next_deliver < total {
@@ -123,7 +129,16 @@ impl UringReader {
                 let Some(spec) = plan.block(next_submit) else {
                     break;
                 };
-                let mut buf = pool.take();
+                // With reads in flight, wait for them rather than for a free
+                // buffer: completions are seen (and delivered) as they come.
+                let mut buf = if in_flight.is_empty() {
+                    pool.take()
+                } else {
+                    match pool.try_take() {
+                        Some(b) => b,
+                        None => break,
+                    }
+                };
                 let read_len = spec.data_len.next_multiple_of(DIRECT_ALIGN);
                 let ptr = buf.as_mut_slice().as_mut_ptr();
                 let entry = opcode::Read::new(fd, ptr, read_len as u32)
@@ -136,6 +151,7 @@ impl UringReader {
                         spec,
                         buf,
                         read_len,
+                        since: Instant::now(),
                     },
                 );
                 // SAFETY: the buffer behind `ptr` is owned by the InFlight entry kept in
@@ -167,6 +183,7 @@ impl UringReader {
                     .completion()
                     .map(|c| (c.user_data(), c.result()))
                     .collect();
+                let seen = Instant::now();
                 for (idx, res) in completions {
                     let Some(f) = in_flight.remove(&idx) else {
                         continue;
@@ -176,11 +193,11 @@ impl UringReader {
                             self.read_error(f.spec.offset, std::io::Error::from_raw_os_error(-res))
                         );
                     }
-                    done.insert(idx, (f, res as usize));
+                    done.insert(idx, (f, res as usize, seen));
                 }
             }
             // Deliver in order.
-            while let Some((mut f, got)) = done.remove(&next_deliver) {
+            while let Some((mut f, got, mut seen)) = done.remove(&next_deliver) {
                 let mut got = got;
                 if got < f.spec.data_len && got < f.read_len {
                     // Short read not explained by the end of the image: finish it synchronously.
@@ -191,6 +208,7 @@ impl UringReader {
                     )
                     .map_err(|e| self.read_error(f.spec.offset + got as u64, e))?;
                     got += more;
+                    seen = Instant::now();
                 }
                 if got < f.spec.data_len {
                     return Err(SourceError::Truncated {
@@ -201,7 +219,7 @@ impl UringReader {
                     });
                 }
                 next_deliver += 1;
-                if !deliver(Block::pooled(f.spec, f.buf)) {
+                if !deliver(Block::pooled(f.spec, f.buf, f.since, seen)) {
                     return Ok(());
                 }
             }

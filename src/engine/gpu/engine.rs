@@ -1056,11 +1056,10 @@ impl GpuEngine {
             .staging
             .as_ref()
             .and_then(|s| s.find(window, self.offset_align));
-        let mut busy = None;
         let source = match staged {
             Some(s) => s,
             None => {
-                busy = Some(clock.enter(Stage::Upload));
+                let _busy = clock.enter(Stage::Upload);
                 let buf = self.host_input(slot)?.slice(0..padded);
                 {
                     let mut w = buf
@@ -1072,7 +1071,6 @@ impl GpuEngine {
                 buf
             }
         };
-        drop(busy);
         let (input, mut upload) = match &self.transfer {
             Some(transfer) => {
                 let (input, upload) = self.start_upload(transfer, source, slot)?;
