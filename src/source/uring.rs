@@ -71,6 +71,10 @@ struct InFlight {
     since: Instant,
 }
 
+/// Completed reads by block index: the read, bytes read, and when it ended
+/// (as far as the reader can tell).
+type Completed = BTreeMap<u64, (InFlight, usize, Instant)>;
+
 impl UringReader {
     fn read_error(&self, offset: u64, source: std::io::Error) -> SourceError {
         SourceError::Read {
@@ -119,8 +123,8 @@ impl UringReader {
         let mut next_submit = 0u64;
         let mut next_deliver = 0u64;
         let total = plan.len();
-        // Completed reads: bytes read, and when the completion was seen.
-        let mut done: BTreeMap<u64, (InFlight, usize, Instant)> = BTreeMap::new();
+        let mut done = Completed::new();
+        let mut queued = false;
         let fd = types::Fd(self.file.as_raw_fd());
 
         while next_deliver < total {
@@ -172,30 +176,20 @@ impl UringReader {
                     })?;
                 }
                 next_submit += 1;
+                queued = true;
+            }
+            // Start what was queued (reads must not wait for the next wait).
+            if queued {
+                self.ring.submit().map_err(|e| self.read_error(0, e))?;
+                queued = false;
             }
             // Wait for at least one completion unless the next block is already done.
             if !done.contains_key(&next_deliver) {
                 self.ring
                     .submit_and_wait(1)
                     .map_err(|e| self.read_error(0, e))?;
-                let completions: Vec<(u64, i32)> = self
-                    .ring
-                    .completion()
-                    .map(|c| (c.user_data(), c.result()))
-                    .collect();
-                let seen = Instant::now();
-                for (idx, res) in completions {
-                    let Some(f) = in_flight.remove(&idx) else {
-                        continue;
-                    };
-                    if res < 0 {
-                        return Err(
-                            self.read_error(f.spec.offset, std::io::Error::from_raw_os_error(-res))
-                        );
-                    }
-                    done.insert(idx, (f, res as usize, seen));
-                }
             }
+            self.reap(in_flight, &mut done, None)?;
             // Deliver in order.
             while let Some((mut f, got, mut seen)) = done.remove(&next_deliver) {
                 let mut got = got;
@@ -219,10 +213,42 @@ impl UringReader {
                     });
                 }
                 next_deliver += 1;
+                let handing_over = Instant::now();
                 if !deliver(Block::pooled(f.spec, f.buf, f.since, seen)) {
                     return Ok(());
                 }
+                // Reads that completed while the consumer held us up are
+                // timed as ending when that began (a lower bound): the
+                // reader could not see them sooner.
+                self.reap(in_flight, &mut done, Some(handing_over))?;
             }
+        }
+        Ok(())
+    }
+
+    /// Moves the completions already posted from `in_flight` to `done`,
+    /// timed now, or at `at_most` (but not before their submission).
+    fn reap(
+        &mut self,
+        in_flight: &mut BTreeMap<u64, InFlight>,
+        done: &mut Completed,
+        at_most: Option<Instant>,
+    ) -> Result<(), SourceError> {
+        let completions: Vec<(u64, i32)> = self
+            .ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        let now = Instant::now();
+        for (idx, res) in completions {
+            let Some(f) = in_flight.remove(&idx) else {
+                continue;
+            };
+            if res < 0 {
+                return Err(self.read_error(f.spec.offset, std::io::Error::from_raw_os_error(-res)));
+            }
+            let seen = at_most.map_or(now, |t| t.clamp(f.since, now));
+            done.insert(idx, (f, res as usize, seen));
         }
         Ok(())
     }

@@ -42,15 +42,7 @@ pub fn forensic_sample_images(dir: &Path) -> Vec<PathBuf> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let dest = dir.join(&name);
-        let data = Command::new("xz")
-            .arg("-dc")
-            .arg(&xz)
-            .output()
-            .unwrap_or_else(|e| panic!("xz: {e}"));
-        assert!(data.status.success(), "xz -dc {} failed", xz.display());
-        std::fs::write(&dest, &data.stdout).unwrap_or_else(|e| panic!("{e}"));
-        out.push(dest);
+        out.push(unxz(&xz, dir.join(&name)));
     }
     if out.is_empty() {
         assert!(
@@ -76,15 +68,19 @@ pub fn forensic_sample_image(dir: &Path, name: &str) -> Option<PathBuf> {
         eprintln!("note: {} not installed; check not run", xz.display());
         return None;
     }
+    Some(unxz(&xz, dir.join(name)))
+}
+
+/// Decompresses `xz` into `dest`.
+fn unxz(xz: &Path, dest: PathBuf) -> PathBuf {
     let data = Command::new("xz")
         .arg("-dc")
-        .arg(&xz)
+        .arg(xz)
         .output()
         .unwrap_or_else(|e| panic!("xz: {e}"));
     assert!(data.status.success(), "xz -dc {} failed", xz.display());
-    let dest = dir.join(name);
     std::fs::write(&dest, &data.stdout).unwrap_or_else(|e| panic!("{e}"));
-    Some(dest)
+    dest
 }
 
 /// The original files behind the forensics-samples images (for exact-recovery checks).
