@@ -5,7 +5,10 @@
 //!   (Standard) search over the same literals: the all-matches baseline;
 //! * `search/aho_corasick_leftmost/*`: its leftmost-first search with the
 //!   packed (Teddy) prefilter: the speed class we aim for, without all-matches semantics;
-//! * `search/pfac_gpu/*`: the PFAC compute shader, when a Vulkan device exists.
+//! * `search/pfac_gpu/*`: the PFAC compute shader, when a Vulkan device exists
+//!   (the haystack on the heap: the engine copies it into its own buffer);
+//! * `search/pfac_gpu_staged/*`: the same, the haystack already in the
+//!   engine's staging memory, where the pipeline reads blocks (no copy).
 //!
 //! `catalogue` is the built-in catalogue; `1pattern` is `FF D8 FF`.
 //! Literals for aho-corasick are the CPU engine's anchors (each pattern's most
@@ -85,6 +88,23 @@ fn bench(c: &mut Criterion) {
                         hits.clear();
                         engine
                             .search(&data[..gpu_len], &mut hits)
+                            .unwrap_or_else(|e| panic!("{e}"));
+                        hits.len()
+                    })
+                });
+                // The same bytes already in the engine's staging memory (where
+                // the pipeline reads blocks): no copy by the CPU first.
+                let Some(provider) = engine.buffer_provider() else {
+                    eprintln!("search/pfac_gpu_staged/{name}: skipped, no staging memory");
+                    continue;
+                };
+                let mut staged = provider.allocate(gpu_len).unwrap_or_else(|e| panic!("{e}"));
+                staged.as_mut_slice()[..gpu_len].copy_from_slice(&data[..gpu_len]);
+                g.bench_function(format!("pfac_gpu_staged/{name}"), |b| {
+                    b.iter(|| {
+                        hits.clear();
+                        engine
+                            .search(&staged.as_slice()[..gpu_len], &mut hits)
                             .unwrap_or_else(|e| panic!("{e}"));
                         hits.len()
                     })

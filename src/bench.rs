@@ -9,6 +9,14 @@
 //! * the engine alone on data already in memory (the first `mem_bytes` of the
 //!   image, searched block by block on the same number of threads).
 //!
+//! Each row also says what the blocks were read into (the heap, or the GPU
+//! engine's staging memory), how many bytes the CPU copied per byte scanned
+//! (0 when `direct`/`uring` reads land in the GPU's staging memory), and the
+//! busy fraction of each stage: read, upload (to the memory the engine
+//! searches), compute and read-back, and their overlap: the share of the
+//! wall time stages spent running at once (the busy fractions add up to the
+//! time any stage was busy plus the overlap).
+//!
 //! Baselines measured in the same run: aho-corasick's overlapping search over
 //! the CPU engine's anchors (in memory, one thread), and `rg -a -c -F` over
 //! the image when ripgrep is installed. Nothing here asserts a speed.
@@ -19,9 +27,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::catalogue::Catalogue;
-use crate::engine::{Engine, EngineChoice, Hit, build_engines};
-use crate::scan::{Engines, Match, ScanOptions, scan};
-use crate::source::{BlockPlan, BlockSpec, BufferPool, Image, IoMode, open_reader};
+use crate::engine::{Engine, EngineChoice, Hit, Stage, build_engines};
+use crate::scan::{Engines, Match, ScanOptions, ScanStats, scan};
+use crate::source::{BlockMemory, BlockPlan, BlockSpec, BufferPool, Image, IoMode, open_reader};
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -80,8 +88,52 @@ pub struct BenchRow {
     pub search_s: f64,
     pub merge_s: f64,
     pub bottleneck: String,
+    /// What blocks were read into: `heap`, the GPU's staging memory, `mapping`.
+    pub buffers: String,
+    /// Bytes copied by the CPU per byte scanned (reader and engine copies;
+    /// median of the runs).
+    pub host_copies_per_byte: f64,
+    /// Busy fraction of each stage (medians of the runs).
+    pub busy: StageBusy,
     /// Peak resident memory of the process after this row (KiB).
     pub peak_rss_kib: u64,
+}
+
+/// Fraction of the wall time during which at least one block was in each
+/// stage; see [`crate::engine::profile`].
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StageBusy {
+    pub read: f64,
+    pub upload: f64,
+    pub compute: f64,
+    pub readback: f64,
+    /// Time the stages spent overlapping one another (the busy fractions
+    /// add up to the time any stage was busy plus this).
+    pub overlap: f64,
+}
+
+impl StageBusy {
+    fn of(stats: &ScanStats) -> StageBusy {
+        StageBusy {
+            read: stats.busy_fraction(Stage::Read),
+            upload: stats.busy_fraction(Stage::Upload),
+            compute: stats.busy_fraction(Stage::Compute),
+            readback: stats.busy_fraction(Stage::Readback),
+            overlap: stats.overlap_fraction(),
+        }
+    }
+
+    /// Medians, stage by stage.
+    fn median(runs: &[StageBusy]) -> StageBusy {
+        let m = |f: fn(&StageBusy) -> f64| Timing::of(runs.iter().map(f).collect()).median;
+        StageBusy {
+            read: m(|b| b.read),
+            upload: m(|b| b.upload),
+            compute: m(|b| b.compute),
+            readback: m(|b| b.readback),
+            overlap: m(|b| b.overlap),
+        }
+    }
 }
 
 /// A baseline measured in the same run.
@@ -156,6 +208,10 @@ fn io_ceiling(image: &Image, io: IoMode, block_size: usize, overlap: usize) -> R
 }
 
 /// The engine over in-memory blocks on `threads` threads; returns MiB/s.
+///
+/// The blocks are laid out in the engine's own memory when it offers some
+/// (the GPU's staging buffers, so the figure is the device's, not a copy's:
+/// comparable to in-memory GPU figures elsewhere), else searched in `data`.
 fn engine_in_memory(
     engine: &dyn Engine,
     data: &[u8],
@@ -168,6 +224,26 @@ fn engine_in_memory(
         Err(_) => return 0.0,
     };
     let blocks: Vec<BlockSpec> = plan.blocks().collect();
+    let staged: Option<Vec<Box<dyn BlockMemory>>> = engine.buffer_provider().and_then(|p| {
+        blocks
+            .iter()
+            .map(|b| {
+                let mut m = p.allocate(plan.buffer_capacity()).ok()?;
+                let start = b.offset as usize;
+                m.as_mut_slice()
+                    .get_mut(..b.data_len)?
+                    .copy_from_slice(&data[start..start + b.data_len]);
+                Some(m)
+            })
+            .collect()
+    });
+    let haystack = |i: usize| -> Option<&[u8]> {
+        let b = blocks.get(i)?;
+        match &staged {
+            Some(m) => m.get(i)?.as_slice().get(..b.data_len),
+            None => data.get(b.offset as usize..b.offset as usize + b.data_len),
+        }
+    };
     let next = std::sync::atomic::AtomicUsize::new(0);
     let t = Instant::now();
     std::thread::scope(|s| {
@@ -176,10 +252,9 @@ fn engine_in_memory(
                 let mut hits: Vec<Hit> = Vec::new();
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(b) = blocks.get(i) else { break };
+                    let Some(h) = haystack(i) else { break };
                     hits.clear();
-                    let start = b.offset as usize;
-                    let _ = engine.search(&data[start..start + b.data_len], &mut hits);
+                    let _ = engine.search(h, &mut hits);
                 }
             });
         }
@@ -243,8 +318,10 @@ pub fn run(
                     let threads = if threads == 0 { cpus } else { threads };
                     let (mut walls, mut reads, mut searches, mut merges, mut ceilings) =
                         (vec![], vec![], vec![], vec![], vec![]);
+                    let (mut copies, mut busy) = (vec![], vec![]);
                     let mut matches = 0;
                     let mut backend = io.as_str().to_string();
+                    let mut buffers = String::new();
                     let mut block_size = bs;
                     for _ in 0..repeat {
                         if opts.drop_caches {
@@ -281,8 +358,11 @@ pub fn run(
                         reads.push(st.read.as_secs_f64());
                         searches.push(st.search.as_secs_f64());
                         merges.push(st.sink.as_secs_f64());
+                        copies.push(st.host_copies_per_byte());
+                        busy.push(StageBusy::of(&st));
                         matches = count;
                         backend = st.io_backend.clone();
+                        buffers = st.buffers.clone();
                         block_size = st.block_size;
                     }
                     let wall = Timing::of(walls);
@@ -332,6 +412,9 @@ pub fn run(
                         search_s,
                         merge_s,
                         bottleneck,
+                        buffers,
+                        host_copies_per_byte: Timing::of(copies).median,
+                        busy: StageBusy::median(&busy),
                         peak_rss_kib: peak_rss_kib(),
                         wall,
                     };
@@ -449,7 +532,7 @@ fn baselines(
 /// One table line for a row.
 pub fn format_row(r: &BenchRow) -> String {
     format!(
-        "{:<14} {:<9} {:>9} {:>3}t  {:>9.1} MiB/s (±{:>4.1}%)  io-ceiling {:>8.1} ({:>4.0}%)  engine-mem {:>8.1} ({:>4.0}%)  {:>9} matches  read {:>6.2}s search {:>6.2}s merge {:>5.2}s  bottleneck: {}",
+        "{:<14} {:<9} {:>9} {:>3}t  {:>9.1} MiB/s (±{:>4.1}%)  io-ceiling {:>8.1} ({:>4.0}%)  engine-mem {:>8.1} ({:>4.0}%)  {:>9} matches  read {:>6.2}s search {:>6.2}s merge {:>5.2}s  bottleneck: {}  copies/byte {:.2}  busy read {:.0}% upload {:.0}% compute {:.0}% readback {:.0}% (overlap {:.0}%)",
         r.engine,
         r.io,
         human_size(r.block_size as u64),
@@ -468,7 +551,13 @@ pub fn format_row(r: &BenchRow) -> String {
         r.read_s,
         r.search_s,
         r.merge_s,
-        r.bottleneck
+        r.bottleneck,
+        r.host_copies_per_byte,
+        r.busy.read * 100.0,
+        r.busy.upload * 100.0,
+        r.busy.compute * 100.0,
+        r.busy.readback * 100.0,
+        r.busy.overlap * 100.0
     )
 }
 

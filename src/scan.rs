@@ -16,6 +16,13 @@
 //! the matches of the blocks in flight, whatever the image size. If the
 //! primary engine fails with a device error, that block and every later one
 //! are searched by the fallback engine, with one warning: nothing is lost.
+//!
+//! The pool's buffers come from the primary engine when it offers memory it
+//! searches without copying (the GPU engine's staging buffers): blocks are
+//! then read straight into it, by DMA with `O_DIRECT` backends, and the
+//! fallback engine and the sink see the same buffers. A [`StageClock`]
+//! records how long reading, upload, compute and read-back were busy and how
+//! many bytes the CPU copied on the way ([`ScanStats::stages`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,9 +30,10 @@ use std::sync::mpsc::{Receiver, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::engine::{Engine, EngineError, Hit, PatternId};
+use crate::engine::{Engine, EngineError, Hit, PatternId, Stage, StageClock, StageTimes};
 use crate::source::{
-    Block, BlockPlan, BlockSpec, BufferPool, DIRECT_ALIGN, Image, IoMode, SourceError, open_reader,
+    Block, BlockPlan, BlockSpec, BufferPool, DIRECT_ALIGN, Delivery, Image, IoMode, SourceError,
+    open_reader,
 };
 
 /// A match in the image: `pattern` occurs at absolute byte `offset`.
@@ -64,7 +72,9 @@ pub struct ScanStats {
     pub blocks: u64,
     pub matches: u64,
     pub wall: Duration,
-    /// Time the reader spent reading (not waiting for free buffers or queue space).
+    /// Time during which a read was in progress (not waiting for free
+    /// buffers or queue space; io_uring: from submission to completion;
+    /// zero for mmap, whose pages are read when the engine touches them).
     pub read: Duration,
     /// Engine time summed over workers.
     pub search: Duration,
@@ -75,8 +85,39 @@ pub struct ScanStats {
     pub threads: usize,
     pub block_size: usize,
     pub pool_bytes: usize,
+    /// What the blocks were read into: the pool's memory (`heap`, the GPU
+    /// engine's staging memory), or `mapping` for mmap.
+    pub buffers: String,
+    /// Busy time per stage, and bytes the CPU copied between the disk (or
+    /// page cache) and the memory the engine searched (reader and engine
+    /// copies; see [`crate::engine::profile`]).
+    pub stages: StageTimes,
     /// Blocks searched by the fallback engine after a device failure.
     pub fallback_blocks: u64,
+}
+
+impl ScanStats {
+    /// Bytes copied by the CPU per byte scanned (0 when blocks go from the
+    /// disk to the engine's memory by DMA only).
+    pub fn host_copies_per_byte(&self) -> f64 {
+        if self.bytes == 0 {
+            0.0
+        } else {
+            self.stages.host_copied as f64 / self.bytes as f64
+        }
+    }
+
+    /// `stage`'s busy time as a fraction of the wall time.
+    pub fn busy_fraction(&self, stage: Stage) -> f64 {
+        self.stages.busy(stage).as_secs_f64() / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// Time the stages spent overlapping one another, as a fraction of the
+    /// wall time (see [`StageTimes::overlap`]): 0 for a pipeline that runs
+    /// one stage at a time.
+    pub fn overlap_fraction(&self) -> f64 {
+        self.stages.overlap().as_secs_f64() / self.wall.as_secs_f64().max(1e-9)
+    }
 }
 
 /// Why a scan stopped.
@@ -198,9 +239,17 @@ pub fn scan_range(
     let block_size = effective_block_size(opts.block_size, overlap, engines.primary)?;
     let plan = BlockPlan::range(image.len(), block_size, overlap, range.start, range.end)?;
     let queue = threads + 1;
-    let pool = BufferPool::new(threads + queue + 2, plan.buffer_capacity());
     let mut reader = open_reader(image, opts.io, warn)?;
     let io_backend = reader.name().to_string();
+    let delivery = reader.delivery();
+    let pool = block_pool(
+        threads + queue + 2,
+        plan.buffer_capacity(),
+        delivery,
+        engines.primary,
+        warn,
+    );
+    let clock = StageClock::new();
 
     let stop = AtomicBool::new(false);
     let use_fallback = AtomicBool::new(false);
@@ -217,6 +266,11 @@ pub fn scan_range(
         threads,
         block_size,
         pool_bytes: pool.bytes(),
+        buffers: if delivery == Delivery::Mapped {
+            "mapping".into()
+        } else {
+            pool.memory().to_string()
+        },
         ..ScanStats::default()
     };
 
@@ -226,17 +280,19 @@ pub fn scan_range(
             let stop = &stop;
             let pool = &pool;
             let plan = &plan;
-            s.spawn(move || -> Result<Duration, SourceError> {
-                let mut read_time = Duration::ZERO;
-                let mut last = Instant::now();
+            let clock = &clock;
+            s.spawn(move || -> Result<(), SourceError> {
                 let r = reader.read_blocks(plan, pool, &mut |block| {
-                    read_time += last.elapsed();
-                    let ok = !stop.load(Ordering::Relaxed) && block_tx.send(block).is_ok();
-                    last = Instant::now();
-                    ok
+                    if let Some((started, done)) = block.read_interval() {
+                        clock.add_interval(Stage::Read, started, done);
+                    }
+                    if delivery == Delivery::Copied {
+                        clock.add_host_copy(block.spec.data_len as u64);
+                    }
+                    !stop.load(Ordering::Relaxed) && block_tx.send(block).is_ok()
                 });
                 drop(block_tx);
-                r.map(|()| read_time)
+                r
             })
         };
         // Workers.
@@ -251,6 +307,7 @@ pub fn scan_range(
                 &warnings,
             );
             let engines = &engines;
+            let clock = &clock;
             s.spawn(move || {
                 let mut hits: Vec<Hit> = Vec::new();
                 loop {
@@ -273,6 +330,7 @@ pub fn scan_range(
                         use_fallback,
                         fallback_blocks,
                         warnings,
+                        clock,
                     );
                     search_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
                     let spec = block.spec;
@@ -297,10 +355,9 @@ pub fn scan_range(
             .map_err(|_| ScanError::Internal("reader thread panicked".into()))?;
         if merged? {
             // Stopped early on purpose: a read error after the stop is moot.
-            stats.read = read.unwrap_or_default();
             return Ok(());
         }
-        stats.read = read?;
+        read?;
         Ok(())
     });
     for w in warnings.into_inner().unwrap_or_else(|p| p.into_inner()) {
@@ -309,8 +366,33 @@ pub fn scan_range(
     outcome?;
     stats.search = Duration::from_nanos(search_nanos.load(Ordering::Relaxed));
     stats.fallback_blocks = fallback_blocks.load(Ordering::Relaxed);
+    stats.stages = clock.times();
+    stats.read = stats.stages.busy(Stage::Read);
     stats.wall = started.elapsed();
     Ok(stats)
+}
+
+/// The reader's buffers: the engine's own memory when it offers some and
+/// the reader fills buffers (not for mmap, whose blocks borrow the mapping),
+/// else the heap. A provider that fails leaves the heap, with a warning.
+fn block_pool(
+    count: usize,
+    capacity: usize,
+    delivery: Delivery,
+    engine: &dyn Engine,
+    warn: &mut dyn FnMut(String),
+) -> BufferPool {
+    if delivery != Delivery::Mapped
+        && let Some(provider) = engine.buffer_provider()
+    {
+        match BufferPool::with_provider(count, capacity, provider.as_ref()) {
+            Ok(pool) => return pool,
+            Err(e) => warn(format!(
+                "cannot read blocks into the engine's memory ({e}); reading into the heap, the engine copies each block"
+            )),
+        }
+    }
+    BufferPool::new(count, capacity)
 }
 
 fn search_block(
@@ -320,6 +402,7 @@ fn search_block(
     use_fallback: &AtomicBool,
     fallback_blocks: &AtomicU64,
     warnings: &Mutex<Vec<String>>,
+    clock: &StageClock,
 ) -> Result<Vec<Match>, ScanError> {
     let spec = block.spec;
     let engine_error = |source| ScanError::Engine {
@@ -328,7 +411,7 @@ fn search_block(
     };
     let mut run_fallback = use_fallback.load(Ordering::Relaxed);
     if !run_fallback {
-        match engines.primary.search(block.bytes(), hits) {
+        match engines.primary.search_profiled(block.bytes(), hits, clock) {
             Ok(()) => {}
             Err(EngineError::Device(msg)) if engines.fallback.is_some() => {
                 if !use_fallback.swap(true, Ordering::Relaxed) {
@@ -348,7 +431,8 @@ fn search_block(
         let fb = engines
             .fallback
             .ok_or_else(|| ScanError::Internal("no fallback engine".into()))?;
-        fb.search(block.bytes(), hits).map_err(engine_error)?;
+        fb.search_profiled(block.bytes(), hits, clock)
+            .map_err(engine_error)?;
         fallback_blocks.fetch_add(1, Ordering::Relaxed);
     }
     let mut matches = Vec::with_capacity(hits.len());

@@ -74,3 +74,88 @@ fn bench_reports_rows_baselines_and_a_plot() {
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("polyline"));
 }
+
+/// `bench --json` rows say how many bytes the CPU copied per byte scanned
+/// (0 with `--io direct|uring --engine gpu`: reads land in the GPU's staging
+/// memory) and how busy each stage was.
+#[test]
+fn bench_reports_host_copies_and_stage_busy_fractions() {
+    // O_DIRECT needs a real file system (tmpfs refuses it).
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let img = dir.path().join("x.dd");
+    let mut data = vec![0u8; 4 << 20];
+    for (i, chunk) in data.chunks_mut(4096).enumerate() {
+        if i % 5 == 0 {
+            chunk[..4].copy_from_slice(b"\xff\xd8\xff\xe0");
+        }
+        chunk[77] = (i % 253) as u8;
+    }
+    std::fs::write(&img, &data).unwrap();
+    for upload in ["in-place", "copy"] {
+        let o = common::bin()
+            .args([
+                "bench",
+                img.to_str().unwrap(),
+                "--engines",
+                "cpu,gpu",
+                "--io",
+                "buffered,direct,uring",
+                "--block-sizes",
+                "1MiB",
+                "--threads",
+                "2",
+                "--repeat",
+                "1",
+                "--no-baselines",
+                "--json",
+            ])
+            .env("GPUCARVE_GPU_UPLOAD", upload)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let rows = v["rows"].as_array().unwrap();
+        let gpu_rows: Vec<_> = rows
+            .iter()
+            .filter(|r| r["engine"].as_str().unwrap().starts_with("gpu"))
+            .collect();
+        if gpu_rows.is_empty() {
+            assert!(
+                !common::required("GPUCARVE_REQUIRE_GPU"),
+                "GPUCARVE_REQUIRE_GPU=1 but no GPU rows: {}",
+                v["missing"]
+            );
+            eprintln!("note: no Vulkan device; GPU rows not checked");
+        }
+        for r in rows {
+            let io = r["io"].as_str().unwrap();
+            let gpu = r["engine"].as_str().unwrap().starts_with("gpu");
+            let copies = r["host_copies_per_byte"].as_f64().unwrap();
+            match io {
+                "direct" | "uring" => assert_eq!(copies, 0.0, "{r}"),
+                "buffered" => assert!((1.0..1.01).contains(&copies), "{r}"),
+                _ => panic!("unexpected backend (fallback?): {r}"),
+            }
+            let busy = &r["busy"];
+            let f = |s: &str| busy[s].as_f64().unwrap();
+            for s in ["read", "upload", "compute", "readback"] {
+                assert!((0.0..=1.0 + 1e-6).contains(&f(s)), "{s}: {r}");
+            }
+            let sum = f("read") + f("upload") + f("compute") + f("readback");
+            assert!((0.0..=sum).contains(&f("overlap")), "{r}");
+            assert!(f("read") > 0.0 && f("compute") > 0.0, "{r}");
+            if gpu {
+                assert!(
+                    r["buffers"].as_str().unwrap().contains("gpu staging"),
+                    "{r}"
+                );
+                assert!(f("readback") > 0.0, "{r}");
+                // In place, blocks in staging memory need no upload at all.
+                assert_eq!(f("upload") > 0.0, upload == "copy", "{r}");
+            } else {
+                assert_eq!(r["buffers"], "heap", "{r}");
+                assert_eq!(f("upload"), 0.0, "{r}");
+            }
+        }
+    }
+}

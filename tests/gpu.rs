@@ -435,17 +435,23 @@ fn haystack_longer_than_the_slot_is_searched_in_windows() {
 #[test]
 fn concurrent_searches_share_the_slots() {
     let p = signatures();
-    let Some(g) = gpu(&p) else { return };
+    for path in PATHS {
+        let Some(g) = gpu_on(&p, path) else { return };
+        concurrent_searches(g, &p);
+    }
+}
+
+fn concurrent_searches(g: GpuEngine, p: &[Pattern]) {
     let g = std::sync::Arc::new(g);
-    let cpu = std::sync::Arc::new(CpuEngine::new(&p).unwrap());
+    let cpu = std::sync::Arc::new(CpuEngine::new(p).unwrap());
     let mut rng = Rng(99);
     // A few large blocks and many small ones: many submissions from
-    // several threads at once (vulkano 0.35 could deadlock there, see
-    // GpuEngine::dispatch), more threads than slots.
+    // several threads at once, more threads than slots (and, on the
+    // device-copy path, uploads and dispatches in flight together).
     let mut blocks: Vec<Vec<u8>> = (0..12)
-        .map(|i| planted(&mut rng, &p, 100_000 + 997 * i, 300))
+        .map(|i| planted(&mut rng, p, 100_000 + 997 * i, 300))
         .collect();
-    blocks.extend((0..400).map(|i| planted(&mut rng, &p, 1 + 37 * i, 4)));
+    blocks.extend((0..400).map(|i| planted(&mut rng, p, 1 + 37 * i, 4)));
     let (done, finished) = std::sync::mpsc::channel();
     for t in 0..4 {
         let mine: Vec<Vec<u8>> = blocks.iter().skip(t).step_by(4).cloned().collect();
@@ -504,4 +510,159 @@ proptest! {
             prop_assert_eq!(&got, &run(&CpuEngine::new(&p).unwrap(), hay));
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Staging memory and the two upload paths (in place, device copy).
+// ---------------------------------------------------------------------------
+
+use gpucarve::engine::gpu::UploadPath;
+use gpucarve::engine::{Stage, StageClock};
+
+const PATHS: [UploadPath; 2] = [UploadPath::InPlace, UploadPath::DeviceCopy];
+
+fn gpu_on(p: &[Pattern], upload: UploadPath) -> Option<GpuEngine> {
+    let g = gpu_with(
+        p,
+        GpuConfig {
+            upload,
+            ..test_config()
+        },
+    )?;
+    assert_eq!(g.upload_path(), upload);
+    Some(g)
+}
+
+/// The engine's staging memory, or `None` (with a note) where the device
+/// cannot import host memory; on CI (lavapipe) it must exist.
+fn staging_of(g: &GpuEngine) -> Option<std::sync::Arc<dyn gpucarve::source::BufferProvider>> {
+    match g.staging() {
+        Ok(what) => {
+            assert!(what.contains("imported"), "{what}");
+            let p = g.buffer_provider();
+            assert!(p.is_some());
+            p
+        }
+        Err(why) => {
+            assert!(
+                !require_gpu(),
+                "GPUCARVE_REQUIRE_GPU=1 but no staging memory: {why}"
+            );
+            assert!(g.buffer_provider().is_none());
+            eprintln!("note: no staging memory on this device ({why}); check not run");
+            None
+        }
+    }
+}
+
+fn profiled(g: &GpuEngine, hay: &[u8]) -> (Vec<Hit>, gpucarve::engine::StageTimes) {
+    let clock = StageClock::new();
+    let mut out = Vec::new();
+    g.search_profiled(hay, &mut out, &clock).unwrap();
+    (out, clock.times())
+}
+
+#[test]
+fn staging_memory_is_searched_where_it_lies_on_both_paths() {
+    let p = signatures();
+    let mut rng = Rng(0x5EED);
+    let data = planted(&mut rng, &p, (1 << 20) + 4099, 3000);
+    let cpu = CpuEngine::new(&p).unwrap();
+    for path in PATHS {
+        let Some(g) = gpu_on(&p, path) else { return };
+        let Some(provider) = staging_of(&g) else {
+            return;
+        };
+        let mut buf = provider.allocate(2 << 20).unwrap();
+        assert!(buf.as_slice().len() >= 2 << 20);
+        assert_eq!(buf.as_slice().as_ptr() as usize % 4096, 0);
+        buf.as_mut_slice()[..data.len()].copy_from_slice(&data);
+        // Whole buffer, an aligned sub-slice and an unaligned one (copied).
+        for (from, copied) in [(0usize, false), (4096, false), (1, true)] {
+            let hay = &buf.as_slice()[from..data.len()];
+            let (hits, t) = profiled(&g, hay);
+            assert!(hits == run(&cpu, hay), "{path:?} from {from}: GPU != CPU");
+            assert!(hits.len() > 2000, "{}", hits.len());
+            let expect = if copied { hay.len() as u64 } else { 0 };
+            assert_eq!(t.host_copied, expect, "{path:?} from {from}");
+            assert!(t.busy(Stage::Compute) > std::time::Duration::ZERO);
+            assert!(t.busy(Stage::Readback) > std::time::Duration::ZERO);
+            // In place, a staged haystack has no upload stage at all; the
+            // device-copy path always uploads.
+            let uploads = t.busy(Stage::Upload) > std::time::Duration::ZERO;
+            assert_eq!(
+                uploads,
+                copied || path == UploadPath::DeviceCopy,
+                "{path:?} {from}"
+            );
+        }
+        // A haystack on the heap is copied once by the CPU.
+        let (hits, t) = profiled(&g, &data);
+        assert!(hits == run(&cpu, &data));
+        assert_eq!(t.host_copied, data.len() as u64);
+        // The buffer can be written again after a search (nothing holds it).
+        buf.as_mut_slice()[..4].copy_from_slice(b"\xff\xd8\xff\xdb");
+        let (hits, _) = profiled(&g, &buf.as_slice()[..64]);
+        assert_eq!(hits.first().map(|h| h.pos), Some(0));
+        drop(buf);
+        // Freed buffers are forgotten: a heap haystack is never mistaken for one.
+        let (hits, t) = profiled(&g, &data);
+        assert!(hits == run(&cpu, &data));
+        assert_eq!(t.host_copied, data.len() as u64);
+    }
+}
+
+#[test]
+fn device_copy_path_equals_cpu_on_dense_windowed_and_random_input() {
+    let p = signatures();
+    let Some(g) = gpu_on(&p, UploadPath::DeviceCopy) else {
+        return;
+    };
+    let mut rng = Rng(0xC0FFEE);
+    let hay = planted(&mut rng, &p, 3 << 20, 20_000);
+    check(&g, &p, &hay, false);
+    // Growth of the results buffer and split dispatches reuse the upload.
+    let dense = pats(&["41", "41 41", "?? 41"]);
+    let config = GpuConfig {
+        max_hit_capacity: 1000,
+        initial_hit_capacity: 16,
+        upload: UploadPath::DeviceCopy,
+        ..test_config()
+    };
+    let Some(g) = gpu_with(&dense, config) else {
+        return;
+    };
+    let hits = check(&g, &dense, &vec![b'A'; 20_000], true);
+    assert_eq!(hits.len(), 3 * 20_000 - 2);
+    // Windows: each one uploaded on its own.
+    let win = pats(&["?? ?? ?? ?? ?? ?? ?? 37", r#""0123456789""#, r#""9""#]);
+    let config = GpuConfig {
+        slot_bytes: 4096,
+        upload: UploadPath::DeviceCopy,
+        ..test_config()
+    };
+    let Some(g) = gpu_with(&win, config) else {
+        return;
+    };
+    let hay: Vec<u8> = b"0123456789".iter().copied().cycle().take(20_011).collect();
+    for skip in 0..10 {
+        check(&g, &win, &hay[skip..], true);
+    }
+}
+
+#[test]
+fn upload_path_names_parse() {
+    for p in [
+        UploadPath::Auto,
+        UploadPath::InPlace,
+        UploadPath::DeviceCopy,
+    ] {
+        assert_eq!(p.as_str().parse::<UploadPath>(), Ok(p));
+    }
+    assert!(
+        "dma"
+            .parse::<UploadPath>()
+            .unwrap_err()
+            .contains("in-place")
+    );
 }

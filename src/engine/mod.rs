@@ -12,13 +12,23 @@
 //! * [`cpu::CpuEngine`]: SIMD prefilter (aho-corasick/Teddy) to candidate positions, then exact verification;
 //! * [`pfac`]: the failureless automaton table shared by the GPU shader and its CPU reference;
 //! * [`gpu::GpuEngine`]: the PFAC compute shader through Vulkan (loaded at run time).
+//!
+//! An engine may also offer the memory it searches without copying
+//! ([`Engine::buffer_provider`]): the pipeline then reads blocks straight
+//! into it. Each search reports its stages (upload, compute, read-back) and
+//! the bytes it copied to a [`StageClock`] (see [`profile`]).
 
 pub mod cpu;
 pub mod gpu;
 pub mod naive;
 pub mod pfac;
+pub mod profile;
+
+use std::sync::Arc;
 
 use crate::pattern::Pattern;
+use crate::source::BufferProvider;
+pub use profile::{Busy, Stage, StageClock, StageTimes};
 
 /// Index of a pattern in the slice an engine was built from.
 pub type PatternId = u32;
@@ -52,6 +62,28 @@ pub trait Engine: Send + Sync {
     /// GPU's input buffer); the pipeline keeps its blocks, overlap included,
     /// no larger. `None`: no limit.
     fn max_haystack_len(&self) -> Option<usize> {
+        None
+    }
+
+    /// [`search`](Self::search), reporting the time spent in each stage and
+    /// the bytes copied to `clock`. The default counts the whole search as
+    /// compute (a CPU engine searches the bytes where they lie).
+    fn search_profiled(
+        &self,
+        haystack: &[u8],
+        out: &mut Vec<Hit>,
+        clock: &StageClock,
+    ) -> Result<(), EngineError> {
+        let _busy = clock.enter(Stage::Compute);
+        self.search(haystack, out)
+    }
+
+    /// Memory this engine searches without copying it first (the GPU
+    /// engine's staging buffers), for the pipeline's buffer pool. `None`:
+    /// any memory will do (the CPU engine), or the engine copies every
+    /// haystack anyway. The engine still searches a haystack that lies
+    /// anywhere else, by copying it.
+    fn buffer_provider(&self) -> Option<Arc<dyn BufferProvider>> {
         None
     }
 }
@@ -105,8 +137,9 @@ pub fn build_engines(
         || -> Result<Box<dyn Engine>, EngineError> { Ok(Box::new(cpu::CpuEngine::new(patterns)?)) };
     let gpu = |device: gpu::DeviceChoice, allow_software: bool| {
         let config = gpu::GpuConfig {
-            slot_bytes: haystack_len.max(1 << 16),
+            slot_bytes: haystack_len.max(1 << 16).next_multiple_of(4),
             slots: std::thread::available_parallelism().map_or(2, |n| n.get()) + 1,
+            upload: gpu::UploadPath::from_env().map_err(gpu::GpuError::Build)?,
             ..gpu::GpuConfig::default()
         };
         gpu::GpuEngine::with_config(patterns, device, allow_software, config)

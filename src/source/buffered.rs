@@ -4,7 +4,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
-use super::{Block, BlockPlan, BlockReader, BufferPool, Image, SourceError};
+use super::{Block, BlockPlan, BlockReader, BufferPool, Delivery, Image, SourceError};
 
 /// Reads with positioned reads, retrying short reads and `EINTR`, until `buf`
 /// is full or the end of the file is reached. Returns the bytes read.
@@ -30,6 +30,7 @@ pub(crate) fn fill_block(
     read: &mut dyn FnMut(&mut [u8]) -> std::io::Result<usize>,
 ) -> Result<Block, SourceError> {
     let mut buf = pool.take();
+    let started = std::time::Instant::now();
     let got = read(&mut buf.as_mut_slice()[..read_len]).map_err(|source| SourceError::Read {
         path: path.to_path_buf(),
         offset: spec.offset,
@@ -43,7 +44,7 @@ pub(crate) fn fill_block(
             got,
         });
     }
-    Ok(Block::pooled(spec, buf))
+    Ok(Block::pooled(spec, buf, started, std::time::Instant::now()))
 }
 
 /// The `buffered` backend: positioned reads through the medium (any container).
@@ -64,6 +65,10 @@ impl BufferedReader {
 impl BlockReader for BufferedReader {
     fn name(&self) -> &'static str {
         "buffered"
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::Copied
     }
 
     fn read_blocks(

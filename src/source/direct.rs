@@ -15,7 +15,8 @@ use std::path::PathBuf;
 
 use super::buffered::{BufferedReader, fill_block, pread_full};
 use super::{
-    AlignedBuf, Block, BlockPlan, BlockReader, BufferPool, DIRECT_ALIGN, Image, SourceError,
+    AlignedBuf, Block, BlockPlan, BlockReader, BufferPool, DIRECT_ALIGN, Delivery, Image,
+    SourceError,
 };
 
 /// Opens `image` again with `O_DIRECT`, and checks that an aligned read works.
@@ -58,6 +59,10 @@ pub struct DirectReader {
 impl BlockReader for DirectReader {
     fn name(&self) -> &'static str {
         "direct"
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::Direct
     }
 
     fn read_blocks(

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use memmap2::{Advice, Mmap, MmapOptions};
 
-use super::{Block, BlockPlan, BlockReader, BufferPool, Image, SourceError};
+use super::{Block, BlockPlan, BlockReader, BufferPool, Delivery, Image, SourceError};
 
 /// The `mmap` backend.
 pub struct MmapReader {
@@ -41,6 +41,10 @@ impl MmapReader {
 impl BlockReader for MmapReader {
     fn name(&self) -> &'static str {
         "mmap"
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::Mapped
     }
 
     fn read_blocks(

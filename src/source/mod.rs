@@ -10,6 +10,12 @@
 //! Bytes land in a [`BufferPool`]: a fixed set of page-aligned buffers
 //! allocated once and reused, so memory is bounded by the pool whatever the
 //! image size. A reader blocks when every buffer is in use (back-pressure).
+//! The buffers come from a [`BufferProvider`]: the heap by default, or memory
+//! an engine searches where it lies (the GPU engine's staging buffers, see
+//! `engine::gpu`), so that a block read with `O_DIRECT` goes from the disk to
+//! the device without one copy by the CPU. This module never knows whose
+//! memory it reads into: it sees [`BlockMemory`], aligned bytes owned by one
+//! block at a time.
 //!
 //! Backends ([`IoMode`]), one file each, behind [`BlockReader`]:
 //! * `buffered`: `pread` through the page cache;
@@ -34,6 +40,7 @@ use std::fs::File;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 pub use aligned::AlignedBuf;
 pub use any::{open_any, open_any_with};
@@ -388,8 +395,45 @@ impl BlockPlan {
     }
 }
 
+/// Memory one block is read into: a fixed-size byte buffer starting at an
+/// address aligned to [`DIRECT_ALIGN`], owned by whoever holds it.
+///
+/// Implementations must hand out the same memory every time (readers keep
+/// its address while the kernel fills it). [`BufferPool`] checks the length
+/// and the alignment of every buffer a provider allocates.
+pub trait BlockMemory: Send + Sync {
+    fn as_slice(&self) -> &[u8];
+    fn as_mut_slice(&mut self) -> &mut [u8];
+}
+
+/// Where the buffers of a [`BufferPool`] come from.
+///
+/// The pipeline asks its engine for one (`Engine::buffer_provider`): an
+/// engine that can search memory of its own without copying it (the GPU
+/// engine's staging buffers) offers it, and blocks are read straight into it.
+pub trait BufferProvider: Send + Sync {
+    /// One line for reports: what the memory is.
+    fn describe(&self) -> String;
+    /// A buffer of at least `capacity` bytes (a multiple of [`DIRECT_ALIGN`]),
+    /// aligned to [`DIRECT_ALIGN`].
+    fn allocate(&self, capacity: usize) -> Result<Box<dyn BlockMemory>, String>;
+}
+
+/// The default provider: page-aligned heap buffers.
+#[derive(Debug, Default)]
+pub struct HeapBuffers;
+
+impl BufferProvider for HeapBuffers {
+    fn describe(&self) -> String {
+        "heap".into()
+    }
+    fn allocate(&self, capacity: usize) -> Result<Box<dyn BlockMemory>, String> {
+        Ok(Box::new(AlignedBuf::new(capacity)))
+    }
+}
+
 struct PoolInner {
-    free: Mutex<Vec<AlignedBuf>>,
+    free: Mutex<Vec<Box<dyn BlockMemory>>>,
     returned: Condvar,
 }
 
@@ -399,28 +443,71 @@ pub struct BufferPool {
     inner: Arc<PoolInner>,
     capacity: usize,
     count: usize,
+    memory: String,
 }
 
 impl fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "BufferPool({} x {} bytes)", self.count, self.capacity)
+        write!(
+            f,
+            "BufferPool({} x {} bytes, {})",
+            self.count, self.capacity, self.memory
+        )
     }
 }
 
 impl BufferPool {
-    /// Allocates `count` buffers of `capacity` bytes (rounded up to the alignment).
+    /// Allocates `count` heap buffers of `capacity` bytes (rounded up to the alignment).
     pub fn new(count: usize, capacity: usize) -> BufferPool {
         let capacity = capacity.max(1).next_multiple_of(DIRECT_ALIGN);
         let free = (0..count.max(1))
-            .map(|_| AlignedBuf::new(capacity))
+            .map(|_| Box::new(AlignedBuf::new(capacity)) as Box<dyn BlockMemory>)
             .collect();
+        BufferPool::from_buffers(free, capacity, HeapBuffers.describe())
+    }
+
+    /// Allocates `count` buffers of `capacity` bytes (rounded up to the
+    /// alignment) from `provider`. Errs when the provider fails or hands out
+    /// a buffer that is too short or not aligned.
+    pub fn with_provider(
+        count: usize,
+        capacity: usize,
+        provider: &dyn BufferProvider,
+    ) -> Result<BufferPool, SourceError> {
+        let capacity = capacity.max(1).next_multiple_of(DIRECT_ALIGN);
+        let mut free = Vec::with_capacity(count.max(1));
+        for _ in 0..count.max(1) {
+            let mut buf = provider
+                .allocate(capacity)
+                .map_err(|e| SourceError::Settings(format!("{}: {e}", provider.describe())))?;
+            let s = buf.as_mut_slice();
+            if s.len() < capacity || !(s.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN) {
+                return Err(SourceError::Settings(format!(
+                    "{}: a buffer of {} bytes at {:p} does not hold {capacity} bytes aligned to {DIRECT_ALIGN}",
+                    provider.describe(),
+                    s.len(),
+                    s.as_ptr()
+                )));
+            }
+            free.push(buf);
+        }
+        Ok(BufferPool::from_buffers(
+            free,
+            capacity,
+            provider.describe(),
+        ))
+    }
+
+    fn from_buffers(free: Vec<Box<dyn BlockMemory>>, capacity: usize, memory: String) -> Self {
+        let count = free.len();
         BufferPool {
             inner: Arc::new(PoolInner {
                 free: Mutex::new(free),
                 returned: Condvar::new(),
             }),
             capacity,
-            count: count.max(1),
+            count,
+            memory,
         }
     }
 
@@ -437,6 +524,11 @@ impl BufferPool {
     /// Total bytes held by the pool: the reader's memory bound.
     pub fn bytes(&self) -> usize {
         self.capacity * self.count
+    }
+
+    /// What the buffers are (the provider's description, `heap` by default).
+    pub fn memory(&self) -> &str {
+        &self.memory
     }
 
     /// Errs when a buffer cannot hold the largest block of `plan` (plus O_DIRECT rounding).
@@ -470,9 +562,20 @@ impl BufferPool {
     }
 }
 
+impl BufferPool {
+    /// Takes a buffer if one is free now.
+    pub fn try_take(&self) -> Option<PooledBuf> {
+        let mut free = self.inner.free.lock().unwrap_or_else(|p| p.into_inner());
+        free.pop().map(|buf| PooledBuf {
+            buf: Some(buf),
+            pool: Arc::clone(&self.inner),
+        })
+    }
+}
+
 /// A buffer on loan from a [`BufferPool`]; it goes back when dropped.
 pub struct PooledBuf {
-    buf: Option<AlignedBuf>,
+    buf: Option<Box<dyn BlockMemory>>,
     pool: Arc<PoolInner>,
 }
 
@@ -504,13 +607,22 @@ enum BlockData {
 pub struct Block {
     pub spec: BlockSpec,
     data: BlockData,
+    read: Option<(Instant, Instant)>,
 }
 
 impl Block {
-    pub(crate) fn pooled(spec: BlockSpec, buf: PooledBuf) -> Block {
+    /// A block read into `buf` from `started` to `done` (for io_uring: from
+    /// submission to the reader seeing the completion).
+    pub(crate) fn pooled(
+        spec: BlockSpec,
+        buf: PooledBuf,
+        started: Instant,
+        done: Instant,
+    ) -> Block {
         Block {
             spec,
             data: BlockData::Pooled(buf),
+            read: Some((started, done)),
         }
     }
 
@@ -518,7 +630,14 @@ impl Block {
         Block {
             spec,
             data: BlockData::Mapped(map),
+            read: None,
         }
+    }
+
+    /// When the block was read (`None` for a mapped block: its pages are
+    /// read when first touched).
+    pub fn read_interval(&self) -> Option<(Instant, Instant)> {
+        self.read
     }
 
     /// The block's `data_len` bytes, starting at `spec.offset` in the image.
@@ -551,10 +670,25 @@ impl Drop for Block {
     }
 }
 
+/// How a backend's bytes reach a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// Into a pool buffer by a copy on the CPU (`pread` out of the page
+    /// cache, decompression of a container).
+    Copied,
+    /// Into a pool buffer by the device's DMA (`O_DIRECT`): no CPU copy.
+    Direct,
+    /// Borrowed from a memory mapping: no pool buffer, no copy by the reader.
+    Mapped,
+}
+
 /// A way of reading an image's blocks, in plan order.
 pub trait BlockReader: Send {
     /// The backend actually in use (after any fallback).
     fn name(&self) -> &'static str;
+
+    /// How the bytes reach the blocks (after any fallback).
+    fn delivery(&self) -> Delivery;
 
     /// Reads every block of `plan` in order and hands each to `deliver`;
     /// stops early, without error, when `deliver` returns false.
@@ -673,6 +807,74 @@ mod tests {
         assert_eq!(t.join().unwrap(), 8192);
         drop(b);
         assert_eq!(pool.inner.free.lock().unwrap().len(), 2);
+    }
+
+    /// Hands out buffers `short` bytes too short, `skew` bytes off alignment.
+    struct Odd {
+        short: usize,
+        skew: usize,
+        given: std::sync::atomic::AtomicUsize,
+    }
+
+    struct Skewed(AlignedBuf, usize, usize);
+
+    impl BlockMemory for Skewed {
+        fn as_slice(&self) -> &[u8] {
+            &self.0.as_slice()[self.1..self.0.len() - self.2]
+        }
+        fn as_mut_slice(&mut self) -> &mut [u8] {
+            let n = self.0.len() - self.2;
+            &mut self.0.as_mut_slice()[self.1..n]
+        }
+    }
+
+    impl BufferProvider for Odd {
+        fn describe(&self) -> String {
+            "odd memory".into()
+        }
+        fn allocate(&self, capacity: usize) -> Result<Box<dyn BlockMemory>, String> {
+            self.given
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let b = AlignedBuf::new(capacity + self.skew);
+            Ok(Box::new(Skewed(b, self.skew, self.short)))
+        }
+    }
+
+    #[test]
+    fn pools_take_buffers_from_a_provider_and_check_them() {
+        let good = Odd {
+            short: 0,
+            skew: 0,
+            given: Default::default(),
+        };
+        let pool = BufferPool::with_provider(3, 5000, &good).unwrap();
+        assert_eq!(good.given.load(std::sync::atomic::Ordering::Relaxed), 3);
+        assert_eq!((pool.count(), pool.capacity()), (3, 8192));
+        assert_eq!(pool.memory(), "odd memory");
+        assert_eq!(BufferPool::new(1, 1).memory(), "heap");
+        let mut b = pool.take();
+        assert_eq!(b.as_slice().len(), 8192);
+        b.as_mut_slice()[8191] = 9;
+        assert_eq!(b.as_slice()[8191], 9);
+        for (short, skew) in [(1, 0), (0, 512)] {
+            let bad = Odd {
+                short,
+                skew,
+                given: Default::default(),
+            };
+            let e = BufferPool::with_provider(2, 8192, &bad).unwrap_err();
+            assert!(e.to_string().contains("odd memory"), "{e}");
+        }
+    }
+
+    #[test]
+    fn try_take_does_not_wait() {
+        let pool = BufferPool::new(1, 4096);
+        let a = pool.try_take();
+        assert!(a.is_some());
+        assert!(pool.try_take().is_none());
+        drop(a);
+        assert!(pool.try_take().is_some());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! Up to `depth` reads are queued ahead of the consumer, each into its own
 //! pooled buffer; completions may arrive in any order and are delivered in
-//! plan order. A short completion that is not at the end of the image is
+//! plan order. While reads are in flight the reader waits for them, not for
+//! a free buffer, so each block is delivered (and its read timed) as soon as
+//! its completion arrives. A short completion that is not at the end of the image is
 //! finished with plain `pread`. Where io_uring is unavailable (old kernel,
 //! seccomp in containers) or `O_DIRECT` is refused, [`open`] warns and falls
 //! back to `direct` (and that, in turn, to `buffered`).
@@ -11,12 +13,13 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
 use std::path::PathBuf;
+use std::time::Instant;
 
 use io_uring::{IoUring, opcode, types};
 
 use super::buffered::pread_full;
 use super::{
-    Block, BlockPlan, BlockReader, BlockSpec, BufferPool, DIRECT_ALIGN, Image, PooledBuf,
+    Block, BlockPlan, BlockReader, BlockSpec, BufferPool, DIRECT_ALIGN, Delivery, Image, PooledBuf,
     SourceError,
 };
 
@@ -64,7 +67,13 @@ struct InFlight {
     spec: BlockSpec,
     buf: PooledBuf,
     read_len: usize,
+    /// When the read was queued.
+    since: Instant,
 }
+
+/// Completed reads by block index: the read, bytes read, and when it ended
+/// (as far as the reader can tell).
+type Completed = BTreeMap<u64, (InFlight, usize, Instant)>;
 
 impl UringReader {
     fn read_error(&self, offset: u64, source: std::io::Error) -> SourceError {
@@ -79,6 +88,10 @@ impl UringReader {
 impl BlockReader for UringReader {
     fn name(&self) -> &'static str {
         "uring"
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::Direct
     }
 
     fn read_blocks(
@@ -110,7 +123,8 @@ impl UringReader {
         let mut next_submit = 0u64;
         let mut next_deliver = 0u64;
         let total = plan.len();
-        let mut done: BTreeMap<u64, (InFlight, usize)> = BTreeMap::new();
+        let mut done = Completed::new();
+        let mut queued = false;
         let fd = types::Fd(self.file.as_raw_fd());
 
         while next_deliver < total {
@@ -119,7 +133,16 @@ impl UringReader {
                 let Some(spec) = plan.block(next_submit) else {
                     break;
                 };
-                let mut buf = pool.take();
+                // With reads in flight, wait for them rather than for a free
+                // buffer: completions are seen (and delivered) as they come.
+                let mut buf = if in_flight.is_empty() {
+                    pool.take()
+                } else {
+                    match pool.try_take() {
+                        Some(b) => b,
+                        None => break,
+                    }
+                };
                 let read_len = spec.data_len.next_multiple_of(DIRECT_ALIGN);
                 let ptr = buf.as_mut_slice().as_mut_ptr();
                 let entry = opcode::Read::new(fd, ptr, read_len as u32)
@@ -132,6 +155,7 @@ impl UringReader {
                         spec,
                         buf,
                         read_len,
+                        since: Instant::now(),
                     },
                 );
                 // SAFETY: the buffer behind `ptr` is owned by the InFlight entry kept in
@@ -152,31 +176,22 @@ impl UringReader {
                     })?;
                 }
                 next_submit += 1;
+                queued = true;
+            }
+            // Start what was queued (reads must not wait for the next wait).
+            if queued {
+                self.ring.submit().map_err(|e| self.read_error(0, e))?;
+                queued = false;
             }
             // Wait for at least one completion unless the next block is already done.
             if !done.contains_key(&next_deliver) {
                 self.ring
                     .submit_and_wait(1)
                     .map_err(|e| self.read_error(0, e))?;
-                let completions: Vec<(u64, i32)> = self
-                    .ring
-                    .completion()
-                    .map(|c| (c.user_data(), c.result()))
-                    .collect();
-                for (idx, res) in completions {
-                    let Some(f) = in_flight.remove(&idx) else {
-                        continue;
-                    };
-                    if res < 0 {
-                        return Err(
-                            self.read_error(f.spec.offset, std::io::Error::from_raw_os_error(-res))
-                        );
-                    }
-                    done.insert(idx, (f, res as usize));
-                }
             }
+            self.reap(in_flight, &mut done, None)?;
             // Deliver in order.
-            while let Some((mut f, got)) = done.remove(&next_deliver) {
+            while let Some((mut f, got, mut seen)) = done.remove(&next_deliver) {
                 let mut got = got;
                 if got < f.spec.data_len && got < f.read_len {
                     // Short read not explained by the end of the image: finish it synchronously.
@@ -187,6 +202,7 @@ impl UringReader {
                     )
                     .map_err(|e| self.read_error(f.spec.offset + got as u64, e))?;
                     got += more;
+                    seen = Instant::now();
                 }
                 if got < f.spec.data_len {
                     return Err(SourceError::Truncated {
@@ -197,10 +213,42 @@ impl UringReader {
                     });
                 }
                 next_deliver += 1;
-                if !deliver(Block::pooled(f.spec, f.buf)) {
+                let handing_over = Instant::now();
+                if !deliver(Block::pooled(f.spec, f.buf, f.since, seen)) {
                     return Ok(());
                 }
+                // Reads that completed while the consumer held us up are
+                // timed as ending when that began (a lower bound): the
+                // reader could not see them sooner.
+                self.reap(in_flight, &mut done, Some(handing_over))?;
             }
+        }
+        Ok(())
+    }
+
+    /// Moves the completions already posted from `in_flight` to `done`,
+    /// timed now, or at `at_most` (but not before their submission).
+    fn reap(
+        &mut self,
+        in_flight: &mut BTreeMap<u64, InFlight>,
+        done: &mut Completed,
+        at_most: Option<Instant>,
+    ) -> Result<(), SourceError> {
+        let completions: Vec<(u64, i32)> = self
+            .ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        let now = Instant::now();
+        for (idx, res) in completions {
+            let Some(f) = in_flight.remove(&idx) else {
+                continue;
+            };
+            if res < 0 {
+                return Err(self.read_error(f.spec.offset, std::io::Error::from_raw_os_error(-res)));
+            }
+            let seen = at_most.map_or(now, |t| t.clamp(f.since, now));
+            done.insert(idx, (f, res as usize, seen));
         }
         Ok(())
     }

@@ -42,15 +42,7 @@ pub fn forensic_sample_images(dir: &Path) -> Vec<PathBuf> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let dest = dir.join(&name);
-        let data = Command::new("xz")
-            .arg("-dc")
-            .arg(&xz)
-            .output()
-            .unwrap_or_else(|e| panic!("xz: {e}"));
-        assert!(data.status.success(), "xz -dc {} failed", xz.display());
-        std::fs::write(&dest, &data.stdout).unwrap_or_else(|e| panic!("{e}"));
-        out.push(dest);
+        out.push(unxz(&xz, dir.join(&name)));
     }
     if out.is_empty() {
         assert!(
@@ -60,6 +52,35 @@ pub fn forensic_sample_images(dir: &Path) -> Vec<PathBuf> {
         eprintln!("note: forensics-samples-* not installed; real-image checks not run");
     }
     out
+}
+
+/// One of the forensics-samples images (`fs.vfat`, `fs.ntfs`...),
+/// decompressed into `dir`: `None` when the packages are absent; panics
+/// when `GPUCARVE_REQUIRE_SAMPLES=1` and it is absent.
+pub fn forensic_sample_image(dir: &Path, name: &str) -> Option<PathBuf> {
+    let xz = Path::new("/usr/share/forensics-samples").join(format!("{name}.xz"));
+    if !xz.exists() {
+        assert!(
+            !required("GPUCARVE_REQUIRE_SAMPLES"),
+            "GPUCARVE_REQUIRE_SAMPLES=1 but {} is missing (apt-get install forensics-samples-all)",
+            xz.display()
+        );
+        eprintln!("note: {} not installed; check not run", xz.display());
+        return None;
+    }
+    Some(unxz(&xz, dir.join(name)))
+}
+
+/// Decompresses `xz` into `dest`.
+fn unxz(xz: &Path, dest: PathBuf) -> PathBuf {
+    let data = Command::new("xz")
+        .arg("-dc")
+        .arg(xz)
+        .output()
+        .unwrap_or_else(|e| panic!("xz: {e}"));
+    assert!(data.status.success(), "xz -dc {} failed", xz.display());
+    std::fs::write(&dest, &data.stdout).unwrap_or_else(|e| panic!("{e}"));
+    dest
 }
 
 /// The original files behind the forensics-samples images (for exact-recovery checks).

@@ -1,27 +1,42 @@
-//! [`GpuEngine`]: device, pipeline, table buffers and the slot pool.
+//! [`GpuEngine`]: device, queues, pipeline, table buffers, the slot pool and
+//! the path of a haystack from host memory to the shader.
 
 use std::fmt::Display;
+use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
+use vulkano::Version;
 use vulkano::buffer::{Buffer, BufferCreateInfo, BufferUsage, Subbuffer};
 use vulkano::command_buffer::allocator::StandardCommandBufferAllocator;
-use vulkano::command_buffer::{AutoCommandBufferBuilder, CommandBufferUsage, CopyBufferInfo};
+use vulkano::command_buffer::{
+    AutoCommandBufferBuilder, CommandBufferSubmitInfo, CommandBufferUsage, CopyBufferInfo,
+    PrimaryAutoCommandBuffer, SemaphoreSubmitInfo, SubmitInfo,
+};
 use vulkano::descriptor_set::allocator::StandardDescriptorSetAllocator;
 use vulkano::descriptor_set::{DescriptorSet, WriteDescriptorSet};
-use vulkano::device::{Device, DeviceCreateInfo, Queue, QueueCreateInfo};
+use vulkano::device::physical::PhysicalDeviceType;
+use vulkano::device::{
+    Device, DeviceCreateInfo, DeviceExtensions, Queue, QueueCreateInfo, QueueFlags,
+};
 use vulkano::memory::allocator::{AllocationCreateInfo, MemoryTypeFilter, StandardMemoryAllocator};
 use vulkano::pipeline::compute::ComputePipelineCreateInfo;
 use vulkano::pipeline::layout::PipelineDescriptorSetLayoutCreateInfo;
 use vulkano::pipeline::{
     ComputePipeline, Pipeline, PipelineBindPoint, PipelineLayout, PipelineShaderStageCreateInfo,
 };
+use vulkano::query::{QueryPool, QueryPoolCreateInfo, QueryResultFlags, QueryType};
 use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
-use vulkano::sync::{self, GpuFuture};
+use vulkano::sync::fence::{Fence, FenceCreateInfo};
+use vulkano::sync::semaphore::{Semaphore, SemaphoreCreateInfo};
+use vulkano::sync::{self, GpuFuture, PipelineStage, PipelineStages, Sharing};
 
+use super::staging::StagingMemory;
 use super::{DeviceChoice, DeviceInfo, GpuError, choose, one_line, open_instance};
 use crate::engine::pfac::PfacTable;
-use crate::engine::{Engine, EngineError, Hit, PatternId};
+use crate::engine::{Engine, EngineError, Hit, PatternId, Stage, StageClock};
 use crate::pattern::Pattern;
+use crate::source::BufferProvider;
 
 /// SPIR-V of `shaders/pfac.comp`, compiled (or copied) by `build.rs`.
 static PFAC_SPIRV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/pfac.spv"));
@@ -43,6 +58,60 @@ const MAX_RESULT_BYTES: u64 = 512 << 20;
 /// the "counter passed 2^31" flag.
 const RESULT_HEADER_WORDS: u64 = 2;
 
+/// How a haystack reaches the memory the shader reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UploadPath {
+    /// [`DeviceCopy`](Self::DeviceCopy) on a discrete GPU,
+    /// [`InPlace`](Self::InPlace) on any other device.
+    #[default]
+    Auto,
+    /// The shader reads the host-visible buffer the haystack lies in (a
+    /// staging buffer, or the slot's own buffer): integrated GPUs,
+    /// unified memory, lavapipe.
+    InPlace,
+    /// A copy into a device-local buffer first, on a transfer queue (a queue
+    /// family of its own, i.e. a DMA engine, when the device has one; the
+    /// compute queue otherwise); the dispatch waits for it on a semaphore.
+    DeviceCopy,
+}
+
+impl UploadPath {
+    /// Environment variable that overrides the choice for `build_engines`
+    /// (`auto`, `in-place`, `copy`): how the device-copy path is exercised
+    /// on devices that would not pick it (lavapipe in the tests).
+    pub const ENV: &'static str = "GPUCARVE_GPU_UPLOAD";
+
+    /// The path named by [`ENV`](Self::ENV), `Auto` when it is not set.
+    pub fn from_env() -> Result<UploadPath, String> {
+        match std::env::var(Self::ENV) {
+            Ok(v) => v.parse().map_err(|e| format!("{}: {e}", Self::ENV)),
+            Err(_) => Ok(UploadPath::Auto),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UploadPath::Auto => "auto",
+            UploadPath::InPlace => "in-place",
+            UploadPath::DeviceCopy => "copy",
+        }
+    }
+}
+
+impl std::str::FromStr for UploadPath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<UploadPath, String> {
+        [
+            UploadPath::Auto,
+            UploadPath::InPlace,
+            UploadPath::DeviceCopy,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == s)
+        .ok_or_else(|| format!("unknown upload path `{s}` (auto, in-place, copy)"))
+    }
+}
+
 /// Tuning of a [`GpuEngine`]; `Default` suits the scan pipeline.
 #[derive(Clone, Debug)]
 pub struct GpuConfig {
@@ -58,6 +127,8 @@ pub struct GpuConfig {
     pub max_hit_capacity: usize,
     /// Cap on the PFAC automaton's states (see [`PfacTable::build_with_limit`]).
     pub max_states: usize,
+    /// How haystacks reach the shader.
+    pub upload: UploadPath,
 }
 
 impl Default for GpuConfig {
@@ -68,21 +139,30 @@ impl Default for GpuConfig {
             initial_hit_capacity: 1 << 16,
             max_hit_capacity: usize::MAX,
             max_states: crate::engine::pfac::DEFAULT_MAX_STATES,
+            upload: UploadPath::Auto,
         }
     }
 }
 
 /// The buffers of one in-flight search.
 struct Slot {
-    /// Host-visible copy of the haystack (`slot_bytes`, a multiple of 4).
-    input: Subbuffer<[u8]>,
+    /// Host-visible buffer for haystacks that lie outside staging memory
+    /// (`slot_bytes`, a multiple of 4); allocated when first needed.
+    host_input: Option<Subbuffer<[u8]>>,
+    /// Device-local copy of the haystack (device-copy path only).
+    device_input: Option<Subbuffer<[u8]>>,
     /// `[hit_count, saturated, (pattern, pos) × capacity]`, host-visible.
     results: Subbuffer<[u32]>,
     /// Records `results` holds.
     capacity: u64,
-    /// Bindings 0..=4 of the shader for this slot's buffers.
-    set: Arc<DescriptorSet>,
+    /// Timestamps of the upload (0, 1) and of the dispatch (2, 3), when the
+    /// queues can write them.
+    queries: Option<Arc<QueryPool>>,
 }
+
+/// Queries of [`Slot::queries`].
+const UPLOAD_QUERIES: Range<u32> = 0..2;
+const DISPATCH_QUERIES: Range<u32> = 2..4;
 
 /// Free slots; `search` blocks until one is free.
 struct SlotPool {
@@ -128,6 +208,53 @@ impl Drop for Lease<'_> {
     }
 }
 
+/// Work submitted to a queue, and everything it uses: kept alive until its
+/// fence signals. Dropped unwaited (an error path), it waits; if waiting
+/// fails (device lost), it leaks what it holds rather than free memory the
+/// device might still touch.
+struct Submitted {
+    fence: Arc<Fence>,
+    commands: Arc<PrimaryAutoCommandBuffer>,
+    semaphores: Vec<Arc<Semaphore>>,
+    waited: bool,
+}
+
+impl Submitted {
+    fn wait(mut self, what: &'static str) -> Result<(), EngineError> {
+        self.waited = true;
+        let r = self.fence.wait(None);
+        if r.is_err() {
+            self.leak();
+        }
+        r.map_err(device_err(what))
+    }
+
+    fn leak(&mut self) {
+        std::mem::forget(Arc::clone(&self.fence));
+        std::mem::forget(Arc::clone(&self.commands));
+        for s in &self.semaphores {
+            std::mem::forget(Arc::clone(s));
+        }
+    }
+}
+
+impl Drop for Submitted {
+    fn drop(&mut self) {
+        if !self.waited && self.fence.wait(None).is_err() {
+            self.leak();
+        }
+    }
+}
+
+/// A copy to device-local memory in flight: the dispatch waits on its
+/// semaphore; the host waits on its fence to time the upload stage.
+struct Upload {
+    submitted: Submitted,
+    done: Arc<Semaphore>,
+    /// When it was submitted.
+    since: Instant,
+}
+
 /// Maps any vulkano error of a search to [`EngineError::Device`].
 fn device_err<E: Display>(what: &'static str) -> impl FnOnce(E) -> EngineError {
     move |e| EngineError::Device(format!("{what}: {}", one_line(e)))
@@ -146,31 +273,45 @@ fn init_err<E: Display>(what: &'static str) -> impl FnOnce(E) -> GpuError {
 /// * the table (transitions, per-state output ranges, output pattern ids),
 ///   uploaded through a staging buffer into device-local memory, read-only
 ///   and shared by every search;
-/// * `slots` slots, each with a host-visible input buffer, a host-visible
-///   results buffer (hit counter + records) and a descriptor set binding
-///   them with the table.
+/// * `slots` slots, each with a host-visible results buffer (hit counter +
+///   records), a device-local input buffer on the device-copy path, and a
+///   host-visible input buffer allocated when a haystack outside staging
+///   memory first comes;
+/// * staging memory for the pipeline's block pool, offered through
+///   [`Engine::buffer_provider`] (see `staging.rs`): with it, blocks are read
+///   (with `O_DIRECT`, by DMA) straight into memory the device reads.
+///
+/// # The path of a haystack
+///
+/// A haystack that lies in a staging buffer is bound where it lies: no copy
+/// by the CPU. Any other haystack (a heap buffer, an mmap) is first copied
+/// into the slot's host-visible input buffer (counted as a host copy). Then:
+///
+/// * [`UploadPath::InPlace`] (integrated GPUs, unified memory, lavapipe):
+///   the shader reads that host-visible buffer;
+/// * [`UploadPath::DeviceCopy`] (discrete GPUs): a `copy_buffer` on the
+///   transfer queue (a dedicated transfer family, i.e. the DMA engine, when
+///   the device has one) fills the slot's device-local input buffer and
+///   signals a semaphore; the dispatch, submitted right behind it on the
+///   compute queue, waits on that semaphore, so the two chain on the device
+///   without a round trip through the host. The host waits on the copy's
+///   fence only to time the upload stage.
+///
+/// Buffers used by both families are created with concurrent sharing (no
+/// ownership transfers).
 ///
 /// # Concurrency
 ///
 /// Worker threads call [`Engine::search`] concurrently; each takes a free
-/// slot (blocking while all are busy), copies its haystack into the slot's
-/// input buffer, submits one dispatch on the shared queue and waits on its
-/// fence, then reads the hits back. With three slots and three or more
-/// workers, the copy-in of block N+1, the dispatch of block N and the
-/// read-back of block N−1 overlap. The input buffer asks for memory that is
-/// both device-local and host-visible (resizable BAR, integrated GPUs,
-/// llvmpipe), and falls back to plain host-visible memory, which the shader
-/// then reads across the bus.
-///
-/// A discrete GPU without host-visible VRAM would do better with a
-/// transfer-queue path: a host-visible staging buffer per slot, a
-/// device-local input buffer, and a `copy_buffer` submitted on a dedicated
-/// transfer queue family (DMA engine), signalling a semaphore that the
-/// compute submission waits on; the copy of block N+1 then runs on the DMA
-/// engine while the compute queue works on block N, and the shader reads
-/// VRAM instead of PCIe. It needs queue-family ownership transfers (or
-/// concurrent sharing) of the input buffers and a second queue; it is not
-/// done here because no such device was available to measure it on.
+/// slot (blocking while all are busy), uploads, dispatches and waits on the
+/// dispatch's fence, then reads the hits back. With three slots and three or
+/// more workers, the upload of block N+1 (DMA engine), the dispatch of block
+/// N (compute queue) and the read-back of block N−1 (host) overlap;
+/// [`Engine::search_profiled`] reports each stage's busy time, so the
+/// overlap can be seen (`gpucarve bench`). Submissions go to the queues
+/// directly (`vkQueueSubmit` with explicit semaphores and fences); the slot
+/// discipline above, not vulkano's resource tracking, orders host and
+/// device accesses.
 ///
 /// # Overflow
 ///
@@ -183,7 +324,12 @@ fn init_err<E: Display>(what: &'static str) -> impl FnOnce(E) -> GpuError {
 pub struct GpuEngine {
     name: String,
     info: DeviceInfo,
+    /// The compute queue.
     queue: Arc<Queue>,
+    /// The queue of the device-copy path's uploads; `None` in place.
+    transfer: Option<Arc<Queue>>,
+    /// Families that share input buffers (one, or compute + transfer).
+    families: Vec<u32>,
     pipeline: Arc<ComputePipeline>,
     memory: Arc<StandardMemoryAllocator>,
     descriptors: Arc<StandardDescriptorSetAllocator>,
@@ -192,9 +338,15 @@ pub struct GpuEngine {
     table: [Subbuffer<[u32]>; 3],
     states: usize,
     pool: SlotPool,
-    /// Held while submitting (see `dispatch`).
-    submit: Mutex<()>,
+    staging: Option<Arc<StagingMemory>>,
+    /// Why there is no staging memory, when there is none.
+    staging_missing: Option<String>,
     slot_bytes: usize,
+    /// `minStorageBufferOffsetAlignment`.
+    offset_align: u64,
+    /// Nanoseconds per timestamp tick, when every queue used writes
+    /// timestamps; stage times then come from the device.
+    timestamp_period: Option<f64>,
     /// Longest walk minus one: how far a walk can read past its start.
     overlap: usize,
     /// Per pattern: leading wildcards, subtracted from the walk's start.
@@ -204,6 +356,67 @@ pub struct GpuEngine {
     /// Largest results buffer, in records.
     max_capacity: u64,
     max_groups: u32,
+}
+
+/// True when every queue family in `families` writes timestamps.
+fn queues_write_timestamps(
+    d: &vulkano::device::physical::PhysicalDevice,
+    mut families: impl Iterator<Item = u32>,
+) -> bool {
+    let props = d.queue_family_properties();
+    d.properties().timestamp_period > 0.0
+        && families.all(|f| {
+            props
+                .get(f as usize)
+                .is_some_and(|p| p.timestamp_valid_bits.is_some())
+        })
+}
+
+/// Records `commands` between two timestamps (`queries`) of the slot's
+/// pool, reset first; just `commands` when the slot has no pool.
+fn timed(
+    builder: &mut AutoCommandBufferBuilder<PrimaryAutoCommandBuffer>,
+    slot: &Slot,
+    queries: Range<u32>,
+    commands: impl FnOnce(
+        &mut AutoCommandBufferBuilder<PrimaryAutoCommandBuffer>,
+    ) -> Result<(), EngineError>,
+) -> Result<(), EngineError> {
+    let Some(pool) = &slot.queries else {
+        return commands(builder);
+    };
+    // SAFETY: the queries belong to this slot, whose previous submissions
+    // have all completed (a slot is used by one search at a time, which
+    // waits on every fence): none is active or pending elsewhere; each is
+    // reset before it is written.
+    unsafe {
+        builder
+            .reset_query_pool(pool.clone(), queries.clone())
+            .map_err(device_err("cannot reset the timestamps"))?
+            .write_timestamp(pool.clone(), queries.start, PipelineStage::TopOfPipe)
+            .map_err(device_err("cannot write a timestamp"))?;
+    }
+    commands(builder)?;
+    // SAFETY: as above.
+    unsafe {
+        builder
+            .write_timestamp(pool.clone(), queries.start + 1, PipelineStage::BottomOfPipe)
+            .map_err(device_err("cannot write a timestamp"))?;
+    }
+    Ok(())
+}
+
+/// A queue family that transfers but neither computes nor draws: a DMA engine.
+fn dedicated_transfer_family(d: &vulkano::device::physical::PhysicalDevice) -> Option<u32> {
+    d.queue_family_properties()
+        .iter()
+        .position(|q| {
+            q.queue_flags.intersects(QueueFlags::TRANSFER)
+                && !q
+                    .queue_flags
+                    .intersects(QueueFlags::COMPUTE | QueueFlags::GRAPHICS)
+        })
+        .and_then(|i| u32::try_from(i).ok())
 }
 
 impl GpuEngine {
@@ -235,6 +448,7 @@ impl GpuEngine {
         let max_alloc = props.max_memory_allocation_size.unwrap_or(u64::MAX);
         let max_buffer = max_range.min(max_alloc);
         let max_groups = props.max_compute_work_group_count[0].clamp(1, MAX_GROUPS);
+        let offset_align = props.min_storage_buffer_offset_alignment.as_devicesize();
 
         let too_big = |what: &str, bytes: usize| {
             GpuError::Build(format!(
@@ -270,13 +484,40 @@ impl GpuEngine {
             )));
         }
 
+        let upload = match config.upload {
+            UploadPath::Auto if props.device_type == PhysicalDeviceType::DiscreteGpu => {
+                UploadPath::DeviceCopy
+            }
+            UploadPath::Auto => UploadPath::InPlace,
+            other => other,
+        };
+        let transfer_family = (upload == UploadPath::DeviceCopy)
+            .then(|| dedicated_transfer_family(&chosen.device))
+            .flatten();
+        let mut queue_create_infos = vec![QueueCreateInfo {
+            queue_family_index: chosen.queue_family,
+            ..Default::default()
+        }];
+        if let Some(f) = transfer_family {
+            queue_create_infos.push(QueueCreateInfo {
+                queue_family_index: f,
+                ..Default::default()
+            });
+        }
+        // Host memory import (staging buffers) needs Vulkan 1.1's external memory.
+        let import = chosen.device.api_version() >= Version::V1_1
+            && chosen
+                .device
+                .supported_extensions()
+                .ext_external_memory_host;
         let (device, mut queues) = Device::new(
             chosen.device.clone(),
             DeviceCreateInfo {
-                queue_create_infos: vec![QueueCreateInfo {
-                    queue_family_index: chosen.queue_family,
-                    ..Default::default()
-                }],
+                queue_create_infos,
+                enabled_extensions: DeviceExtensions {
+                    ext_external_memory_host: import,
+                    ..DeviceExtensions::empty()
+                },
                 ..Default::default()
             },
         )
@@ -284,6 +525,45 @@ impl GpuEngine {
         let queue = queues
             .next()
             .ok_or_else(|| GpuError::Init("the Vulkan device returned no queue".into()))?;
+        let transfer = match (upload, transfer_family) {
+            (UploadPath::DeviceCopy, Some(_)) => Some(queues.next().ok_or_else(|| {
+                GpuError::Init("the Vulkan device returned no transfer queue".into())
+            })?),
+            (UploadPath::DeviceCopy, None) => Some(queue.clone()),
+            _ => None,
+        };
+        let timestamp_period = queues_write_timestamps(
+            &chosen.device,
+            std::iter::once(queue.queue_family_index()).chain(transfer_family),
+        )
+        .then_some(f64::from(props.timestamp_period));
+        let mut families = vec![queue.queue_family_index()];
+        if let Some(t) = &transfer
+            && t.queue_family_index() != queue.queue_family_index()
+        {
+            families.push(t.queue_family_index());
+        }
+        let path = match (&transfer, transfer_family) {
+            (None, _) => "searched in place".to_string(),
+            (Some(_), Some(f)) => {
+                format!("copied to device-local memory on transfer queue family {f}")
+            }
+            (Some(_), None) => "copied to device-local memory on the compute queue".to_string(),
+        };
+        let (staging, staging_missing) = if import {
+            match StagingMemory::new(device.clone(), families.clone(), &path) {
+                Ok(s) => (Some(Arc::new(s)), None),
+                Err(e) => (None, Some(e)),
+            }
+        } else {
+            (
+                None,
+                Some(format!(
+                    "{} does not support VK_EXT_external_memory_host",
+                    chosen.info.name
+                )),
+            )
+        };
 
         let pipeline = create_pipeline(&device)?;
         let memory = Arc::new(StandardMemoryAllocator::new_default(device.clone()));
@@ -313,6 +593,8 @@ impl GpuEngine {
             name: format!("gpu:{}", chosen.info.name),
             info: chosen.info,
             queue,
+            transfer,
+            families,
             pipeline,
             memory,
             descriptors,
@@ -323,8 +605,11 @@ impl GpuEngine {
                 free: Mutex::new(Vec::new()),
                 returned: Condvar::new(),
             },
-            submit: Mutex::new(()),
+            staging,
+            staging_missing,
             slot_bytes,
+            offset_align,
+            timestamp_period,
             overlap,
             shifts: table.shifts().to_vec(),
             max_shift: table.max_shift() as u64,
@@ -364,37 +649,107 @@ impl GpuEngine {
         self.slot_bytes
     }
 
+    /// The path haystacks take to the shader (never `Auto`).
+    pub fn upload_path(&self) -> UploadPath {
+        if self.transfer.is_some() {
+            UploadPath::DeviceCopy
+        } else {
+            UploadPath::InPlace
+        }
+    }
+
+    /// The staging memory offered to the pipeline, or why there is none.
+    pub fn staging(&self) -> Result<String, String> {
+        match (&self.staging, &self.staging_missing) {
+            (Some(s), _) => Ok(s.describe()),
+            (None, Some(why)) => Err(why.clone()),
+            (None, None) => Err("no staging memory".into()),
+        }
+    }
+
+    /// `info`, shared by the engine's queue families when there are two
+    /// (concurrent sharing: no ownership transfers).
+    fn shared(&self, mut info: BufferCreateInfo) -> BufferCreateInfo {
+        if self.families.len() > 1 {
+            info.sharing = Sharing::Concurrent(self.families.clone().into());
+        }
+        info
+    }
+
     fn new_slot(&self, capacity: u64) -> Result<Slot, EngineError> {
-        let input = Buffer::new_slice::<u8>(
+        let device_input = match self.transfer {
+            Some(_) => Some(
+                Buffer::new_slice::<u8>(
+                    self.memory.clone(),
+                    self.shared(BufferCreateInfo {
+                        usage: BufferUsage::STORAGE_BUFFER | BufferUsage::TRANSFER_DST,
+                        ..Default::default()
+                    }),
+                    AllocationCreateInfo {
+                        memory_type_filter: MemoryTypeFilter::PREFER_DEVICE,
+                        ..Default::default()
+                    },
+                    self.slot_bytes as u64,
+                )
+                .map_err(device_err("cannot allocate a device-local input buffer"))?,
+            ),
+            None => None,
+        };
+        let queries = match self.timestamp_period {
+            Some(_) => Some(
+                QueryPool::new(
+                    self.queue.device().clone(),
+                    QueryPoolCreateInfo {
+                        query_count: DISPATCH_QUERIES.end,
+                        ..QueryPoolCreateInfo::query_type(QueryType::Timestamp)
+                    },
+                )
+                .map_err(device_err("cannot create a timestamp query pool"))?,
+            ),
+            None => None,
+        };
+        Ok(Slot {
+            host_input: None,
+            device_input,
+            results: self.new_results(capacity)?,
+            capacity,
+            queries,
+        })
+    }
+
+    /// The slot's host-visible input buffer, allocated on first use.
+    fn host_input(&self, slot: &mut Slot) -> Result<Subbuffer<[u8]>, EngineError> {
+        if let Some(b) = &slot.host_input {
+            return Ok(b.clone());
+        }
+        // In place, the shader reads it: device-local if the host can write
+        // there (resizable BAR, integrated GPUs), else host memory read
+        // across the bus. For a device copy it is only the copy's source.
+        let placement = if self.transfer.is_some() {
+            MemoryTypeFilter::PREFER_HOST
+        } else {
+            MemoryTypeFilter::PREFER_DEVICE
+        };
+        let b = Buffer::new_slice::<u8>(
             self.memory.clone(),
-            BufferCreateInfo {
-                usage: BufferUsage::STORAGE_BUFFER,
+            self.shared(BufferCreateInfo {
+                usage: BufferUsage::STORAGE_BUFFER | BufferUsage::TRANSFER_SRC,
                 ..Default::default()
-            },
+            }),
             AllocationCreateInfo {
-                memory_type_filter: MemoryTypeFilter::PREFER_DEVICE
-                    | MemoryTypeFilter::HOST_SEQUENTIAL_WRITE,
+                memory_type_filter: placement | MemoryTypeFilter::HOST_SEQUENTIAL_WRITE,
                 ..Default::default()
             },
             self.slot_bytes as u64,
         )
         .map_err(device_err("cannot allocate an input buffer"))?;
-        let (results, set) = self.new_results(&input, capacity)?;
-        Ok(Slot {
-            input,
-            results,
-            capacity,
-            set,
-        })
+        slot.host_input = Some(b.clone());
+        Ok(b)
     }
 
-    /// A results buffer for `capacity` records and the descriptor set binding it.
-    fn new_results(
-        &self,
-        input: &Subbuffer<[u8]>,
-        capacity: u64,
-    ) -> Result<(Subbuffer<[u32]>, Arc<DescriptorSet>), EngineError> {
-        let results = Buffer::new_slice::<u32>(
+    /// A results buffer for `capacity` records.
+    fn new_results(&self, capacity: u64) -> Result<Subbuffer<[u32]>, EngineError> {
+        Buffer::new_slice::<u32>(
             self.memory.clone(),
             BufferCreateInfo {
                 usage: BufferUsage::STORAGE_BUFFER,
@@ -407,29 +762,7 @@ impl GpuEngine {
             },
             RESULT_HEADER_WORDS + 2 * capacity,
         )
-        .map_err(device_err("cannot allocate a results buffer"))?;
-        let layout = self
-            .pipeline
-            .layout()
-            .set_layouts()
-            .first()
-            .ok_or_else(|| EngineError::Device("the PFAC pipeline has no descriptor set".into()))?
-            .clone();
-        let [transitions, ranges, outputs] = &self.table;
-        let set = DescriptorSet::new(
-            self.descriptors.clone(),
-            layout,
-            [
-                WriteDescriptorSet::buffer(0, input.clone()),
-                WriteDescriptorSet::buffer(1, transitions.clone()),
-                WriteDescriptorSet::buffer(2, ranges.clone()),
-                WriteDescriptorSet::buffer(3, outputs.clone()),
-                WriteDescriptorSet::buffer(4, results.clone()),
-            ],
-            [],
-        )
-        .map_err(device_err("cannot create a descriptor set"))?;
-        Ok((results, set))
+        .map_err(device_err("cannot allocate a results buffer"))
     }
 
     /// Replaces the slot's results buffer with one for at least `count` records.
@@ -438,23 +771,123 @@ impl GpuEngine {
             .next_power_of_two()
             .max(slot.capacity * 2)
             .min(self.max_capacity);
-        let (results, set) = self.new_results(&slot.input, capacity)?;
-        slot.results = results;
-        slot.set = set;
+        slot.results = self.new_results(capacity)?;
         slot.capacity = capacity;
         Ok(())
     }
 
+    /// Submits `commands` to `queue` with a fresh fence, waiting on `wait`
+    /// and signalling `signal`.
+    fn submit(
+        &self,
+        queue: &Arc<Queue>,
+        commands: Arc<PrimaryAutoCommandBuffer>,
+        wait: Option<Arc<Semaphore>>,
+        signal: Option<Arc<Semaphore>>,
+    ) -> Result<Submitted, EngineError> {
+        let fence = Arc::new(
+            Fence::new(self.queue.device().clone(), FenceCreateInfo::default())
+                .map_err(device_err("cannot create a fence"))?,
+        );
+        let info = SubmitInfo {
+            wait_semaphores: wait
+                .iter()
+                .map(|s| SemaphoreSubmitInfo {
+                    // All commands, timestamps included, wait for the upload.
+                    stages: PipelineStages::ALL_COMMANDS,
+                    ..SemaphoreSubmitInfo::new(s.clone())
+                })
+                .collect(),
+            command_buffers: vec![CommandBufferSubmitInfo::new(commands.clone())],
+            signal_semaphores: signal
+                .iter()
+                .map(|s| SemaphoreSubmitInfo::new(s.clone()))
+                .collect(),
+            ..Default::default()
+        };
+        // SAFETY (vkQueueSubmit's requirements, see QueueGuard::submit):
+        // * the command buffer, every resource it uses (kept alive by it),
+        //   the semaphores and the fence are held by the returned
+        //   `Submitted` until the fence has signalled (or leaked if waiting
+        //   fails);
+        // * the command buffer is one-time-submit and built just before;
+        // * a waited semaphore was signalled by a submission made earlier
+        //   (the upload, see `search_window`); a signalled one is new;
+        // * buffers have no layouts; every other access is ordered by the
+        //   slot discipline: a slot's buffers are touched by one search at a
+        //   time, the host writes them only before submitting and reads
+        //   them only after the fence; staging memory is not written while a
+        //   search borrows it (the haystack borrow), and the table is read-only.
+        unsafe { queue.with(|mut q| q.submit(&[info], Some(&fence))) }
+            .map_err(device_err("cannot submit"))?;
+        let semaphores = wait.into_iter().chain(signal).collect();
+        Ok(Submitted {
+            fence,
+            commands,
+            semaphores,
+            waited: false,
+        })
+    }
+
+    /// Starts the copy of `source` into the slot's device-local input.
+    fn start_upload(
+        &self,
+        transfer: &Arc<Queue>,
+        source: Subbuffer<[u8]>,
+        slot: &Slot,
+    ) -> Result<(Subbuffer<[u8]>, Upload), EngineError> {
+        let device_input = slot
+            .device_input
+            .clone()
+            .ok_or_else(|| EngineError::Device("no device-local input buffer".into()))?;
+        let target = device_input.slice(0..source.size());
+        let mut builder = AutoCommandBufferBuilder::primary(
+            self.commands.clone(),
+            transfer.queue_family_index(),
+            CommandBufferUsage::OneTimeSubmit,
+        )
+        .map_err(device_err("cannot allocate a command buffer"))?;
+        let copy = CopyBufferInfo::buffers(source, target.clone());
+        timed(&mut builder, slot, UPLOAD_QUERIES, |b| {
+            b.copy_buffer(copy)
+                .map(|_| ())
+                .map_err(device_err("cannot record the upload"))
+        })?;
+        let commands = builder
+            .build()
+            .map_err(device_err("cannot record the upload"))?;
+        let done = Arc::new(
+            Semaphore::new(self.queue.device().clone(), SemaphoreCreateInfo::default())
+                .map_err(device_err("cannot create a semaphore"))?,
+        );
+        let since = Instant::now();
+        let submitted = self.submit(transfer, commands, None, Some(done.clone()))?;
+        Ok((
+            target,
+            Upload {
+                submitted,
+                done,
+                since,
+            },
+        ))
+    }
+
     /// Runs the shader over starts `begin..end` of the haystack (of `len`
-    /// bytes) already in the slot's input buffer. Returns the hit counter,
-    /// or `None` when it passed 2^31 (its true value is then unknown).
+    /// bytes) in `input`, after `upload` if one is in flight. Returns the
+    /// hit counter, or `None` when it passed 2^31 (its true value is then
+    /// unknown).
+    #[allow(clippy::too_many_arguments)]
     fn dispatch(
         &self,
         slot: &Slot,
+        input: &Subbuffer<[u8]>,
         len: u32,
         begin: u32,
         end: u32,
+        upload: Option<Upload>,
+        clock: &StageClock,
     ) -> Result<Option<u64>, EngineError> {
+        let mut since = Instant::now();
         {
             let header = slot.results.clone().slice(0..RESULT_HEADER_WORDS);
             let mut header = header
@@ -464,63 +897,105 @@ impl GpuEngine {
         }
         let capacity = u32::try_from(slot.capacity).unwrap_or(u32::MAX);
         let layout = self.pipeline.layout().clone();
+        let set_layout = layout
+            .set_layouts()
+            .first()
+            .ok_or_else(|| EngineError::Device("the PFAC pipeline has no descriptor set".into()))?
+            .clone();
+        let [transitions, ranges, outputs] = &self.table;
+        let set = DescriptorSet::new(
+            self.descriptors.clone(),
+            set_layout,
+            [
+                WriteDescriptorSet::buffer(0, input.clone()),
+                WriteDescriptorSet::buffer(1, transitions.clone()),
+                WriteDescriptorSet::buffer(2, ranges.clone()),
+                WriteDescriptorSet::buffer(3, outputs.clone()),
+                WriteDescriptorSet::buffer(4, slot.results.clone()),
+            ],
+            [],
+        )
+        .map_err(device_err("cannot create a descriptor set"))?;
         let mut builder = AutoCommandBufferBuilder::primary(
             self.commands.clone(),
             self.queue.queue_family_index(),
             CommandBufferUsage::OneTimeSubmit,
         )
         .map_err(device_err("cannot allocate a command buffer"))?;
-        builder
-            .bind_pipeline_compute(self.pipeline.clone())
-            .map_err(device_err("bind pipeline"))?
-            .bind_descriptor_sets(
-                PipelineBindPoint::Compute,
-                layout.clone(),
-                0,
-                slot.set.clone(),
-            )
-            .map_err(device_err("bind descriptor set"))?
-            .push_constants(layout, 0, [len, begin, end, capacity])
-            .map_err(device_err("push constants"))?;
         let groups = u64::from(end - begin)
             .div_ceil(WORKGROUP_SIZE * STARTS_PER_INVOCATION)
             .clamp(1, u64::from(self.max_groups)) as u32;
-        // SAFETY: vulkano's shader safety requirements ask that the shader
-        // stay inside the bound buffers. It does: haystack words are read
-        // only for byte indices < `len` <= slot_bytes (the input buffer's
-        // size, a multiple of 4); every state index comes from the table,
-        // whose transitions only name states < state count (asserted by the
-        // pfac tests), and output ranges index within `outputs`; records are
-        // written only at indices < `capacity`, the number the results
-        // buffer holds after its two header words. `end <= len` (callers).
-        unsafe { builder.dispatch([groups, 1, 1]) }.map_err(device_err("dispatch"))?;
+        timed(&mut builder, slot, DISPATCH_QUERIES, |b| {
+            b.bind_pipeline_compute(self.pipeline.clone())
+                .map_err(device_err("bind pipeline"))?
+                .bind_descriptor_sets(PipelineBindPoint::Compute, layout.clone(), 0, set)
+                .map_err(device_err("bind descriptor set"))?
+                .push_constants(layout, 0, [len, begin, end, capacity])
+                .map_err(device_err("push constants"))?;
+            // SAFETY: vulkano's shader safety requirements ask that the
+            // shader stay inside the bound buffers. It does: haystack words
+            // are read only for byte indices < `len`, and the input binding
+            // holds `len` bytes rounded up to 4 (callers); every state index
+            // comes from the table, whose transitions only name states <
+            // state count (asserted by the pfac tests), and output ranges
+            // index within `outputs`; records are written only at indices <
+            // `capacity`, the number the results buffer holds after its two
+            // header words. `end <= len` (callers).
+            unsafe { b.dispatch([groups, 1, 1]) }
+                .map(|_| ())
+                .map_err(device_err("dispatch"))
+        })?;
         let commands = builder
             .build()
             .map_err(device_err("cannot build the command buffer"))?;
-        let future = {
-            // vulkano 0.35 locks the state of every buffer of a submission
-            // at once, in an order that differs between descriptor sets;
-            // two threads submitting concurrently (sharing the table
-            // buffers) can deadlock. Submissions are therefore serialised;
-            // they take microseconds, and the waits below stay concurrent.
-            // (Without this lock, 6 of 30 runs of the concurrent test in
-            // tests/gpu.rs deadlocked in `States::from_submit_infos`.)
-            let _submitting = self.submit.lock().unwrap_or_else(PoisonError::into_inner);
-            sync::now(self.queue.device().clone())
-                .then_execute(self.queue.clone(), commands)
-                .map_err(device_err("cannot submit"))?
-                .then_signal_fence_and_flush()
-                .map_err(device_err("cannot submit"))?
-        };
-        future
-            .wait(None)
-            .map_err(device_err("the search failed on the device"))?;
-        drop(future);
+        let wait = upload.as_ref().map(|u| u.done.clone());
+        let submitted = self.submit(&self.queue, commands, wait, None)?;
+        // The dispatch is queued behind the upload on the device; the host
+        // waits for the upload only to time its stage.
+        if let Some(u) = upload {
+            u.submitted.wait("the upload failed on the device")?;
+            let (a, b) = self.device_interval(slot, UPLOAD_QUERIES, u.since);
+            clock.add_interval(Stage::Upload, a, b);
+            since = since.max(b);
+        }
+        submitted.wait("the search failed on the device")?;
+        let (a, b) = self.device_interval(slot, DISPATCH_QUERIES, since);
+        clock.add_interval(Stage::Compute, a, b);
+        let _busy = clock.enter(Stage::Readback);
         let header = slot.results.clone().slice(0..RESULT_HEADER_WORDS);
         let header = header
             .read()
             .map_err(device_err("cannot read the hit counter"))?;
         Ok((header[1] == 0).then_some(u64::from(header[0])))
+    }
+
+    /// When the device ran the commands timed by `queries`, on the host's
+    /// clock: they ended by now (their fence was just waited on), and began
+    /// their device-measured duration earlier, but not before `since` (their
+    /// submission). Without timestamps: `since` to now, queueing included.
+    fn device_interval(
+        &self,
+        slot: &Slot,
+        queries: Range<u32>,
+        since: Instant,
+    ) -> (Instant, Instant) {
+        let now = Instant::now();
+        let mut ticks = [0u64; 2];
+        let measured = match (&slot.queries, self.timestamp_period) {
+            (Some(pool), Some(period)) => pool
+                .get_results(queries, &mut ticks, QueryResultFlags::empty())
+                .ok()
+                .filter(|&available| available)
+                .map(|_| {
+                    let nanos = ticks[1].wrapping_sub(ticks[0]) as f64 * period;
+                    Duration::from_nanos(nanos as u64)
+                }),
+            _ => None,
+        };
+        match measured.and_then(|d| now.checked_sub(d)) {
+            Some(start) => (start.max(since), now),
+            None => (since, now),
+        }
     }
 
     /// Appends the first `count` records of the slot to `packed`, as
@@ -566,24 +1041,51 @@ impl GpuEngine {
         starts_end: usize,
         base: usize,
         out: &mut Vec<Hit>,
+        clock: &StageClock,
     ) -> Result<(), EngineError> {
         let len = u32::try_from(window.len())
             .map_err(|_| EngineError::Device("window over 4 GiB".into()))?;
         let starts_end = u32::try_from(starts_end.min(window.len())).unwrap_or(len);
-        {
-            let padded = window.len().next_multiple_of(4) as u64;
-            let input = slot.input.clone().slice(0..padded);
-            let mut input = input
-                .write()
-                .map_err(device_err("cannot write the input buffer"))?;
-            input[..window.len()].copy_from_slice(window);
-        }
+        let padded = window.len().next_multiple_of(4) as u64;
+
+        // Where the device can read the window: where it lies (staging
+        // memory), or in the slot's own buffer after a copy by the CPU.
+        // The staging buffer is used only within this call, while `window`
+        // is borrowed (see StagingMemory::find).
+        let staged = self
+            .staging
+            .as_ref()
+            .and_then(|s| s.find(window, self.offset_align));
+        let source = match staged {
+            Some(s) => s,
+            None => {
+                let _busy = clock.enter(Stage::Upload);
+                let buf = self.host_input(slot)?.slice(0..padded);
+                {
+                    let mut w = buf
+                        .write()
+                        .map_err(device_err("cannot write the input buffer"))?;
+                    w[..window.len()].copy_from_slice(window);
+                }
+                clock.add_host_copy(window.len() as u64);
+                buf
+            }
+        };
+        let (input, mut upload) = match &self.transfer {
+            Some(transfer) => {
+                let (input, upload) = self.start_upload(transfer, source, slot)?;
+                (input, Some(upload))
+            }
+            None => (source, None),
+        };
+
         let mut packed: Vec<u64> = Vec::new();
         let mut ranges = vec![(0u32, starts_end)];
         while let Some((begin, end)) = ranges.pop() {
-            let count = self.dispatch(slot, len, begin, end)?;
+            let count = self.dispatch(slot, &input, len, begin, end, upload.take(), clock)?;
             match count {
                 Some(count) if count <= slot.capacity => {
+                    let _busy = clock.enter(Stage::Readback);
                     self.read_hits(slot, count, base, &mut packed)?;
                     continue;
                 }
@@ -608,6 +1110,7 @@ impl GpuEngine {
             ranges.push((mid, end));
             ranges.push((begin, mid));
         }
+        let _busy = clock.enter(Stage::Readback);
         packed.sort_unstable();
         let max_shift = self.max_shift as usize;
         out.extend(packed.iter().map(|&x| Hit {
@@ -624,6 +1127,15 @@ impl Engine for GpuEngine {
     }
 
     fn search(&self, haystack: &[u8], out: &mut Vec<Hit>) -> Result<(), EngineError> {
+        self.search_profiled(haystack, out, &StageClock::new())
+    }
+
+    fn search_profiled(
+        &self,
+        haystack: &[u8],
+        out: &mut Vec<Hit>,
+        clock: &StageClock,
+    ) -> Result<(), EngineError> {
         if haystack.is_empty() {
             return Ok(());
         }
@@ -645,7 +1157,14 @@ impl Engine for GpuEngine {
             } else {
                 end - self.overlap
             };
-            self.search_window(slot, &haystack[begin..end], starts_end - begin, begin, out)?;
+            self.search_window(
+                slot,
+                &haystack[begin..end],
+                starts_end - begin,
+                begin,
+                out,
+                clock,
+            )?;
             windows += 1;
             begin = starts_end;
         }
@@ -660,6 +1179,12 @@ impl Engine for GpuEngine {
     fn max_haystack_len(&self) -> Option<usize> {
         Some(self.slot_bytes)
     }
+
+    fn buffer_provider(&self) -> Option<Arc<dyn BufferProvider>> {
+        self.staging
+            .as_ref()
+            .map(|s| Arc::clone(s) as Arc<dyn BufferProvider>)
+    }
 }
 
 impl std::fmt::Debug for GpuEngine {
@@ -669,6 +1194,8 @@ impl std::fmt::Debug for GpuEngine {
             .field("states", &self.states)
             .field("patterns", &self.patterns)
             .field("slot_bytes", &self.slot_bytes)
+            .field("upload", &self.upload_path())
+            .field("staging", &self.staging.is_some())
             .finish_non_exhaustive()
     }
 }

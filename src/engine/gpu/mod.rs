@@ -16,12 +16,15 @@
 //! * only a software rasterizer such as llvmpipe, which `--engine auto` must
 //!   not pick ([`GpuError::SoftwareOnly`]).
 //!
-//! See [`GpuEngine`] for the buffers, the slots that let several worker
-//! threads keep the device busy, and the handling of result overflow.
+//! See [`GpuEngine`] for the buffers, the path of a haystack from the disk to
+//! the shader (staging memory the pipeline reads blocks into, in-place or
+//! device-copy uploads), the slots that let several worker threads keep the
+//! device busy, and the handling of result overflow.
 
 mod engine;
+mod staging;
 
-pub use engine::{GpuConfig, GpuEngine};
+pub use engine::{GpuConfig, GpuEngine, UploadPath};
 
 use std::fmt;
 use std::sync::Arc;
