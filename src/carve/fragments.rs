@@ -1268,6 +1268,15 @@ mod jpeg {
     const MAX_OWNERS: u64 = 256;
     /// Bytes the decoder may hold beyond where it failed ([`Damage::fail_at`]).
     const SLACK: u64 = 16;
+    /// Least decoded past a split for a join to count as a proven crossing
+    /// (the file breaks again later) when noise before the candidate may
+    /// reach less far.
+    const MIN_CROSS: u64 = 8 << 10;
+    /// Most proven crossings kept per search, followed (nearest first) when
+    /// no join proves the whole file.
+    const MAX_CROSSINGS: usize = 2;
+    /// Least (candidates, bytes) allowed to the searches after crossings.
+    const CROSS_FLOOR: (u64, u64) = (32 << 10, 8 << 20);
     /// Bytes of a candidate second fragment examined by [`entropy_like`].
     const LOOK: u64 = 4096;
 
@@ -1527,7 +1536,8 @@ mod jpeg {
         let mut cache = Cache::new(r);
         let mut look = [0u8; LOOK as usize];
         let mut heads = Heads::new(start, cl);
-        nearest_first(head, &splits, cl, b, |i, s2, b| {
+        let mut crossings: Vec<(TwoRuns, String)> = Vec::new();
+        let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
             let split = splits[i];
             if b.claims.covers(s2) || b.claims.starts_within(head.b(), head.map(split)) {
                 return None;
@@ -1562,16 +1572,40 @@ mod jpeg {
             }
             let snap = snaps.get(&split).and_then(Option::as_ref);
             match try_join(head, (split, s2, cl), max_len, snap, b)? {
-                Ok(found) => Some(Some(found)),
-                // The decode across this join is proven; the file breaks
-                // again further on: that search decides for the file.
-                Err((j, note)) => Some(recover(&j, max_len, cl, b).map(|mut f| {
-                    f.notes.insert(0, note);
-                    f
-                })),
+                Ok(found) => Some(found),
+                Err(c) => {
+                    if crossings.len() < MAX_CROSSINGS {
+                        crossings.push(c);
+                    }
+                    None
+                }
             }
-        })
-        .flatten()
+        });
+        if found.is_some() {
+            return found;
+        }
+        // No join proves the whole file: the file may break again after a
+        // proven crossing (the decode is weaker evidence than a checksum,
+        // so the search above went on past the crossings it found). Those
+        // searches share an allowance of half what this one spent (at least
+        // [`CROSS_FLOOR`]), so that a file in k fragments costs a bounded
+        // multiple of a bifragment search, not k of them.
+        if !crossings.is_empty() {
+            let cands = b.cands.saturating_add((b.cands / 2).max(CROSS_FLOOR.0));
+            let bytes = b.bytes.saturating_add((b.bytes / 2).max(CROSS_FLOOR.1));
+            b.lim.max_candidates = b.lim.max_candidates.min(cands);
+            b.lim.max_bytes = b.lim.max_bytes.min(bytes);
+        }
+        for (j, note) in crossings {
+            if !b.ok() {
+                break;
+            }
+            if let Some(mut f) = recover(&j, max_len, cl, b) {
+                f.notes.insert(0, note);
+                return Some(f);
+            }
+        }
+        None
     }
 
     /// `Ok`: the join proves the whole file; `Err((join, note))`: the decode
@@ -1592,7 +1626,8 @@ mod jpeg {
         // the cluster before the candidate is allowed to decode (below).
         let noise_reach = split + cl + cl.max(1024) + SLACK;
         let more = head.count() + 2 <= MAX_RUNS;
-        let crosses = |d: &Damage| more && d.damaged && d.fail_at > noise_reach + cl;
+        let crosses =
+            |d: &Damage| more && d.damaged && d.fail_at > noise_reach.max(split + MIN_CROSS);
         // Cheap test: decode a little past the split.
         let probe = head.then(split, s2, split.saturating_add(PROBE).min(max_len))?;
         let (v, d) = check(&probe, snap, b)?;
