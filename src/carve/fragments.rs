@@ -577,7 +577,7 @@ pub fn recover_with(
     let mut b = Budget::new(*limits, claims);
     let joined = match validator {
         "png" => png::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
-        "zip" => zip::recover(r, start, max_len, cluster, &mut b),
+        "zip" => zip::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
         "jpeg" => jpeg::recover(&TwoRuns::one(r, start, max_len), max_len, cluster, &mut b),
         _ => None,
     };
@@ -1700,6 +1700,8 @@ mod zip {
     const EOCD: &[u8; 4] = b"PK\x05\x06";
     /// Most EOCD records considered per file.
     const MAX_EOCDS: usize = 64;
+    /// Most splits tried for a crossing entry.
+    const MAX_CROSS_SPLITS: u64 = 4;
     /// Most bytes of second fragment searched for its EOCD beyond the gap.
     const MAX_TAIL: u64 = 64 << 20;
 
@@ -1713,21 +1715,17 @@ mod zip {
     /// The local-header walk: `(last good local header, break offset)`, or
     /// `None` when the walk reaches the central directory (not fragmented
     /// in the entries) or is not a ZIP.
-    fn break_at(
-        r: &dyn ByteReader,
-        start: u64,
-        max_len: u64,
-        b: &mut Budget,
-    ) -> Option<(u64, u64)> {
+    fn break_at(r: &TwoRuns, b: &mut Budget) -> Option<(u64, u64)> {
+        let max_len = r.len();
         let mut pos = 0u64;
         let mut last: Option<u64> = None;
         for _ in 0..65_536 {
             let mut h = [0u8; 30];
-            if pos + 30 > max_len || !read_exact(r, start + pos, &mut h) {
+            if pos + 30 > max_len || !read_exact(r, pos, &mut h) {
                 return last.map(|l| (l, pos.min(max_len)));
             }
             if &h[..4] == CDH {
-                return cd_break(r, start, pos, max_len);
+                return cd_break(r, pos);
             }
             if &h[..4] != LFH {
                 return last.map(|l| (l, pos));
@@ -1741,17 +1739,15 @@ mod zip {
                     return None;
                 }
                 // Inflate to find the end; an error means the split is before it.
-                let j = TwoRuns::new(r, start, max_len, start, max_len);
-                match inflate(&j, data, max_len - data.min(max_len), u64::MAX, b) {
+                match inflate(r, data, max_len - data.min(max_len), u64::MAX, b) {
                     Inflate::Ok { consumed, .. } => {
                         let mut sig = [0u8; 4];
-                        let dd = if read_exact(r, start + data + consumed, &mut sig)
-                            && &sig == b"PK\x07\x08"
-                        {
-                            16
-                        } else {
-                            12
-                        };
+                        let dd =
+                            if read_exact(r, data + consumed, &mut sig) && &sig == b"PK\x07\x08" {
+                                16
+                            } else {
+                                12
+                            };
                         data + consumed + dd
                     }
                     Inflate::Err { at } => return Some((pos, data + at)),
@@ -1771,11 +1767,12 @@ mod zip {
 
     /// The central-directory walk from `pos`: `None` when it reaches the
     /// EOCD intact, else `(last good central header, break offset)`.
-    fn cd_break(r: &dyn ByteReader, start: u64, mut pos: u64, max_len: u64) -> Option<(u64, u64)> {
+    fn cd_break(r: &TwoRuns, mut pos: u64) -> Option<(u64, u64)> {
+        let max_len = r.len();
         let mut last = None;
         for _ in 0..65_536 {
             let mut h = [0u8; 46];
-            let ok = pos + 46 <= max_len && read_exact(r, start + pos, &mut h);
+            let ok = pos + 46 <= max_len && read_exact(r, pos, &mut h);
             if ok && &h[..4] == EOCD {
                 return None;
             }
@@ -1907,15 +1904,14 @@ mod zip {
         }
     }
 
-    pub(super) fn recover(
-        r: &dyn ByteReader,
-        start: u64,
-        max_len: u64,
-        cl: u64,
-        b: &mut Budget,
-    ) -> Option<Joined> {
-        let (last, brk) = break_at(r, start, max_len, b)?;
-        let first = (last + 1).div_ceil(cl) * cl;
+    /// Recovers the archive whose proven part is `head` (from its first
+    /// local header; the last run open-ended): the EOCD fixes the last
+    /// fragment; else a fragment whose crossing entry's CRC is proven heads
+    /// the next search, while runs are left.
+    pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined> {
+        let (r, start, max_len) = (head.r, head.a(), head.len());
+        let (last, brk) = break_at(head, b)?;
+        let first = ((last + 1).div_ceil(cl) * cl).max((head.split() / cl + 1) * cl);
         let splits: Vec<u64> = (0..b.lim.max_splits)
             .map(|k| first + k * cl)
             .take_while(|&s| s <= brk)
@@ -1926,14 +1922,20 @@ mod zip {
         // EOCD candidates: after the break (in order), before the header (out of order).
         let mut found = Vec::new();
         // The EOCD lies within max_gap plus the rest of the file (bounded) after the break.
-        let fwd_to = (start + brk)
+        // (Image offsets from where the last run holds `last` on.)
+        let here = head.map(last.max(head.split()));
+        let fwd_to = here
+            .saturating_add(brk - last.max(head.split()).min(brk))
             .saturating_add(b.lim.max_gap)
             .saturating_add(MAX_TAIL)
-            .min(start + max_len + b.lim.max_gap)
+            .min(
+                here.saturating_add(max_len - last.max(head.split()).min(max_len))
+                    .saturating_add(b.lim.max_gap),
+            )
             .min(r.len());
-        eocds(r, (start + last, fwd_to), false, b, &mut found);
-        let back_from = start.saturating_sub(b.lim.max_gap);
-        eocds(r, (back_from, start), true, b, &mut found);
+        eocds(r, (here, fwd_to), false, b, &mut found);
+        let back_from = head.b().saturating_sub(b.lim.max_gap);
+        eocds(r, (back_from, head.b()), true, b, &mut found);
         let mut cache = Cache::new(r);
         for e in found {
             let mut rec = [0u8; 22];
@@ -1951,12 +1953,15 @@ mod zip {
             if cd_end <= last || total > max_len || e + 22 + clen > r.len() {
                 continue;
             }
-            // Gap D: e = start + cd_end + D.
-            let d = i128::from(e) - i128::from(start) - i128::from(cd_end);
-            if d == 0 || d % i128::from(cl) != 0 {
+            // The last run reads virtual offset v at image v + D (e = cd_end + D).
+            let d = i128::from(e) - i128::from(cd_end);
+            if (d - i128::from(start)) % i128::from(cl) != 0 {
                 continue;
             }
-            if d < 0 && d > -i128::from(total) {
+            if head.count() == 1
+                && d > i128::from(start) - i128::from(total)
+                && d <= i128::from(start)
+            {
                 continue;
             }
             for &split in &splits {
@@ -1966,10 +1971,15 @@ mod zip {
                 if !b.cand() {
                     return None;
                 }
-                let Ok(s2) = u64::try_from(i128::from(start) + i128::from(split) + d) else {
+                let Ok(s2) = u64::try_from(i128::from(split) + d) else {
                     continue;
                 };
-                let j = TwoRuns::new(r, start, split, s2, total);
+                if s2 == head.map(split) || head.holds(s2, split) {
+                    continue;
+                }
+                let Some(j) = head.then(split, s2, total) else {
+                    continue;
+                };
                 if j.len != total {
                     continue;
                 }
@@ -1978,7 +1988,81 @@ mod zip {
                 }
             }
         }
-        None
+        if head.count() + 2 > MAX_RUNS || !b.ok() {
+            return None;
+        }
+        cross(head, last, cl, &mut cache, b)
+    }
+
+    /// The entry whose local header is at `last` runs into foreign data:
+    /// tries the next fragment nearest first, for splits at most
+    /// [`MAX_CROSS_SPLITS`] clusters below where its data stops inflating
+    /// (or anywhere in a short stored entry). A candidate is a proven
+    /// crossing when a local or central header follows the entry's data
+    /// exactly and the entry's CRC-32 (from its local header) matches; the
+    /// search then goes on from that join.
+    fn cross(
+        head: &TwoRuns,
+        last: u64,
+        cl: u64,
+        cache: &mut Cache,
+        b: &mut Budget,
+    ) -> Option<Joined> {
+        let mut h = [0u8; 30];
+        if !read_exact(head, last, &mut h) || &h[..4] != LFH {
+            return None;
+        }
+        let (flags, method) = (le16(&h, 6), le16(&h, 8));
+        if flags & 9 != 0 || !matches!(method, 0 | 8) {
+            return None;
+        }
+        let data = last + 30 + le16(&h, 26) + le16(&h, 28);
+        let e = Entry {
+            method,
+            crc: le32(&h, 14) as u32,
+            csize: le32(&h, 18),
+            usize: le32(&h, 22),
+            data,
+        };
+        let end = data + e.csize;
+        let low = data.max(head.split()) / cl + 1;
+        let fail = if method == 8 {
+            match inflate(head, data, e.csize, e.usize, b) {
+                Inflate::Err { at } => data + at,
+                _ => return None,
+            }
+        } else {
+            end
+        };
+        let top = fail.min(end.saturating_sub(1)) / cl;
+        if top < low || (method == 0 && top - low >= MAX_CROSS_SPLITS) {
+            return None;
+        }
+        let splits: Vec<u64> = (top.saturating_sub(MAX_CROSS_SPLITS - 1).max(low)..=top)
+            .rev()
+            .map(|k| k * cl)
+            .collect();
+        let max_len = head.len();
+        let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
+            let j = head.then(splits[i], s2, max_len)?;
+            let mut sig = [0u8; 4];
+            if !cache.read_joined(&j, end, &mut sig) || (&sig != LFH && &sig != CDH) {
+                return None;
+            }
+            if crc_ok(&j, &e, b) != Some(true) {
+                return None;
+            }
+            let note = format!(
+                "fragment {} proven by the CRC-32 of the ZIP entry at {last} across its start and the header after it; split at {}, fragment at {s2}",
+                j.count(),
+                j.split()
+            );
+            Some((j, note))
+        });
+        let (j, note) = found?;
+        let mut f = recover(&j, cl, b)?;
+        f.notes.insert(0, note);
+        Some(f)
     }
 
     struct Entry {
@@ -2044,7 +2128,12 @@ mod zip {
             return None;
         }
         // The entry spanning the split must be checked; then the others.
-        let spans = |e: &Entry| e.data < j.split() && j.split() < e.data + e.csize;
+        let spans = |e: &Entry| {
+            (1..j.count()).any(|i| {
+                let s = j.at[i].0;
+                e.data < s && s < e.data + e.csize
+            })
+        };
         let mut spanning = 0;
         for e in entries.iter().filter(|e| spans(e)) {
             if !crc_ok(j, e, b)? {
