@@ -744,6 +744,31 @@ impl<'a> TwoRuns<'a> {
     pub fn count(&self) -> usize {
         self.n
     }
+    /// This file with the start of run `i` (≥ 1) moved by one cluster `cl`,
+    /// earlier (`back`) or later, in both the file and the image; `None` when
+    /// a run would become empty.
+    fn nudged(&self, i: usize, back: bool, cl: u64) -> Option<Self> {
+        if i == 0 || i >= self.n {
+            return None;
+        }
+        let (v, img) = self.at[i];
+        let next = if i + 1 < self.n {
+            self.at[i + 1].0
+        } else {
+            self.len
+        };
+        let moved = if back {
+            (v.checked_sub(cl)?, img.checked_sub(cl)?)
+        } else {
+            (v + cl, img + cl)
+        };
+        if moved.0 <= self.at[i - 1].0 || moved.0 >= next {
+            return None;
+        }
+        let mut j = *self;
+        j.at[i] = moved;
+        Some(j)
+    }
     /// The run holding virtual offset `off`: (virtual start, image offset, virtual end).
     fn run_of(&self, off: u64) -> (u64, u64, u64) {
         let i = self.at[..self.n]
@@ -1674,6 +1699,22 @@ mod jpeg {
         if v.status != Status::Complete || v.length < split.saturating_add(MIN_TAIL) {
             return None;
         }
+        // Some scans take any bits at a fixed number of blocks per byte (DC
+        // refinement): a cluster of foreign data in place of one of the
+        // file's own then decodes as well. Every boundary must be placed: the
+        // same file with a boundary one cluster earlier or later must fail.
+        for i in 1..j.count() {
+            for back in [true, false] {
+                let Some(alt) = j.nudged(i, back, cl) else {
+                    continue;
+                };
+                match check(&alt, None, b) {
+                    Some((w, _)) if w.status == Status::Complete => return None,
+                    Some(_) => {}
+                    None => return None,
+                }
+            }
+        }
         let scans = if v.notes.iter().any(|n| n.contains("progressive")) {
             " in every scan"
         } else {
@@ -2159,8 +2200,13 @@ mod zip {
             Some(_) => return None,
             None => None,
         };
+        let kind = if j.count() == 2 {
+            "bifragment"
+        } else {
+            "multi-fragment"
+        };
         let note = format!(
-            "bifragment join proven by ZIP central directory offsets ({n} entries land on their local headers) and {checked} entry CRC-32s; split at {}, second fragment at {}",
+            "{kind} join proven by ZIP central directory offsets ({n} entries land on their local headers) and {checked} entry CRC-32s; split at {}, second fragment at {}",
             j.split(),
             j.b()
         );
