@@ -914,7 +914,7 @@ def assign_names_and_status(plants, rng, args, cluster_guess):
         p["nfrag"] = 1
     eligible = [p for p in plants if (len(p["data"]) + cluster_guess - 1) // cluster_guess >= 4]
     for p in rng.sample(eligible, min(len(eligible), round(args.fragmented_fraction * n))):
-        p["nfrag"] = rng.choice([2, 3])
+        p["nfrag"] = rng.choice(args.fragment_counts)
         if args.fs == "fat32" and p["status"] != "unallocated" and rng.random() < 0.5:
             p["fs_frag"] = True
         else:
@@ -926,6 +926,17 @@ def assign_names_and_status(plants, rng, args, cluster_guess):
         p["name"] = (folder + "/" if folder else "") + base + ext
         p["mtime"] = FIXED_EPOCH - rng.randrange(3 * 365 * 86400)
     rng.shuffle(plants)
+
+
+def parse_counts(text):
+    """Parse --fragment-counts: comma-separated integers in 2..4."""
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}")
+    if not counts or any(c < 2 or c > 4 for c in counts):
+        raise argparse.ArgumentTypeError("fragment counts must be 2, 3 or 4")
+    return counts
 
 
 def build(args):
@@ -1014,6 +1025,7 @@ def verify_and_describe(args, plants, decoys, segments, cluster):
         "cluster_size": cluster,
         "generator": "corpora/mkimage.py",
         "options": {"fill": args.fill, "fragmented_fraction": args.fragmented_fraction,
+                    "fragment_counts": args.fragment_counts,
                     "deleted_fraction": args.deleted_fraction,
                     "unallocated_fraction": args.unallocated_fraction, "decoys": len(decoys)},
         "files": files,
@@ -1063,6 +1075,9 @@ def main(argv=None):
     ap.add_argument("--fragmented-fraction", type=float, default=0.15,
                     help="fraction of files split into 2-3 fragments: on fat32 half of them inside the "
                          "file system (FAT chain), the others written to unallocated space (default: %(default)s)")
+    ap.add_argument("--fragment-counts", type=parse_counts, default=[2, 3],
+                    help="comma-separated fragment counts a fragmented file draws from, each 2-4, e.g. 3,4 "
+                         "(default: 2,3); pieces are laid out in file order or shuffled, about half each")
     ap.add_argument("--deleted-fraction", type=float, default=0.25, help="fraction of files deleted (default: %(default)s)")
     ap.add_argument("--unallocated-fraction", type=float, default=0.1,
                     help="fraction of files written contiguously to unallocated space (default: %(default)s)")

@@ -576,9 +576,9 @@ pub fn recover_with(
     let max_len = max_len.min(r.len().saturating_sub(start));
     let mut b = Budget::new(*limits, claims);
     let joined = match validator {
-        "png" => png::recover(r, start, max_len, cluster, &mut b),
-        "zip" => zip::recover(r, start, max_len, cluster, &mut b),
-        "jpeg" => jpeg::recover(r, start, max_len, cluster, &mut b),
+        "png" => png::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
+        "zip" => zip::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
+        "jpeg" => jpeg::recover(&TwoRuns::one(r, start, max_len), max_len, cluster, &mut b),
         _ => None,
     };
     let why = if joined.is_some() {
@@ -662,13 +662,19 @@ fn read_exact(r: &dyn ByteReader, off: u64, buf: &mut [u8]) -> bool {
     done == buf.len()
 }
 
-/// A virtual file: `[a, a + split)` of the image, then bytes from `b` on, `len` bytes in all.
+/// Most fragments a recovered file may have.
+pub const MAX_RUNS: usize = 4;
+
+/// A virtual file made of up to [`MAX_RUNS`] runs of the image: run `i`
+/// holds virtual offsets `[v_i, v_{i+1})` (the last one up to `len`) and
+/// reads them from the image at `img_i + (off − v_i)`. Two runs are a
+/// bifragment join; the search extends a proven join by one run at a time.
 #[derive(Clone, Copy)]
 pub struct TwoRuns<'a> {
     r: &'a dyn ByteReader,
-    a: u64,
-    split: u64,
-    b: u64,
+    /// `(virtual start, image offset)` of each run; `at[0].0 == 0`.
+    at: [(u64, u64); MAX_RUNS],
+    n: usize,
     len: u64,
 }
 
@@ -681,28 +687,130 @@ impl<'a> TwoRuns<'a> {
         } else {
             r.len().saturating_sub(b)
         };
+        let mut at = [(0, 0); MAX_RUNS];
+        at[0] = (0, a);
+        at[1] = (split, b);
         TwoRuns {
             r,
-            a,
-            split,
-            b,
+            at,
+            n: 2,
             len: split.saturating_add(second).min(max_len),
         }
     }
+    /// The image from `a` on as one run, at most `max_len` bytes.
+    pub fn one(r: &'a dyn ByteReader, a: u64, max_len: u64) -> Self {
+        let mut at = [(0, 0); MAX_RUNS];
+        at[0] = (0, a);
+        TwoRuns {
+            r,
+            at,
+            n: 1,
+            len: r.len().saturating_sub(a).min(max_len),
+        }
+    }
+    /// This file cut at virtual `split` (inside its last run) and continued
+    /// with the image from `b` on: bounded by `max_len`, the image and the
+    /// nearest run of this file that starts after `b` in the image. `None`
+    /// when the runs are all used or `split` is not inside the last run.
+    pub fn then(&self, split: u64, b: u64, max_len: u64) -> Option<Self> {
+        if self.n >= MAX_RUNS || split <= self.split() || split > self.len {
+            return None;
+        }
+        let stop = self.at[..self.n]
+            .iter()
+            .map(|&(_, img)| img)
+            .filter(|&img| img > b)
+            .min()
+            .unwrap_or(self.r.len());
+        let mut j = *self;
+        j.at[j.n] = (split, b);
+        j.n += 1;
+        j.len = split.saturating_add(stop.saturating_sub(b)).min(max_len);
+        Some(j)
+    }
+    /// Image offset of the first run (the header).
+    pub fn a(&self) -> u64 {
+        self.at[0].1
+    }
+    /// Virtual offset where the last run starts.
+    pub fn split(&self) -> u64 {
+        self.at[self.n - 1].0
+    }
+    /// Image offset of the last run.
+    pub fn b(&self) -> u64 {
+        self.at[self.n - 1].1
+    }
+    /// Runs used.
+    pub fn count(&self) -> usize {
+        self.n
+    }
+    /// This file with the start of run `i` (≥ 1) moved by one cluster `cl`,
+    /// earlier (`back`) or later, in both the file and the image; `None` when
+    /// a run would become empty.
+    fn nudged(&self, i: usize, back: bool, cl: u64) -> Option<Self> {
+        if i == 0 || i >= self.n {
+            return None;
+        }
+        let (v, img) = self.at[i];
+        let next = if i + 1 < self.n {
+            self.at[i + 1].0
+        } else {
+            self.len
+        };
+        let moved = if back {
+            (v.checked_sub(cl)?, img.checked_sub(cl)?)
+        } else {
+            (v + cl, img + cl)
+        };
+        if moved.0 <= self.at[i - 1].0 || moved.0 >= next {
+            return None;
+        }
+        let mut j = *self;
+        j.at[i] = moved;
+        Some(j)
+    }
+    /// The run holding virtual offset `off`: (virtual start, image offset, virtual end).
+    fn run_of(&self, off: u64) -> (u64, u64, u64) {
+        let i = self.at[..self.n]
+            .iter()
+            .rposition(|&(v, _)| v <= off)
+            .unwrap_or(0);
+        let end = if i + 1 < self.n {
+            self.at[i + 1].0
+        } else {
+            self.len.max(self.at[i].0)
+        };
+        (self.at[i].0, self.at[i].1, end)
+    }
     /// Image offset of virtual offset `off`.
     fn map(&self, off: u64) -> u64 {
-        if off < self.split {
-            self.a + off
-        } else {
-            self.b + (off - self.split)
-        }
+        let (v, img, _) = self.run_of(off);
+        img + (off - v)
+    }
+    /// Virtual offset where the run holding `off` ends.
+    fn piece_end(&self, off: u64) -> u64 {
+        self.run_of(off).2
     }
     /// The byte runs of the first `length` bytes.
     fn runs(&self, length: u64) -> Vec<(u64, u64)> {
-        vec![
-            (self.a, self.split.min(length)),
-            (self.b, length.saturating_sub(self.split)),
-        ]
+        (0..self.n)
+            .map(|i| {
+                let (v, img) = self.at[i];
+                let end = if i + 1 < self.n {
+                    self.at[i + 1].0
+                } else {
+                    u64::MAX
+                };
+                (img, end.min(length).saturating_sub(v))
+            })
+            .collect()
+    }
+    /// True when image offset `pos` lies in the first `upto` virtual bytes
+    /// of this file: a fragment is never taken twice.
+    fn holds(&self, pos: u64, upto: u64) -> bool {
+        self.runs(upto)
+            .iter()
+            .any(|&(img, len)| img <= pos && pos < img.saturating_add(len))
     }
 }
 
@@ -717,13 +825,12 @@ impl ByteReader for TwoRuns<'_> {
             if off >= self.len {
                 break;
             }
-            let piece_end = if off < self.split {
-                self.split
-            } else {
-                self.len
-            };
+            let piece_end = self.piece_end(off);
             let want = usize::try_from(piece_end.min(self.len) - off)
                 .map_or(buf.len() - done, |w| w.min(buf.len() - done));
+            if want == 0 {
+                break;
+            }
             let got = self.r.read_at(self.map(off), &mut buf[done..done + want]);
             if got == 0 {
                 break;
@@ -813,11 +920,7 @@ impl<'a> Cache<'a> {
         let mut done = 0usize;
         while done < out.len() {
             let o = off + done as u64;
-            let end = if o < j.split {
-                j.split.min(off + out.len() as u64)
-            } else {
-                off + out.len() as u64
-            };
+            let end = j.piece_end(o).min(off + out.len() as u64);
             let n = (end - o) as usize;
             if !self.read(j.map(o), &mut out[done..done + n]) {
                 return false;
@@ -828,38 +931,33 @@ impl<'a> Cache<'a> {
     }
 }
 
-/// Candidate second-fragment starts for a file at `start` split at `split`,
-/// nearest first: `start + split + g·cl` (in order) and `start − g·cl` (out of
-/// order), `g = 1, 2, …`, within `max_gap` and the image.
-fn second_starts(
-    start: u64,
-    split: u64,
-    cl: u64,
-    img_len: u64,
-    max_gap: u64,
-    g: u64,
-) -> [Option<u64>; 2] {
+/// Candidate starts of the next fragment of `head` cut at `split`, nearest
+/// first: `p + g·cl` where `p` is the image offset at which `head` would
+/// continue contiguously (in order) and `q − g·cl` where `q` is where its
+/// last run starts (out of order; for a single run, the header), `g = 1, 2,
+/// …`, within `max_gap` and the image.
+fn second_starts(head: &TwoRuns, split: u64, cl: u64, max_gap: u64, g: u64) -> [Option<u64>; 2] {
     let gap = g.saturating_mul(cl);
     if gap > max_gap {
         return [None, None];
     }
-    let fwd = start
-        .checked_add(split)
-        .and_then(|e| e.checked_add(gap))
-        .filter(|&s| s < img_len);
-    let back = start.checked_sub(gap);
+    let fwd = head
+        .map(split)
+        .checked_add(gap)
+        .filter(|&s| s < head.r.len());
+    let back = head.b().checked_sub(gap);
     [fwd, back]
 }
 
-/// Walks the (split, second start) candidates nearest first (gap `g = 1,
-/// 2, …` clusters; for each, every split, in order then out of order),
-/// calling `f(i, s2, b)` for split `splits[i]` until it returns a join, the
-/// gaps run out or the budget ends.
+/// Walks the (split, next start) candidates of `head` nearest first (gap
+/// `g = 1, 2, …` clusters; for each, every split, in order then out of
+/// order), calling `f(i, s2, b)` for split `splits[i]` until it returns an
+/// answer, the gaps run out or the budget ends. A start inside the part of
+/// `head` kept before the split is skipped: no cluster is taken twice.
 fn nearest_first<T>(
-    start: u64,
+    head: &TwoRuns,
     splits: &[u64],
     cl: u64,
-    img_len: u64,
     b: &mut Budget,
     mut f: impl FnMut(usize, u64, &mut Budget) -> Option<T>,
 ) -> Option<T> {
@@ -867,11 +965,14 @@ fn nearest_first<T>(
     while b.ok() {
         let mut any = false;
         for (i, &split) in splits.iter().enumerate() {
-            for s2 in second_starts(start, split, cl, img_len, b.lim.max_gap, g)
+            for s2 in second_starts(head, split, cl, b.lim.max_gap, g)
                 .into_iter()
                 .flatten()
             {
                 any = true;
+                if head.count() > 1 && head.holds(s2, split) {
+                    continue;
+                }
                 if !b.cand() {
                     return None;
                 }
@@ -919,21 +1020,27 @@ fn for_each_piece(
 /// copy starting there), so the join would only graft that copy's body onto
 /// this header.
 fn tail_of_copy(r: &dyn ByteReader, j: &TwoRuns, sig: &[u8]) -> bool {
-    let Some(copy) = j.b.checked_sub(j.split) else {
+    let Some(copy) = j.b().checked_sub(j.split()) else {
         return false;
     };
     let mut buf = [0u8; 8];
     let Some(dst) = buf.get_mut(..sig.len()) else {
         return false;
     };
-    copy != j.a && read_exact(r, copy, dst) && dst == sig
+    copy != j.a() && read_exact(r, copy, dst) && dst == sig
 }
 
-/// The proven join `j`, `length` bytes long; `None` when an out-of-order
-/// second fragment would run into the header's cluster.
+/// The proven join `j`, `length` bytes long; `None` when two of its runs
+/// overlap in the image (an out-of-order fragment running into the header's
+/// cluster or into another fragment).
 fn joined(j: &TwoRuns, length: u64, subtype: Option<String>, note: String) -> Option<Joined> {
     let runs = j.runs(length);
-    if j.b < j.a && j.b + runs[1].1 > j.a {
+    let overlap = runs.iter().enumerate().any(|(i, &(a, n))| {
+        runs[..i]
+            .iter()
+            .any(|&(c, m)| a < c.saturating_add(m) && c < a.saturating_add(n))
+    });
+    if overlap {
         return None;
     }
     Some(Joined {
@@ -965,18 +1072,19 @@ mod png {
             .then_some((u64::from(len), ty))
     }
 
-    /// Walks the chunks; returns the offset of the first chunk that fails
-    /// (bad header, bad CRC, or past the window), or `None` for an intact
-    /// PNG or no PNG.
-    fn break_at(r: &dyn ByteReader, start: u64, max_len: u64, b: &mut Budget) -> Option<u64> {
+    /// Walks the chunks of the virtual file `r`; returns the offset of the
+    /// first chunk that fails (bad header, bad CRC, or past its end), or
+    /// `None` for an intact PNG or no PNG.
+    fn break_at(r: &TwoRuns, b: &mut Budget) -> Option<u64> {
+        let max_len = r.len();
         let mut sig = [0u8; 8];
-        if !read_exact(r, start, &mut sig) || &sig != SIG {
+        if !read_exact(r, 0, &mut sig) || &sig != SIG {
             return None;
         }
         let mut pos = 8u64;
         for _ in 0..1_000_000 {
             let mut h = [0u8; 8];
-            if pos + 8 > max_len || !read_exact(r, start + pos, &mut h) {
+            if pos + 8 > max_len || !read_exact(r, pos, &mut h) {
                 return Some(pos);
             }
             let Some((len, ty)) = plausible(&h) else {
@@ -988,14 +1096,14 @@ mod png {
             }
             let mut crc = crc32fast::Hasher::new();
             crc.update(&ty);
-            if !for_each_piece(r, start + pos + 8, len, b, |d| {
+            if !for_each_piece(r, pos + 8, len, b, |d| {
                 crc.update(d);
                 true
             }) {
                 return None;
             }
             let mut stored = [0u8; 4];
-            if !read_exact(r, start + pos + 8 + len, &mut stored)
+            if !read_exact(r, pos + 8 + len, &mut stored)
                 || crc.finalize() != u32::from_be_bytes(stored)
             {
                 return Some(pos);
@@ -1008,19 +1116,17 @@ mod png {
         None
     }
 
-    pub(super) fn recover(
-        r: &dyn ByteReader,
-        start: u64,
-        max_len: u64,
-        cl: u64,
-        b: &mut Budget,
-    ) -> Option<Joined> {
-        let pos = break_at(r, start, max_len, b)?;
+    /// Recovers the PNG whose proven part is `head` (from its header; the
+    /// last run open-ended): finds where its chunk chain breaks and the next
+    /// fragment, recursively while runs are left.
+    pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined> {
+        let max_len = head.len();
+        let pos = break_at(head, b)?;
         if pos < 33 {
             return None;
         }
         let mut h = [0u8; 8];
-        let hdr = if read_exact(r, start + pos, &mut h) {
+        let hdr = if read_exact(head, pos, &mut h) {
             plausible(&h)
         } else {
             None
@@ -1037,12 +1143,16 @@ mod png {
         let mut crc_pos = pos + 4; // bytes [pos + 4, crc_pos) are in `crc`
         let mut s = first;
         while s < hi && (splits.len() as u64) < b.lim.max_splits {
+            if s <= head.split() {
+                s += cl;
+                continue;
+            }
             let state = if s >= pos + 8 {
                 if hdr.is_none() {
                     break;
                 }
                 let n = s - crc_pos;
-                let ok = for_each_piece(r, start + crc_pos, n, b, |d| {
+                let ok = for_each_piece(head, crc_pos, n, b, |d| {
                     crc.update(d);
                     true
                 });
@@ -1060,22 +1170,34 @@ mod png {
         if splits.is_empty() {
             return None;
         }
-        let mut cache = Cache::new(r);
+        let mut cache = Cache::new(head.r);
         let at: Vec<u64> = splits.iter().map(|(s, _)| *s).collect();
-        nearest_first(start, &at, cl, r.len(), b, |i, s2, b| {
+        nearest_first(head, &at, cl, b, |i, s2, b| {
             let (split, state) = &splits[i];
-            let j = TwoRuns::new(r, start, *split, s2, max_len);
-            try_join(&j, pos, state.as_ref(), &mut cache, b)
+            let j = head.then(*split, s2, max_len)?;
+            match try_join(&j, pos, state.as_ref(), &mut cache, b)? {
+                Ok(found) => Some(Some(found)),
+                // The chunk across this join is proven; the file breaks
+                // again further on: that search decides for the file.
+                Err(note) => Some(recover(&j, cl, b).map(|mut f| {
+                    f.notes.insert(0, note);
+                    f
+                })),
+            }
         })
+        .flatten()
     }
 
+    /// `Ok`: the join proves the whole file; `Err(note)`: the chunk across
+    /// the join is proven by its CRC but the file breaks again later (and
+    /// `j` may take one more run).
     fn try_join(
         j: &TwoRuns,
         pos: u64,
         state: Option<&crc32fast::Hasher>,
         cache: &mut Cache,
         b: &mut Budget,
-    ) -> Option<Joined> {
+    ) -> Option<Result<Joined, String>> {
         let mut h = [0u8; 8];
         if !cache.read_joined(j, pos, &mut h) {
             return None;
@@ -1095,9 +1217,9 @@ mod png {
         }
         let data_end = pos + 8 + len;
         let crc = match state {
-            Some(st) if j.split <= data_end => {
+            Some(st) if j.split() <= data_end => {
                 let mut c = st.clone();
-                let ok = for_each_piece(j.r, j.b, data_end - j.split, b, |d| {
+                let ok = for_each_piece(j.r, j.b(), data_end - j.split(), b, |d| {
                     c.update(d);
                     true
                 });
@@ -1116,14 +1238,27 @@ mod png {
             return None;
         }
         let v = validate_join("png", j, b)?;
-        if v.status != Status::Complete || v.length <= j.split {
-            return None;
+        if v.status != Status::Complete || v.length <= j.split() {
+            return (j.count() < MAX_RUNS).then(|| {
+                Err(format!(
+                    "fragment {} proven by the CRC of the PNG chunk at {pos} across its start; split at {}, fragment at {}",
+                    j.count(),
+                    j.split(),
+                    j.b()
+                ))
+            });
         }
+        let kind = if j.count() == 2 {
+            "bifragment"
+        } else {
+            "multi-fragment"
+        };
         let note = format!(
-            "bifragment join proven by PNG chunk CRCs (chunk at {pos} spans the join) and a complete chunk walk; split at {}, second fragment at {}",
-            j.split, j.b
+            "{kind} join proven by PNG chunk CRCs (chunk at {pos} spans the join) and a complete chunk walk; split at {}, second fragment at {}",
+            j.split(),
+            j.b()
         );
-        joined(j, v.length, v.subtype, note)
+        joined(j, v.length, v.subtype, note).map(Ok)
     }
 }
 
@@ -1158,6 +1293,15 @@ mod jpeg {
     const MAX_OWNERS: u64 = 256;
     /// Bytes the decoder may hold beyond where it failed ([`Damage::fail_at`]).
     const SLACK: u64 = 16;
+    /// Least decoded past a split for a join to count as a proven crossing
+    /// (the file breaks again later) when noise before the candidate may
+    /// reach less far.
+    const MIN_CROSS: u64 = 8 << 10;
+    /// Most proven crossings kept per search, followed (nearest first) when
+    /// no join proves the whole file.
+    const MAX_CROSSINGS: usize = 2;
+    /// Least (candidates, bytes) allowed to the searches after crossings.
+    const CROSS_FLOOR: (u64, u64) = (32 << 10, 8 << 20);
     /// Bytes of a candidate second fragment examined by [`entropy_like`].
     const LOOK: u64 = 4096;
 
@@ -1172,7 +1316,7 @@ mod jpeg {
         let mut d = Damage::default();
         let src = Src::new(j, 0, Limits { max_len: j.len });
         let (v, from) = match snap {
-            Some(sn) if sn.split() == j.split => (vj::validate_resume(src, &mut d, sn), sn.at()),
+            Some(sn) if sn.split() == j.split() => (vj::validate_resume(src, &mut d, sn), sn.at()),
             _ => (vj::validate_probe(src, &mut d), 0),
         };
         let used = v
@@ -1379,14 +1523,10 @@ mod jpeg {
         false
     }
 
-    pub(super) fn recover(
-        r: &dyn ByteReader,
-        start: u64,
-        max_len: u64,
-        cl: u64,
-        b: &mut Budget,
-    ) -> Option<Joined> {
-        let whole = TwoRuns::new(r, start, max_len, start, max_len);
+    /// Recovers the JPEG whose proven part is `head` (from its header; the
+    /// last run open-ended), recursively while runs are left.
+    pub(super) fn recover(head: &TwoRuns, max_len: u64, cl: u64, b: &mut Budget) -> Option<Joined> {
+        let (r, start, whole) = (head.r, head.a(), *head);
         let (v, d) = check(&whole, None, b)?;
         if v.status != Status::Partial || !d.damaged || v.length < 2 {
             return None;
@@ -1397,7 +1537,10 @@ mod jpeg {
         let top = d.fail_at.min(max_len) / cl * cl;
         let lowest = d.fail_at.saturating_sub(cl + SLACK);
         let splits: Vec<u64> = (0..MAX_SPLITS.min(b.lim.max_splits))
-            .map_while(|k| top.checked_sub(k * cl).filter(|&s| s >= cl && s >= lowest))
+            .map_while(|k| {
+                top.checked_sub(k * cl)
+                    .filter(|&s| s >= cl && s >= lowest && s > head.split())
+            })
             .collect();
         if splits.is_empty() {
             return None;
@@ -1418,9 +1561,10 @@ mod jpeg {
         let mut cache = Cache::new(r);
         let mut look = [0u8; LOOK as usize];
         let mut heads = Heads::new(start, cl);
-        nearest_first(start, &splits, cl, r.len(), b, |i, s2, b| {
+        let mut crossings: Vec<(TwoRuns, String)> = Vec::new();
+        let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
             let split = splits[i];
-            if b.claims.covers(s2) || b.claims.starts_within(start, start + split) {
+            if b.claims.covers(s2) || b.claims.starts_within(head.b(), head.map(split)) {
                 return None;
             }
             let good = *b
@@ -1452,31 +1596,71 @@ mod jpeg {
                 return None;
             }
             let snap = snaps.get(&split).and_then(Option::as_ref);
-            try_join(r, start, (split, s2, cl), max_len, snap, b)
-        })
+            match try_join(head, (split, s2, cl), max_len, snap, b)? {
+                Ok(found) => Some(found),
+                Err(c) => {
+                    if crossings.len() < MAX_CROSSINGS {
+                        crossings.push(c);
+                    }
+                    None
+                }
+            }
+        });
+        if found.is_some() {
+            return found;
+        }
+        // No join proves the whole file: the file may break again after a
+        // proven crossing (the decode is weaker evidence than a checksum,
+        // so the search above went on past the crossings it found). Those
+        // searches share an allowance of half what this one spent (at least
+        // [`CROSS_FLOOR`]), so that a file in k fragments costs a bounded
+        // multiple of a bifragment search, not k of them.
+        if !crossings.is_empty() {
+            let cands = b.cands.saturating_add((b.cands / 2).max(CROSS_FLOOR.0));
+            let bytes = b.bytes.saturating_add((b.bytes / 2).max(CROSS_FLOOR.1));
+            b.lim.max_candidates = b.lim.max_candidates.min(cands);
+            b.lim.max_bytes = b.lim.max_bytes.min(bytes);
+        }
+        for (j, note) in crossings {
+            if !b.ok() {
+                break;
+            }
+            if let Some(mut f) = recover(&j, max_len, cl, b) {
+                f.notes.insert(0, note);
+                return Some(f);
+            }
+        }
+        None
     }
 
-    fn try_join(
-        r: &dyn ByteReader,
-        start: u64,
+    /// `Ok`: the join proves the whole file; `Err((join, note))`: the decode
+    /// runs valid across the join well past where noise before the candidate
+    /// may reach (see the test of the cluster before it) but fails again
+    /// later, and the join may take one more run.
+    #[allow(clippy::type_complexity)]
+    fn try_join<'a>(
+        head: &TwoRuns<'a>,
         (split, s2, cl): (u64, u64, u64),
         max_len: u64,
         snap: Option<&Snap>,
         b: &mut Budget,
-    ) -> Option<Joined> {
+    ) -> Option<Result<Joined, (TwoRuns<'a>, String)>> {
+        let r = head.r;
+        // Where the decode of a candidate's join must still be valid for
+        // the crossing to count when the file breaks again: beyond what
+        // the cluster before the candidate is allowed to decode (below).
+        let noise_reach = split + cl + cl.max(1024) + SLACK;
+        let more = head.count() + 2 <= MAX_RUNS;
+        let crosses =
+            |d: &Damage| more && d.damaged && d.fail_at > noise_reach.max(split + MIN_CROSS);
         // Cheap test: decode a little past the split.
-        let probe = TwoRuns::new(
-            r,
-            start,
-            split,
-            s2,
-            split.saturating_add(PROBE).min(max_len),
-        );
+        let probe = head.then(split, s2, split.saturating_add(PROBE).min(max_len))?;
         let (v, d) = check(&probe, snap, b)?;
-        if d.damaged || (v.status == Status::Complete && v.length <= split) {
+        let mut crossing = crosses(&d);
+        if (d.damaged && !crossing) || (v.status == Status::Complete && v.length <= split) {
             return None;
         }
-        let j = TwoRuns::new(r, start, split, s2, max_len);
+        let j = head.then(split, s2, max_len)?;
         if tail_of_copy(r, &j, SOI) {
             return None;
         }
@@ -1486,17 +1670,11 @@ mod jpeg {
         // such as another copy of the picture, and the MCU count alone
         // cannot tell which cluster the file goes on with).
         let before = s2.checked_sub(cl)?;
-        let probe = TwoRuns::new(
-            r,
-            start,
-            split,
-            before,
-            split.saturating_add(cl + PROBE).min(max_len),
-        );
+        let probe = head.then(split, before, split.saturating_add(cl + PROBE).min(max_len))?;
         match check(&probe, snap, b) {
             // Noise before s2 may decode a little way into the real tail
             // before the decoder notices: allow one more cluster (1 KiB at least).
-            Some((_, d)) if d.damaged && d.fail_at <= split + cl + cl.max(1024) + SLACK => {}
+            Some((_, d)) if d.damaged && d.fail_at <= noise_reach => {}
             Some(_) => return None,
             None => {
                 if !b.ok() {
@@ -1504,19 +1682,55 @@ mod jpeg {
                 }
             }
         }
-        let (v, _) = check(&j, snap, b)?;
+        let mut v = None;
+        if !crossing {
+            let (full, d) = check(&j, snap, b)?;
+            crossing = full.status != Status::Complete && crosses(&d);
+            v = Some(full);
+        }
+        if crossing {
+            let note = format!(
+                "fragment {} proven by a JPEG entropy decode valid across its start for more than two clusters; split at {split}, fragment at {s2}",
+                j.count()
+            );
+            return Some(Err((j, note)));
+        }
+        let v = v?;
         if v.status != Status::Complete || v.length < split.saturating_add(MIN_TAIL) {
             return None;
+        }
+        // Some scans take any bits at a fixed number of blocks per byte (DC
+        // refinement): a cluster of foreign data in place of one of the
+        // file's own then decodes as well. Every boundary must be placed: the
+        // same file with a boundary one cluster earlier or later must fail.
+        // (Not charged to the search's budget, spent by then: at most two
+        // decodes per boundary of the one join accepted.)
+        for i in 1..j.count() {
+            for back in [true, false] {
+                let Some(alt) = j.nudged(i, back, cl) else {
+                    continue;
+                };
+                let mut d = Damage::default();
+                let src = Src::new(&alt, 0, Limits { max_len: alt.len });
+                if vj::validate_probe(src, &mut d).is_some_and(|w| w.status == Status::Complete) {
+                    return None;
+                }
+            }
         }
         let scans = if v.notes.iter().any(|n| n.contains("progressive")) {
             " in every scan"
         } else {
             ""
         };
+        let kind = if j.count() == 2 {
+            "bifragment"
+        } else {
+            "multi-fragment"
+        };
         let note = format!(
-            "bifragment join proven by a JPEG entropy decode across the join (every Huffman code valid, the exact MCU count{scans}, EOI after the last MCU); split at {split}, second fragment at {s2}"
+            "{kind} join proven by a JPEG entropy decode across the join (every Huffman code valid, the exact MCU count{scans}, EOI after the last MCU); split at {split}, second fragment at {s2}"
         );
-        joined(&j, v.length, v.subtype, note)
+        joined(&j, v.length, v.subtype, note).map(Ok)
     }
 }
 
@@ -1529,6 +1743,8 @@ mod zip {
     const EOCD: &[u8; 4] = b"PK\x05\x06";
     /// Most EOCD records considered per file.
     const MAX_EOCDS: usize = 64;
+    /// Most splits tried for a crossing entry.
+    const MAX_CROSS_SPLITS: u64 = 4;
     /// Most bytes of second fragment searched for its EOCD beyond the gap.
     const MAX_TAIL: u64 = 64 << 20;
 
@@ -1542,21 +1758,17 @@ mod zip {
     /// The local-header walk: `(last good local header, break offset)`, or
     /// `None` when the walk reaches the central directory (not fragmented
     /// in the entries) or is not a ZIP.
-    fn break_at(
-        r: &dyn ByteReader,
-        start: u64,
-        max_len: u64,
-        b: &mut Budget,
-    ) -> Option<(u64, u64)> {
+    fn break_at(r: &TwoRuns, b: &mut Budget) -> Option<(u64, u64)> {
+        let max_len = r.len();
         let mut pos = 0u64;
         let mut last: Option<u64> = None;
         for _ in 0..65_536 {
             let mut h = [0u8; 30];
-            if pos + 30 > max_len || !read_exact(r, start + pos, &mut h) {
+            if pos + 30 > max_len || !read_exact(r, pos, &mut h) {
                 return last.map(|l| (l, pos.min(max_len)));
             }
             if &h[..4] == CDH {
-                return cd_break(r, start, pos, max_len);
+                return cd_break(r, pos);
             }
             if &h[..4] != LFH {
                 return last.map(|l| (l, pos));
@@ -1570,17 +1782,15 @@ mod zip {
                     return None;
                 }
                 // Inflate to find the end; an error means the split is before it.
-                let j = TwoRuns::new(r, start, max_len, start, max_len);
-                match inflate(&j, data, max_len - data.min(max_len), u64::MAX, b) {
+                match inflate(r, data, max_len - data.min(max_len), u64::MAX, b) {
                     Inflate::Ok { consumed, .. } => {
                         let mut sig = [0u8; 4];
-                        let dd = if read_exact(r, start + data + consumed, &mut sig)
-                            && &sig == b"PK\x07\x08"
-                        {
-                            16
-                        } else {
-                            12
-                        };
+                        let dd =
+                            if read_exact(r, data + consumed, &mut sig) && &sig == b"PK\x07\x08" {
+                                16
+                            } else {
+                                12
+                            };
                         data + consumed + dd
                     }
                     Inflate::Err { at } => return Some((pos, data + at)),
@@ -1600,11 +1810,12 @@ mod zip {
 
     /// The central-directory walk from `pos`: `None` when it reaches the
     /// EOCD intact, else `(last good central header, break offset)`.
-    fn cd_break(r: &dyn ByteReader, start: u64, mut pos: u64, max_len: u64) -> Option<(u64, u64)> {
+    fn cd_break(r: &TwoRuns, mut pos: u64) -> Option<(u64, u64)> {
+        let max_len = r.len();
         let mut last = None;
         for _ in 0..65_536 {
             let mut h = [0u8; 46];
-            let ok = pos + 46 <= max_len && read_exact(r, start + pos, &mut h);
+            let ok = pos + 46 <= max_len && read_exact(r, pos, &mut h);
             if ok && &h[..4] == EOCD {
                 return None;
             }
@@ -1736,15 +1947,14 @@ mod zip {
         }
     }
 
-    pub(super) fn recover(
-        r: &dyn ByteReader,
-        start: u64,
-        max_len: u64,
-        cl: u64,
-        b: &mut Budget,
-    ) -> Option<Joined> {
-        let (last, brk) = break_at(r, start, max_len, b)?;
-        let first = (last + 1).div_ceil(cl) * cl;
+    /// Recovers the archive whose proven part is `head` (from its first
+    /// local header; the last run open-ended): the EOCD fixes the last
+    /// fragment; else a fragment whose crossing entry's CRC is proven heads
+    /// the next search, while runs are left.
+    pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined> {
+        let (r, start, max_len) = (head.r, head.a(), head.len());
+        let (last, brk) = break_at(head, b)?;
+        let first = ((last + 1).div_ceil(cl) * cl).max((head.split() / cl + 1) * cl);
         let splits: Vec<u64> = (0..b.lim.max_splits)
             .map(|k| first + k * cl)
             .take_while(|&s| s <= brk)
@@ -1755,14 +1965,20 @@ mod zip {
         // EOCD candidates: after the break (in order), before the header (out of order).
         let mut found = Vec::new();
         // The EOCD lies within max_gap plus the rest of the file (bounded) after the break.
-        let fwd_to = (start + brk)
+        // (Image offsets from where the last run holds `last` on.)
+        let here = head.map(last.max(head.split()));
+        let fwd_to = here
+            .saturating_add(brk - last.max(head.split()).min(brk))
             .saturating_add(b.lim.max_gap)
             .saturating_add(MAX_TAIL)
-            .min(start + max_len + b.lim.max_gap)
+            .min(
+                here.saturating_add(max_len - last.max(head.split()).min(max_len))
+                    .saturating_add(b.lim.max_gap),
+            )
             .min(r.len());
-        eocds(r, (start + last, fwd_to), false, b, &mut found);
-        let back_from = start.saturating_sub(b.lim.max_gap);
-        eocds(r, (back_from, start), true, b, &mut found);
+        eocds(r, (here, fwd_to), false, b, &mut found);
+        let back_from = head.b().saturating_sub(b.lim.max_gap);
+        eocds(r, (back_from, head.b()), true, b, &mut found);
         let mut cache = Cache::new(r);
         for e in found {
             let mut rec = [0u8; 22];
@@ -1780,12 +1996,15 @@ mod zip {
             if cd_end <= last || total > max_len || e + 22 + clen > r.len() {
                 continue;
             }
-            // Gap D: e = start + cd_end + D.
-            let d = i128::from(e) - i128::from(start) - i128::from(cd_end);
-            if d == 0 || d % i128::from(cl) != 0 {
+            // The last run reads virtual offset v at image v + D (e = cd_end + D).
+            let d = i128::from(e) - i128::from(cd_end);
+            if (d - i128::from(start)) % i128::from(cl) != 0 {
                 continue;
             }
-            if d < 0 && d > -i128::from(total) {
+            if head.count() == 1
+                && d > i128::from(start) - i128::from(total)
+                && d <= i128::from(start)
+            {
                 continue;
             }
             for &split in &splits {
@@ -1795,10 +2014,15 @@ mod zip {
                 if !b.cand() {
                     return None;
                 }
-                let Ok(s2) = u64::try_from(i128::from(start) + i128::from(split) + d) else {
+                let Ok(s2) = u64::try_from(i128::from(split) + d) else {
                     continue;
                 };
-                let j = TwoRuns::new(r, start, split, s2, total);
+                if s2 == head.map(split) || head.holds(s2, split) {
+                    continue;
+                }
+                let Some(j) = head.then(split, s2, total) else {
+                    continue;
+                };
                 if j.len != total {
                     continue;
                 }
@@ -1807,7 +2031,81 @@ mod zip {
                 }
             }
         }
-        None
+        if head.count() + 2 > MAX_RUNS || !b.ok() {
+            return None;
+        }
+        cross(head, last, cl, &mut cache, b)
+    }
+
+    /// The entry whose local header is at `last` runs into foreign data:
+    /// tries the next fragment nearest first, for splits at most
+    /// [`MAX_CROSS_SPLITS`] clusters below where its data stops inflating
+    /// (or anywhere in a short stored entry). A candidate is a proven
+    /// crossing when a local or central header follows the entry's data
+    /// exactly and the entry's CRC-32 (from its local header) matches; the
+    /// search then goes on from that join.
+    fn cross(
+        head: &TwoRuns,
+        last: u64,
+        cl: u64,
+        cache: &mut Cache,
+        b: &mut Budget,
+    ) -> Option<Joined> {
+        let mut h = [0u8; 30];
+        if !read_exact(head, last, &mut h) || &h[..4] != LFH {
+            return None;
+        }
+        let (flags, method) = (le16(&h, 6), le16(&h, 8));
+        if flags & 9 != 0 || !matches!(method, 0 | 8) {
+            return None;
+        }
+        let data = last + 30 + le16(&h, 26) + le16(&h, 28);
+        let e = Entry {
+            method,
+            crc: le32(&h, 14) as u32,
+            csize: le32(&h, 18),
+            usize: le32(&h, 22),
+            data,
+        };
+        let end = data + e.csize;
+        let low = data.max(head.split()) / cl + 1;
+        let fail = if method == 8 {
+            match inflate(head, data, e.csize, e.usize, b) {
+                Inflate::Err { at } => data + at,
+                _ => return None,
+            }
+        } else {
+            end
+        };
+        let top = fail.min(end.saturating_sub(1)) / cl;
+        if top < low || (method == 0 && top - low >= MAX_CROSS_SPLITS) {
+            return None;
+        }
+        let splits: Vec<u64> = (top.saturating_sub(MAX_CROSS_SPLITS - 1).max(low)..=top)
+            .rev()
+            .map(|k| k * cl)
+            .collect();
+        let max_len = head.len();
+        let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
+            let j = head.then(splits[i], s2, max_len)?;
+            let mut sig = [0u8; 4];
+            if !cache.read_joined(&j, end, &mut sig) || (&sig != LFH && &sig != CDH) {
+                return None;
+            }
+            if crc_ok(&j, &e, b) != Some(true) {
+                return None;
+            }
+            let note = format!(
+                "fragment {} proven by the CRC-32 of the ZIP entry at {last} across its start and the header after it; split at {}, fragment at {s2}",
+                j.count(),
+                j.split()
+            );
+            Some((j, note))
+        });
+        let (j, note) = found?;
+        let mut f = recover(&j, cl, b)?;
+        f.notes.insert(0, note);
+        Some(f)
     }
 
     struct Entry {
@@ -1873,7 +2171,12 @@ mod zip {
             return None;
         }
         // The entry spanning the split must be checked; then the others.
-        let spans = |e: &Entry| e.data < j.split && j.split < e.data + e.csize;
+        let spans = |e: &Entry| {
+            (1..j.count()).any(|i| {
+                let s = j.at[i].0;
+                e.data < s && s < e.data + e.csize
+            })
+        };
         let mut spanning = 0;
         for e in entries.iter().filter(|e| spans(e)) {
             if !crc_ok(j, e, b)? {
@@ -1899,9 +2202,15 @@ mod zip {
             Some(_) => return None,
             None => None,
         };
+        let kind = if j.count() == 2 {
+            "bifragment"
+        } else {
+            "multi-fragment"
+        };
         let note = format!(
-            "bifragment join proven by ZIP central directory offsets ({n} entries land on their local headers) and {checked} entry CRC-32s; split at {}, second fragment at {}",
-            j.split, j.b
+            "{kind} join proven by ZIP central directory offsets ({n} entries land on their local headers) and {checked} entry CRC-32s; split at {}, second fragment at {}",
+            j.split(),
+            j.b()
         );
         joined(j, j.len, subtype, note)
     }
