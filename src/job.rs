@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
+use crate::carve::validators::Status;
 use crate::carve::{CarveOptions, CarveScope, CarveSummary, CarvedFile, OutputDir, carve_scoped};
 use crate::catalogue::Catalogue;
 use crate::engine::{EngineChoice, build_engines};
@@ -21,6 +22,7 @@ use crate::report::jsonl::JsonlReport;
 use crate::report::{Fanout, RunInfo, audit, rfc3339};
 use crate::scan::ScanOptions;
 use crate::source::{Damage, Image, open_any_with};
+use crate::unread::UnreadGuard;
 
 /// Everything a carving job needs.
 #[derive(Clone, Debug)]
@@ -288,11 +290,19 @@ impl CarveJob {
             _ => Journal::create(&self.out_dir).map_err(journal_err)?,
         };
 
+        let mut demoted = 0;
         let (result, image_hash) = std::thread::scope(|s| {
             let hasher = self.hash_image.then(|| s.spawn(|| hash_image(&image)));
-            let mut fan = Fanout {
+            let mut reports = Fanout {
                 reports: vec![&mut jsonl, &mut dfxml, &mut journal],
             };
+            // A complete file that crosses an unreadable range is not complete.
+            let mut fan = UnreadGuard::new(
+                image.media(),
+                &self.out_dir,
+                self.carve.keep.contains(&Status::Partial),
+                &mut reports,
+            );
             let r = carve_scoped(
                 &image,
                 &self.catalogue,
@@ -306,6 +316,7 @@ impl CarveJob {
                 progress,
                 warn,
             );
+            demoted = fan.demoted;
             let h = hasher.map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err("hashing thread panicked".into()))
@@ -342,6 +353,17 @@ impl CarveJob {
                 d.reason
             ));
         }
+        for d in &outcome.damage {
+            // Listed in both reports too (records of their own, after the files).
+            let r = jsonl
+                .unreadable(d)
+                .map_err(|e| format!("report.jsonl: {e}"))
+                .and_then(|()| dfxml.unreadable(d).map_err(|e| format!("report.xml: {e}")));
+            if let Err(e) = r {
+                warn(e);
+                break;
+            }
+        }
         let clock = summary.scan.wall.as_secs_f64();
         // Close every report even if one fails (disk full): the audit, written
         // last into its reserved space, says what happened.
@@ -373,6 +395,11 @@ impl CarveJob {
                 d.offset + d.len,
                 d.len,
                 d.reason
+            ));
+        }
+        if demoted > 0 {
+            text.push_str(&format!(
+                "demoted: {demoted} files would be complete but cross a damaged range: reported partial\n"
             ));
         }
         let mut audit_file = audit_file;

@@ -72,6 +72,18 @@ xmlns:gc='https://github.com/gpucarve/gpucarve'\n  version='1.0'>\n  \
         Ok(DfxmlReport { out })
     }
 
+    /// A range of the image that could not be read (after the files), in
+    /// gpucarve's own namespace: `<gc:unreadable img_offset='…' len='…'>reason</gc:unreadable>`.
+    pub fn unreadable(&mut self, d: &crate::source::Damage) -> std::io::Result<()> {
+        writeln!(
+            self.out,
+            "  <gc:unreadable img_offset='{}' len='{}'>{}</gc:unreadable>",
+            d.offset,
+            d.len,
+            escape(&d.reason)
+        )
+    }
+
     /// Closes the document; `clocktime` in seconds; `error` when the run stopped early.
     pub fn finish(mut self, clocktime: f64, error: Option<&str>) -> std::io::Result<W> {
         if let Some(e) = error {

@@ -41,6 +41,7 @@ pub fn open(
         Ok(file) => Ok(Box::new(UringReader {
             ring,
             file,
+            media: image.media(),
             path: image.path().to_path_buf(),
         })),
         Err(e) => {
@@ -57,6 +58,8 @@ pub fn open(
 pub struct UringReader {
     ring: IoUring,
     file: File,
+    /// Reads a block again, sector by sector, when the device cannot read it.
+    media: std::sync::Arc<dyn super::Media>,
     path: PathBuf,
 }
 
@@ -168,9 +171,20 @@ impl UringReader {
                         continue;
                     };
                     if res < 0 {
-                        return Err(
-                            self.read_error(f.spec.offset, std::io::Error::from_raw_os_error(-res))
-                        );
+                        let e = std::io::Error::from_raw_os_error(-res);
+                        if !super::unreadable(&e) {
+                            return Err(self.read_error(f.spec.offset, e));
+                        }
+                        // Bad sectors: read the block again through the
+                        // medium, which zero-fills and records them.
+                        let mut f = f;
+                        let n = f.spec.data_len;
+                        let got = self
+                            .media
+                            .read_at(f.spec.offset, &mut f.buf.as_mut_slice()[..n])
+                            .map_err(|e| self.read_error(f.spec.offset, e))?;
+                        done.insert(idx, (f, got));
+                        continue;
                     }
                     done.insert(idx, (f, res as usize));
                 }
@@ -180,12 +194,18 @@ impl UringReader {
                 let mut got = got;
                 if got < f.spec.data_len && got < f.read_len {
                     // Short read not explained by the end of the image: finish it synchronously.
-                    let more = pread_full(
+                    let at = f.spec.offset + got as u64;
+                    let more = match pread_full(
                         &self.file,
-                        f.spec.offset + got as u64,
+                        at,
                         &mut f.buf.as_mut_slice()[got..f.read_len],
-                    )
-                    .map_err(|e| self.read_error(f.spec.offset + got as u64, e))?;
+                    ) {
+                        Err(e) if super::unreadable(&e) => self
+                            .media
+                            .read_at(at, &mut f.buf.as_mut_slice()[got..f.spec.data_len]),
+                        r => r,
+                    }
+                    .map_err(|e| self.read_error(at, e))?;
                     got += more;
                 }
                 if got < f.spec.data_len {

@@ -1,0 +1,248 @@
+//! Bad sectors through the real kernel path: an image served by FUSE
+//! (`tests/common/badfs.rs`) whose reads fail with EIO in chosen ranges,
+//! carved and scanned with every I/O backend.
+//!
+//! Expected: the run goes on past the bad ranges; they are listed in
+//! audit.txt, report.jsonl (`unreadable` records) and report.xml
+//! (`gc:unreadable`); no file crossing them is `complete`; the exit status
+//! is 3 ("not fully read"); mmap does not die of SIGBUS.
+//!
+//! Needs fuse3 and python3-fuse; skipped with a printed reason without them,
+//! and FAILS when `GPUCARVE_REQUIRE_FUSE=1` (CI).
+
+mod common;
+
+use std::path::Path;
+
+use common::badfs::BadFs;
+use serde_json::Value;
+
+const MIB: u64 = 1 << 20;
+const PNG_AT: u64 = 64 << 10;
+const MP4_AT: u64 = MIB;
+const JPEG_AT: u64 = MIB + MIB / 2;
+/// Inside the MP4's `mdat`, whose payload the validator does not check.
+const BAD_IN_MP4: (u64, u64) = (MIB + 16384, MIB + 20480);
+/// Between files.
+const BAD_ALONE: (u64, u64) = (512 << 10, (512 << 10) + 8192);
+
+fn sample(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("corpora/samples")
+            .join(name),
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// ftyp + mdat (64 KiB) + moov: `complete` for the mp4 validator whatever the mdat holds.
+fn mp4() -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(b"\0\0\0\x18ftypisom\0\0\0\0isommp41");
+    let payload = 64 << 10;
+    v.extend_from_slice(&((payload + 8) as u32).to_be_bytes());
+    v.extend_from_slice(b"mdat");
+    v.extend((0..payload).map(|i| (i * 7 % 251) as u8 | 1));
+    v.extend_from_slice(b"\0\0\0\x10moov\0\0\0\x08free");
+    v
+}
+
+fn image() -> Vec<u8> {
+    let mut img = vec![0u8; 2 * MIB as usize];
+    for (at, bytes) in [
+        (PNG_AT, sample("debian_logo.png")),
+        (MP4_AT, mp4()),
+        (JPEG_AT, sample("debian_logo.jpg")),
+    ] {
+        img[at as usize..at as usize + bytes.len()].copy_from_slice(&bytes);
+    }
+    img
+}
+
+fn records(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("report.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn file_at<'a>(recs: &'a [Value], offset: u64) -> &'a Value {
+    recs.iter()
+        .find(|r| r["offset"] == offset && r.get("record").is_none())
+        .unwrap_or_else(|| panic!("no file at {offset} in {recs:#?}"))
+}
+
+/// Checks one carving of the damaged image.
+fn check_carving(out: &Path, keep_partial: bool, what: &str) {
+    let audit = std::fs::read_to_string(out.join("audit.txt")).unwrap();
+    let xml = std::fs::read_to_string(out.join("report.xml")).unwrap();
+    roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{what}: report.xml: {e}"));
+    let recs = records(out);
+    for (a, b) in [BAD_ALONE, BAD_IN_MP4] {
+        assert!(
+            audit.contains(&format!("damaged: {a}..{b} ")),
+            "{what}: audit.txt lacks {a}..{b}:\n{audit}"
+        );
+        assert!(
+            recs.iter()
+                .any(|r| r["record"] == "unreadable" && r["offset"] == a && r["length"] == b - a),
+            "{what}: report.jsonl lacks the unreadable record {a}..{b}"
+        );
+        assert!(
+            xml.contains(&format!("<gc:unreadable img_offset='{a}' len='{}'>", b - a)),
+            "{what}: report.xml lacks {a}..{b}"
+        );
+    }
+    // The scan went on past the bad ranges, on both sides.
+    assert_eq!(file_at(&recs, PNG_AT)["status"], "complete", "{what}");
+    assert_eq!(file_at(&recs, JPEG_AT)["status"], "complete", "{what}");
+    // The MP4 would be complete (its mdat is not checked) but crosses a bad range.
+    let m = file_at(&recs, MP4_AT);
+    assert_eq!(m["status"], "partial", "{what}: {m}");
+    assert!(
+        m["notes"].to_string().contains("unreadable range"),
+        "{what}: {m}"
+    );
+    if keep_partial {
+        let p = m["path"].as_str().unwrap_or_else(|| panic!("{what}: {m}"));
+        assert!(p.starts_with("partial/"), "{what}: {p}");
+        assert!(out.join(p).is_file(), "{what}: {p} not written");
+    } else {
+        assert!(m["path"].is_null(), "{what}: {m}");
+    }
+    assert!(
+        !out.join("mp4").exists() || std::fs::read_dir(out.join("mp4")).unwrap().next().is_none(),
+        "{what}: a demoted file was left among the complete ones"
+    );
+    // No complete file anywhere crosses a bad range.
+    for r in recs.iter().filter(|r| r["status"] == "complete") {
+        for run in r["byte_runs"].as_array().unwrap() {
+            let (a, l) = (
+                run["img_offset"].as_u64().unwrap(),
+                run["len"].as_u64().unwrap(),
+            );
+            for (x, y) in [BAD_ALONE, BAD_IN_MP4] {
+                assert!(
+                    a + l <= x || y <= a,
+                    "{what}: complete file crosses {x}..{y}: {r}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn eio_with_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("backing.dd");
+    std::fs::write(&backing, image()).unwrap();
+    let Some(fs) = BadFs::mount(&backing, &[BAD_ALONE, BAD_IN_MP4], dir.path()) else {
+        return;
+    };
+    for io in ["buffered", "mmap", "direct", "uring"] {
+        let out = dir.path().join(format!("out-{io}"));
+        let o = common::run(&[
+            "carve",
+            fs.image().to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--io",
+            io,
+            "--keep",
+            "partial",
+            "-q",
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "carve --io {io}: {err}");
+        assert!(err.contains("could not be read"), "carve --io {io}: {err}");
+        check_carving(&out, true, &format!("carve --io {io}"));
+
+        let o = common::run(&["scan", fs.image().to_str().unwrap(), "--io", io, "-q"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "scan --io {io}: {err}");
+        let hits = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            hits.lines()
+                .any(|l| l.contains(&format!("\"offset\":{JPEG_AT},"))),
+            "scan --io {io}: no hit after the bad ranges"
+        );
+        assert!(
+            err.contains(&format!("damaged range {}..{}", BAD_IN_MP4.0, BAD_IN_MP4.1)),
+            "{err}"
+        );
+    }
+    // Without --keep partial, the demoted file is not written at all.
+    let out = dir.path().join("out-nokeep");
+    let o = common::run(&[
+        "carve",
+        fs.image().to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    check_carving(&out, false, "carve (no --keep partial)");
+    // The image was only ever opened read-only.
+    let opens = fs.opens();
+    assert!(!opens.is_empty());
+    for f in opens {
+        assert_eq!(
+            f & (libc_o_wronly() | libc_o_rdwr()),
+            0,
+            "opened for writing: flags {f:#o}"
+        );
+    }
+    assert!(fs.other_calls().is_empty(), "{:?}", fs.other_calls());
+}
+
+#[test]
+fn merge_keeps_the_unreadable_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("backing.dd");
+    std::fs::write(&backing, image()).unwrap();
+    let Some(fs) = BadFs::mount(&backing, &[BAD_ALONE, BAD_IN_MP4], dir.path()) else {
+        return;
+    };
+    let mut shards = Vec::new();
+    for i in 1..=2 {
+        let out = dir.path().join(format!("shard{i}"));
+        let o = common::run(&[
+            "carve",
+            fs.image().to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--shard",
+            &format!("{i}/2"),
+            "--keep",
+            "partial",
+            "-q",
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        shards.push(out.to_str().unwrap().to_string());
+    }
+    let merged = dir.path().join("merged");
+    let mut args = vec!["merge"];
+    args.extend(shards.iter().map(String::as_str));
+    args.extend(["-o", merged.to_str().unwrap()]);
+    let o = common::run(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_carving(&merged, true, "merge");
+}
+
+fn libc_o_wronly() -> i32 {
+    0o1
+}
+fn libc_o_rdwr() -> i32 {
+    0o2
+}
