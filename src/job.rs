@@ -156,11 +156,8 @@ impl CarveJob {
         warn: &mut dyn FnMut(String),
         outcome: &mut JobOutcome,
     ) -> Result<CarveSummary, String> {
-        if crate::source::same_file(&self.out_dir, &self.image) {
-            return Err(format!(
-                "{}: the output folder is the image itself",
-                self.out_dir.display()
-            ));
+        if let Some(why) = crate::source::evidence::refuse_output(&self.out_dir, &self.image) {
+            return Err(why);
         }
         // Resuming: what the interrupted run had finished.
         let resumed = if self.resume {

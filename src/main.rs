@@ -282,11 +282,8 @@ fn run_scan(
     .map_err(|e| e.to_string())?;
     let out: Box<dyn Write> = match output {
         Some(p) => {
-            if gpucarve::source::same_file(p, image) {
-                return Err(format!(
-                    "{}: refusing to write output over the image being examined",
-                    p.display()
-                ));
+            if let Some(why) = gpucarve::source::evidence::refuse_output(p, image) {
+                return Err(why);
             }
             Box::new(
                 std::fs::File::create(p)
@@ -373,6 +370,9 @@ fn run_extract(
             )
         })?,
     };
+    if let Some(why) = gpucarve::source::evidence::refuse_output(output, &image_path) {
+        return Err(why);
+    }
     let img = gpucarve::source::open_any(&image_path).map_err(|e| e.to_string())?;
     for d in img.media().damage() {
         warn(format!(
@@ -421,6 +421,9 @@ fn run_bench(
     json: bool,
     plot: Option<&Path>,
 ) -> Result<(), String> {
+    if let Some(why) = plot.and_then(|p| gpucarve::source::evidence::refuse_output(p, image)) {
+        return Err(why);
+    }
     let cat = load_catalogue(catalogue)?;
     let engines = engines
         .iter()

@@ -72,6 +72,9 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
             first.image_len
         ));
     }
+    if let Some(why) = crate::source::evidence::refuse_output(out, Path::new(&first.image)) {
+        return Err(why);
+    }
     if !force && (out.join("report.jsonl").exists() || out.join("audit.txt").exists()) {
         return Err(format!(
             "{}: already holds a carving; use --force",

@@ -21,6 +21,7 @@ mod aligned;
 pub mod any;
 pub mod buffered;
 pub mod direct;
+pub mod evidence;
 pub mod ewf;
 pub mod gzip;
 pub mod mmap;
