@@ -67,7 +67,7 @@ fn records(out: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn file_at<'a>(recs: &'a [Value], offset: u64) -> &'a Value {
+fn file_at(recs: &[Value], offset: u64) -> &Value {
     recs.iter()
         .find(|r| r["offset"] == offset && r.get("record").is_none())
         .unwrap_or_else(|| panic!("no file at {offset} in {recs:#?}"))
