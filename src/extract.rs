@@ -112,7 +112,7 @@ mod tests {
         ];
         let p = pick(&files, &[], true, 100).unwrap();
         let names: Vec<&str> = p.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["1-0.etcx", "2-0.jpeg", "3-0.pg", "4-0.png"]);
+        assert_eq!(names, ["1-0.etcx", "2-0.jpeg", "3-0.ab", "4-0.png"]);
     }
 
     #[test]

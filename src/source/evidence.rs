@@ -65,10 +65,28 @@ fn nonempty(p: &Path) -> PathBuf {
     }
 }
 
-/// Segment extensions of one set have the same length and are ASCII letters
-/// and digits (`001`…`999`, `aa`…`zz`, `E01`…`E99`, `EAA`…, `Ex01`…).
+/// Whether `ext` could be the extension of a segment of the set whose
+/// image has the extension `first`: the same length and the same scheme:
+/// digits (`001`…), lowercase letters (`aa`…), or EWF's letter prefix
+/// (`E`, `Ex`, `L`, `s`…) followed by digits or letters of the prefix's case
+/// (`E01`…`E99`, `EAA`…).
 fn looks_like_segment(ext: &str, first: &str) -> bool {
-    ext.len() == first.len() && ext.bytes().all(|b| b.is_ascii_alphanumeric())
+    let (e, f) = (ext.as_bytes(), first.as_bytes());
+    if e.len() != f.len() || f.is_empty() {
+        return false;
+    }
+    if f.iter().all(u8::is_ascii_digit) {
+        return e.iter().all(u8::is_ascii_digit);
+    }
+    if f.iter().all(u8::is_ascii_lowercase) {
+        return e.iter().all(u8::is_ascii_lowercase);
+    }
+    let prefix = if f.len() == 4 { 2 } else { 1 };
+    let lower = f[0].is_ascii_lowercase();
+    e[..prefix] == f[..prefix]
+        && e[prefix..].iter().all(|c| {
+            c.is_ascii_digit() || (c.is_ascii_alphabetic() && c.is_ascii_lowercase() == lower)
+        })
 }
 
 #[cfg(test)]
@@ -86,6 +104,10 @@ mod tests {
         assert!(refuse_output(&p("x.002"), &p("x.001")).is_some());
         assert!(refuse_output(&p("x.003"), &p("x.001")).is_some());
         assert!(refuse_output(&p("x.out"), &p("x.001")).is_none());
+        assert!(looks_like_segment("E07", "E01") && looks_like_segment("EAB", "E01"));
+        assert!(looks_like_segment("Ex02", "Ex01") && looks_like_segment("ab", "aa"));
+        assert!(!looks_like_segment("out", "E01") && !looks_like_segment("txt", "001"));
+        assert!(!looks_like_segment("E1", "E01") && !looks_like_segment("F01", "E01"));
         assert!(refuse_output(&p("y.002"), &p("x.001")).is_none());
         assert!(refuse_output(&p("raw.dd"), &p("raw.dd")).is_some());
         assert!(refuse_output(&p("raw.001"), &p("raw.dd")).is_none());
