@@ -73,8 +73,9 @@ impl BlockReader for MmapReader {
                 self.map
                     .advise_range(Advice::PopulateRead, spec.offset as usize, spec.data_len);
             let block = match populated {
-                // A page that cannot be read: touching it would raise SIGBUS.
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EFAULT | libc::EIO)) => {
+                // A page that cannot be read (EFAULT, EIO, EHWPOISON), or no
+                // memory to fault it in now: touching it could raise SIGBUS.
+                Err(e) if e.raw_os_error() != Some(libc::EINVAL) => {
                     let media = &self.media;
                     super::buffered::fill_block(&self.path, spec, pool, spec.data_len, &mut |b| {
                         media.read_at(spec.offset, b)
