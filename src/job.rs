@@ -167,8 +167,8 @@ impl CarveJob {
                 .and_then(|t| {
                     serde_json::from_str(&t).map_err(|e| format!("{}: {e}", meta_path.display()))
                 })?;
-            let (files, cp) = journal::read(&self.out_dir)?;
-            Some((meta, files, cp))
+            let (files, damage, cp) = journal::read_all(&self.out_dir)?;
+            Some((meta, files, damage, cp))
         } else {
             None
         };
@@ -176,7 +176,7 @@ impl CarveJob {
         let image = open_any_with(&self.image, spool).map_err(|e| e.to_string())?;
         outcome.image_len = image.len();
         outcome.container = image.media().describe();
-        if let Some((meta, _, _)) = &resumed
+        if let Some((meta, _, _, _)) = &resumed
             && (meta.image_len != image.len() || meta.range != self.range)
         {
             return Err(format!(
@@ -257,13 +257,16 @@ impl CarveJob {
             prior_complete: Vec::new(),
         };
         let mut earlier: Vec<CarvedFile> = Vec::new();
+        let mut prior_damage: Vec<Damage> = Vec::new();
         let mut journal = match resumed {
-            Some((_, files, Some(cp))) => {
+            Some((_, files, damage, Some(cp))) => {
                 for f in &files {
                     jsonl.file(f).map_err(|e| format!("report.jsonl: {e}"))?;
                     dfxml.file(f).map_err(|e| format!("report.xml: {e}"))?;
                 }
-                let j = Journal::rewrite(&self.out_dir, &files, &cp).map_err(journal_err)?;
+                let j =
+                    Journal::rewrite(&self.out_dir, &files, &damage, &cp).map_err(journal_err)?;
+                prior_damage = damage;
                 warn(format!(
                     "resuming {} at byte {} after {} files",
                     self.image.display(),
@@ -286,6 +289,7 @@ impl CarveJob {
             }
             _ => Journal::create(&self.out_dir).map_err(journal_err)?,
         };
+        journal.watch(image.media(), &prior_damage);
 
         let mut demoted = 0;
         let (result, image_hash) = std::thread::scope(|s| {
@@ -339,7 +343,15 @@ impl CarveJob {
             }
             None => None,
         };
-        outcome.damage = image.media().damage();
+        // Damage met before a resumed run's checkpoint, and since.
+        let mut damage = prior_damage;
+        for d in image.media().damage() {
+            if !damage.contains(&d) {
+                damage.push(d);
+            }
+        }
+        damage.sort_by(|a, b| (a.offset, a.len).cmp(&(b.offset, b.len)));
+        outcome.damage = damage;
         for d in &outcome.damage {
             warn(format!(
                 "{}: damaged range {}..{} ({} bytes): {}",

@@ -201,6 +201,51 @@ fn eio_with_every_backend() {
     assert!(fs.other_calls().is_empty(), "{:?}", fs.other_calls());
 }
 
+/// `--resume` (here of a finished carving, whose journal ends with its last
+/// checkpoint) still lists the unreadable ranges met before the checkpoint.
+#[test]
+fn resume_keeps_the_unreadable_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("backing.dd");
+    std::fs::write(&backing, image()).unwrap();
+    let Some(fs) = BadFs::mount(&backing, &[BAD_ALONE, BAD_IN_MP4], dir.path()) else {
+        return;
+    };
+    let out = dir.path().join("out");
+    let image = fs.image();
+    let args = [
+        "carve",
+        image.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--keep",
+        "partial",
+        "-q",
+    ];
+    let o = common::run(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
+    assert!(
+        journal.contains("\"unreadable\""),
+        "not journalled:\n{journal}"
+    );
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    let o = common::run(&resume);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    check_carving(&out, true, "carve --resume");
+}
+
 #[test]
 fn merge_keeps_the_unreadable_ranges() {
     let dir = tempfile::tempdir().unwrap();
