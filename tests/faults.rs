@@ -317,10 +317,22 @@ fn damaged_containers() {
     }
     std::fs::write(d.join("bad.gz"), gz).unwrap();
     let mut cases = vec!["bad.gz"];
-    if sh("ewfacquire -u -t e -f encase6 -c deflate:fast -q img.dd </dev/null >/dev/null 2>&1") {
-        let len = std::fs::metadata(d.join("e.E01")).unwrap().len();
-        assert!(sh(&format!("truncate -s {} e.E01", len / 2)));
+    // An uncompressed E01 set of three segments, the last one cut short: the
+    // chunk tables end early, and the rest of the media size is missing.
+    if sh("ewfacquire -u -t e -f encase6 -c none -S 1MiB -q img.dd </dev/null >/dev/null 2>&1")
+        && sh("truncate -s 30000 e.E03")
+    {
         cases.push("e.E01");
+        // One segment cut in half loses its only chunk table: refused.
+        assert!(sh(
+            "ewfacquire -u -t one -f encase6 -c deflate:fast -q img.dd </dev/null >/dev/null 2>&1"
+        ));
+        let len = std::fs::metadata(d.join("one.E01")).unwrap().len();
+        assert!(sh(&format!("truncate -s {} one.E01", len / 2)));
+        let o = common::run(&["scan", d.join("one.E01").to_str().unwrap(), "--count"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("no chunk table"), "{err}");
     } else {
         assert!(
             !common::required("GPUCARVE_REQUIRE_SAMPLES"),
@@ -366,6 +378,23 @@ fn damaged_containers() {
             }
         }
     }
+    // A 4 KiB E01 whose header claims 4 TiB with no chunk behind it (found
+    // by the fuzzer: it was scanned as 4 TiB of zeros, listing every chunk,
+    // until the kernel killed it at 24 GB): refused at once.
+    let claim = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/source_open/e01-claims-4tib"),
+    )
+    .unwrap();
+    std::fs::write(d.join("claim.E01"), &claim[1..]).unwrap();
+    let t0 = std::time::Instant::now();
+    let o = common::run(&["scan", d.join("claim.E01").to_str().unwrap(), "--count"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(t0.elapsed().as_secs() < 30, "took {:?}", t0.elapsed());
     // A split set with its middle segment missing: refused, naming it.
     assert!(sh(
         "split -b 700000 -d -a 3 --numeric-suffixes=1 img.dd x. && rm x.002"
