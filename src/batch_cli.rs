@@ -90,7 +90,19 @@ fn warn(msg: String) {
 }
 
 /// Runs the carve command. Ok(true): every image carved; Ok(false): some failed (reported).
-pub fn run(c: CarveCli) -> Result<bool, String> {
+/// How a `carve` command ended (when it did not fail outright).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Every image carved, every byte read.
+    Clean,
+    /// Every image carved, but some byte ranges could not be read (bad
+    /// sectors, damaged containers): listed in audit.txt and the reports.
+    Unread,
+    /// At least one image failed (the others were carved).
+    Failed,
+}
+
+pub fn run(c: CarveCli) -> Result<RunEnd, String> {
     let catalogue = c.catalogue.clone()?;
     let single = c.images.len() == 1 && !c.images[0].is_dir();
     let mut keep = vec![Status::Complete];
@@ -166,7 +178,7 @@ pub fn run(c: CarveCli) -> Result<bool, String> {
             indicatif::ProgressBar::hidden()
         };
         let t = Instant::now();
-        let result = job.run(
+        let outcome = job.run_detailed(
             &mut |done, files| {
                 pb.set_position(done);
                 pb.set_message(format!("{files} files"));
@@ -177,7 +189,11 @@ pub fn run(c: CarveCli) -> Result<bool, String> {
             &mut |m| pb.suspend(|| warn(m)),
         );
         pb.finish_and_clear();
-        let s = result?;
+        let s = match (outcome.summary, outcome.error) {
+            (Some(s), None) => s,
+            (_, Some(e)) => return Err(e),
+            (None, None) => return Err("internal error: no summary".into()),
+        };
         if json {
             emit_json(
                 image,
@@ -200,7 +216,16 @@ pub fn run(c: CarveCli) -> Result<bool, String> {
                 c.output.display()
             );
         }
-        return Ok(true);
+        if !outcome.damage.is_empty() {
+            warn(format!(
+                "{} ranges of {} could not be read (read as zeros); see {}/audit.txt",
+                outcome.damage.len(),
+                image.display(),
+                c.output.display()
+            ));
+            return Ok(RunEnd::Unread);
+        }
+        return Ok(RunEnd::Clean);
     }
 
     if c.range.is_some() || c.shard.is_some() {
@@ -268,5 +293,11 @@ pub fn run(c: CarveCli) -> Result<bool, String> {
     if !quiet {
         eprintln!("gpucarve: see {}/case.txt", c.output.display());
     }
-    Ok(lines.iter().all(|l| l.error.is_none()))
+    Ok(if lines.iter().any(|l| l.error.is_some()) {
+        RunEnd::Failed
+    } else if lines.iter().any(|l| !l.damaged.is_empty()) {
+        RunEnd::Unread
+    } else {
+        RunEnd::Clean
+    })
 }

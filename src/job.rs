@@ -9,6 +9,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::carve::validators::Status;
 use crate::carve::{CarveOptions, CarveScope, CarveSummary, CarvedFile, OutputDir, carve_scoped};
 use crate::catalogue::Catalogue;
 use crate::engine::{EngineChoice, build_engines};
@@ -21,6 +22,7 @@ use crate::report::jsonl::JsonlReport;
 use crate::report::{Fanout, RunInfo, audit, rfc3339};
 use crate::scan::ScanOptions;
 use crate::source::{Damage, Image, open_any, open_any_with};
+use crate::unread::UnreadGuard;
 
 /// Everything a carving job needs.
 #[derive(Clone, Debug)]
@@ -269,11 +271,8 @@ impl CarveJob {
         warn: &mut dyn FnMut(String),
         outcome: &mut JobOutcome,
     ) -> Result<CarveSummary, String> {
-        if crate::source::same_file(&self.out_dir, &self.image) {
-            return Err(format!(
-                "{}: the output folder is the image itself",
-                self.out_dir.display()
-            ));
+        if let Some(why) = crate::source::evidence::refuse_output(&self.out_dir, &self.image) {
+            return Err(why);
         }
         // Resuming: what the interrupted run had finished.
         let resumed = if self.resume {
@@ -287,8 +286,8 @@ impl CarveJob {
                     self.carve.hashes
                 ));
             }
-            let (files, cp) = journal::read(&self.out_dir)?;
-            Some((meta, files, cp))
+            let (files, damage, cp) = journal::read_all(&self.out_dir)?;
+            Some((meta, files, damage, cp))
         } else {
             None
         };
@@ -296,7 +295,7 @@ impl CarveJob {
         let image = open_any_with(&self.image, spool).map_err(|e| e.to_string())?;
         outcome.image_len = image.len();
         outcome.container = image.media().describe();
-        if let Some((meta, _, _)) = &resumed
+        if let Some((meta, _, _, _)) = &resumed
             && (meta.image_len != image.len() || meta.range != self.range)
         {
             return Err(format!(
@@ -337,7 +336,7 @@ impl CarveJob {
             hashes: self.carve.hashes,
         };
         let mut meta = match &resumed {
-            Some((m, _, _)) => m.clone(),
+            Some((m, _, _, _)) => m.clone(),
             None => RunMeta {
                 image: info.image.clone(),
                 image_len: image.len(),
@@ -388,14 +387,17 @@ impl CarveJob {
             prior_complete: Vec::new(),
         };
         let mut earlier: Vec<CarvedFile> = Vec::new();
+        let mut prior_damage: Vec<Damage> = Vec::new();
         let mut journal = match resumed {
-            Some((_, files, Some(cp))) => {
+            Some((_, files, damage, Some(cp))) => {
                 for f in &files {
                     jsonl.file(f).map_err(|e| format!("report.jsonl: {e}"))?;
                     dfxml.file(f).map_err(|e| format!("report.xml: {e}"))?;
                     hashlist.file(f).map_err(|e| format!("{HASHES}: {e}"))?;
                 }
-                let j = Journal::rewrite(&self.out_dir, &files, &cp).map_err(journal_err)?;
+                let j =
+                    Journal::rewrite(&self.out_dir, &files, &damage, &cp).map_err(journal_err)?;
+                prior_damage = damage;
                 warn(format!(
                     "resuming {} at byte {} after {} files",
                     self.image.display(),
@@ -418,14 +420,23 @@ impl CarveJob {
             }
             _ => Journal::create(&self.out_dir).map_err(journal_err)?,
         };
+        journal.watch(image.media(), &prior_damage);
 
+        let mut demoted = 0;
         let (result, image_hash) = std::thread::scope(|s| {
             let hasher = self
                 .hash_image
                 .then(|| s.spawn(|| hash_image(&image, self.carve.hashes)));
-            let mut fan = Fanout {
+            let mut reports = Fanout {
                 reports: vec![&mut jsonl, &mut dfxml, &mut hashlist, &mut journal],
             };
+            // A complete file that crosses an unreadable range is not complete.
+            let mut fan = UnreadGuard::new(
+                image.media(),
+                &self.out_dir,
+                self.carve.keep.contains(&Status::Partial),
+                &mut reports,
+            );
             let r = carve_scoped(
                 &image,
                 &self.catalogue,
@@ -439,6 +450,7 @@ impl CarveJob {
                 progress,
                 warn,
             );
+            demoted = fan.demoted;
             let h = hasher.map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err("hashing thread panicked".into()))
@@ -464,7 +476,15 @@ impl CarveJob {
             }
             None => None,
         };
-        outcome.damage = image.media().damage();
+        // Damage met before a resumed run's checkpoint, and since.
+        let mut damage = prior_damage;
+        for d in image.media().damage() {
+            if !damage.contains(&d) {
+                damage.push(d);
+            }
+        }
+        damage.sort_by_key(|a| (a.offset, a.len));
+        outcome.damage = damage;
         for d in &outcome.damage {
             warn(format!(
                 "{}: damaged range {}..{} ({} bytes): {}",
@@ -474,6 +494,17 @@ impl CarveJob {
                 d.len,
                 d.reason
             ));
+        }
+        for d in &outcome.damage {
+            // Listed in both reports too (records of their own, after the files).
+            let r = jsonl
+                .unreadable(d)
+                .map_err(|e| format!("report.jsonl: {e}"))
+                .and_then(|()| dfxml.unreadable(d).map_err(|e| format!("report.xml: {e}")));
+            if let Err(e) = r {
+                warn(e);
+                break;
+            }
         }
         let clock = summary.scan.wall.as_secs_f64();
         // Close every report even if one fails (disk full): the audit, written
@@ -517,6 +548,11 @@ impl CarveJob {
                 d.offset + d.len,
                 d.len,
                 d.reason
+            ));
+        }
+        if demoted > 0 {
+            text.push_str(&format!(
+                "demoted: {demoted} files would be complete but cross a damaged range: reported partial\n"
             ));
         }
         let mut audit_file = audit_file;

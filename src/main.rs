@@ -82,7 +82,7 @@ enum Command {
     /// Carve files out of images, with DFXML, JSONL and audit reports
     #[command(
         after_help = "Examples:\n  gpucarve carve disk.dd -o case1\n  gpucarve carve disk.E01 -o case1 --types jpeg,png,pdf --keep partial\n  gpucarve carve disk.dd -o case1 --no-write      # reports only; extract later\n  gpucarve carve /evidence/*.E01 /evidence/usb/ -o case2 --jobs 2\n  gpucarve carve disk.dd -o case1 --resume        # after an interruption\n  gpucarve carve disk.dd -o part3 --shard 3/8     # then: gpucarve merge part1 ... part8 -o all\n\nInputs are recognised by content: EWF (.E01/.Ex01, first segment), split raw (x.001 or x.aa,\nfirst segment), gzip (decompressed to --spool-dir), raw files and block devices; - reads a raw
-image from standard input (copied to --spool-dir first). Folders are\nsearched for such images. One image file: its carving goes into OUTDIR itself; several\nimages or a folder: one folder per image under OUTDIR, plus OUTDIR/case.jsonl and case.txt.\n\nFiles go to OUTDIR/<type>/<offset>.<ext>; partial and unvalidated files (with --keep)\nto OUTDIR/partial/... and OUTDIR/unvalidated/...; reports: report.xml (DFXML),\nreport.jsonl, audit.txt; journal.jsonl and run.json serve --resume and merge.\n\nExit codes: 0 every image carved; 1 an image failed (the others were still carved; see\ncase.txt); 2 bad command line."
+image from standard input (copied to --spool-dir first). Folders are\nsearched for such images. One image file: its carving goes into OUTDIR itself; several\nimages or a folder: one folder per image under OUTDIR, plus OUTDIR/case.jsonl and case.txt.\n\nFiles go to OUTDIR/<type>/<offset>.<ext>; partial and unvalidated files (with --keep)\nto OUTDIR/partial/... and OUTDIR/unvalidated/...; reports: report.xml (DFXML),\nreport.jsonl, audit.txt; journal.jsonl and run.json serve --resume and merge.\n\nExit codes: 0 every image carved; 1 an image failed (the others were still carved; see\ncase.txt); 2 bad command line; 3 carved, but parts of an image could not be read\n(bad sectors, damaged E01 or gzip: listed in audit.txt, report.jsonl and report.xml; they read\nas zeros, and no file crossing them is called complete)."
     )]
     Carve {
         /// Images (raw, E01, split .001/.aa, gzip, block devices, - for standard input) and folders holding them
@@ -270,7 +270,7 @@ fn run_scan(
     count: bool,
     output: Option<&Path>,
     quiet: bool,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let cat = load_catalogue(catalogue)?;
     let set = cat.compile();
     let img = gpucarve::source::open_any_with(image, spool_dir.unwrap_or(&std::env::temp_dir()))
@@ -285,11 +285,8 @@ fn run_scan(
     .map_err(|e| e.to_string())?;
     let out: Box<dyn Write> = match output {
         Some(p) => {
-            if gpucarve::source::same_file(p, image) {
-                return Err(format!(
-                    "{}: refusing to write output over the image being examined",
-                    p.display()
-                ));
+            if let Some(why) = gpucarve::source::evidence::refuse_output(p, image) {
+                return Err(why);
             }
             Box::new(
                 std::fs::File::create(p)
@@ -323,7 +320,8 @@ fn run_scan(
         &mut warn,
     );
     pb.finish_and_clear();
-    for d in img.media().damage() {
+    let damage = img.media().damage();
+    for d in &damage {
         warn(format!(
             "damaged range {}..{} (read as zeros): {}",
             d.offset,
@@ -335,7 +333,7 @@ fn run_scan(
     writer
         .finish()
         .map_err(|e| format!("writing output: {e}"))?;
-    Ok(())
+    Ok(damage.is_empty())
 }
 
 fn engine_choice(args: &ScanArgs) -> EngineChoice {
@@ -370,6 +368,9 @@ fn run_extract(
         _ => Path::new("."),
     };
     let (img, image_path) = gpucarve::job::open_carved_image(dir, image)?;
+    if let Some(why) = gpucarve::source::evidence::refuse_output(output, &image_path) {
+        return Err(why);
+    }
     for d in img.media().damage() {
         warn(format!(
             "damaged range {}..{}: {}",
@@ -380,33 +381,11 @@ fn run_extract(
     }
     let bytes = gpucarve::carve::ImageBytes::new(&img);
     std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
-    let chosen: Vec<_> = if all {
-        files.iter().collect()
-    } else {
-        files.iter().filter(|f| ids.contains(&f.id)).collect()
-    };
-    for id in ids {
-        if !files.iter().any(|f| f.id == *id) {
-            return Err(format!("{}: no file with id {id}", report.display()));
-        }
-    }
-    for f in chosen {
-        if f.byte_runs
-            .iter()
-            .any(|r| r.img_offset.saturating_add(r.len) > img.len())
-        {
-            return Err(format!(
-                "id {}: byte runs reach past the end of {}",
-                f.id,
-                image_path.display()
-            ));
-        }
-        let ext = Path::new(f.path.as_deref().unwrap_or(""))
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or(&f.file_type)
-            .to_string();
-        let dest = output.join(format!("{}-{}.{ext}", f.id, f.offset));
+    let picks = gpucarve::extract::pick(&files, ids, all, img.len())
+        .map_err(|e| format!("{}: {e}", report.display()))?;
+    for p in picks {
+        let f = p.file;
+        let dest = output.join(&p.name);
         // Check the extracted bytes against every hash the report carries.
         let want = f.digests();
         let algs: Vec<_> = want.iter().map(|(a, _)| a).collect();
@@ -456,6 +435,9 @@ fn run_bench(
     json: bool,
     plot: Option<&Path>,
 ) -> Result<(), String> {
+    if let Some(why) = plot.and_then(|p| gpucarve::source::evidence::refuse_output(p, image)) {
+        return Err(why);
+    }
     let cat = load_catalogue(catalogue)?;
     let engines = engines
         .iter()
@@ -549,8 +531,13 @@ fn run_signatures(args: &CatalogueArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// Exit status when the command finished but parts of the image could not be
+/// read (bad sectors, damaged containers; listed in audit.txt and the reports).
+const EXIT_UNREAD: u8 = 3;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let mut unread = false;
     let result = match &cli.command {
         Command::Scan {
             image,
@@ -570,7 +557,8 @@ fn main() -> ExitCode {
             *count,
             output.as_deref(),
             *quiet,
-        ),
+        )
+        .map(|fully_read| unread = !fully_read),
         Command::Signatures { catalogue } => run_signatures(catalogue),
         Command::Devices => run_devices(),
         Command::Bench {
@@ -646,8 +634,12 @@ fn main() -> ExitCode {
                 quiet: *quiet,
             };
             match batch_cli::run(opts) {
-                Ok(true) => Ok(()),
-                Ok(false) => return ExitCode::FAILURE,
+                Ok(batch_cli::RunEnd::Clean) => Ok(()),
+                Ok(batch_cli::RunEnd::Unread) => {
+                    unread = true;
+                    Ok(())
+                }
+                Ok(batch_cli::RunEnd::Failed) => return ExitCode::FAILURE,
                 Err(e) => Err(e),
             }
         }
@@ -681,6 +673,7 @@ fn main() -> ExitCode {
         } => run_extract(report, ids, *all, image.as_deref(), output),
     };
     match result {
+        Ok(()) if unread => ExitCode::from(EXIT_UNREAD),
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gpucarve: error: {e}");

@@ -24,6 +24,8 @@ use crate::report::{CarveReport, RunInfo, audit, rfc3339};
 pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String> {
     let mut parts: Vec<(RunMeta, PathBuf, Vec<CarvedFile>)> = Vec::new();
     let started = std::time::Instant::now();
+    // Ranges a shard could not read: carried into the merged reports.
+    let mut unread: Vec<crate::source::Damage> = Vec::new();
     for dir in shards {
         let meta = RunMeta::read(dir)?;
         let audit = std::fs::read_to_string(dir.join("audit.txt")).unwrap_or_default();
@@ -37,6 +39,7 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
         let text = std::fs::read_to_string(&rp).map_err(|e| format!("{}: {e}", rp.display()))?;
         let files =
             crate::report::jsonl::read(&text).map_err(|e| format!("{}: {e}", rp.display()))?;
+        unread.extend(crate::report::jsonl::read_unreadable(&text));
         parts.push((meta, dir.clone(), files));
     }
     let Some(first) = parts.first().map(|p| p.0.clone()) else {
@@ -77,6 +80,9 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
             "the shards end at byte {at}, the image at {}: a shard is missing",
             first.image_len
         ));
+    }
+    if let Some(why) = crate::source::evidence::refuse_output(out, Path::new(&first.image)) {
+        return Err(why);
     }
     if !force && (out.join("report.jsonl").exists() || out.join("audit.txt").exists()) {
         return Err(format!(
@@ -124,6 +130,13 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
             if !write {
                 g.path = None;
             } else if let Some(rel) = &f.path {
+                if !is_inside(rel) {
+                    return Err(format!(
+                        "{}: file at offset {} has the path {rel:?}, which leaves the shard folder (damaged or edited report.jsonl)",
+                        dir.display(),
+                        f.offset
+                    ));
+                }
                 let (src, dst) = (dir.join(rel), out.join(rel));
                 if let Some(d) = dst.parent() {
                     std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
@@ -145,6 +158,12 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
             dfxml.file(&g).map_err(|e| e.to_string())?;
             hashlist.file(&g).map_err(|e| format!("{HASHES}: {e}"))?;
         }
+    }
+    unread.sort_by(|a, b| (a.offset, a.len, &a.reason).cmp(&(b.offset, b.len, &b.reason)));
+    unread.dedup();
+    for d in &unread {
+        jsonl.unreadable(d).map_err(|e| e.to_string())?;
+        dfxml.unreadable(d).map_err(|e| e.to_string())?;
     }
     jsonl.finish().map_err(|e| e.to_string())?;
     dfxml
@@ -174,6 +193,40 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
         ));
     }
     audit.push_str(&format!("files: {id}\n"));
+    for d in &unread {
+        audit.push_str(&format!(
+            "damaged: {}..{} ({} bytes, read as zeros): {}\n",
+            d.offset,
+            d.offset + d.len,
+            d.len,
+            d.reason
+        ));
+    }
     std::fs::write(out.join("audit.txt"), audit).map_err(|e| e.to_string())?;
     Ok(id)
+}
+
+/// True for a path that stays inside the folder it is joined to: relative,
+/// made of plain names only (no `..`, no root, not empty). A shard's report
+/// is input like any other; `merge` links and copies only such paths.
+fn is_inside(rel: &str) -> bool {
+    let p = Path::new(rel);
+    !rel.is_empty()
+        && p.components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_inside;
+
+    #[test]
+    fn paths_that_leave_the_folder_are_refused() {
+        for bad in ["", "/etc/passwd", "../x", "jpeg/../../x", "./../x", "/"] {
+            assert!(!is_inside(bad), "{bad}");
+        }
+        for good in ["jpeg/0001.jpg", "partial/png/02.png", "x"] {
+            assert!(is_inside(good), "{good}");
+        }
+    }
 }

@@ -1135,6 +1135,11 @@ mod png {
             Some((len, _)) => (pos + 12 + len).min(max_len),
             None => (pos + 9).min(max_len),
         };
+        // A breaking chunk that claims more than max_len allows cannot end in
+        // any join whose split leaves its header in fragment 1: only splits
+        // inside the header remain (without this, a hostile image of PNGs
+        // claiming 2 GiB chunks cost max_candidates tries per PNG).
+        let fits = hdr.is_some_and(|(len, _)| pos + 12 + len <= max_len);
         // Splits: cluster multiples in [pos, hi), with the CRC state of the
         // breaking chunk's bytes before each (when its header is in fragment 1).
         let mut splits: Vec<(u64, Option<crc32fast::Hasher>)> = Vec::new();
@@ -1148,7 +1153,7 @@ mod png {
                 continue;
             }
             let state = if s >= pos + 8 {
-                if hdr.is_none() {
+                if !fits {
                     break;
                 }
                 let n = s - crc_pos;

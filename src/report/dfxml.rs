@@ -119,6 +119,18 @@ xmlns:gc='{XMLNS_GC}'\n  version='1.2.0'>\n  \
         })
     }
 
+    /// A range of the image that could not be read (after the files), in
+    /// gpucarve's own namespace: `<gc:unreadable img_offset='…' len='…'>reason</gc:unreadable>`.
+    pub fn unreadable(&mut self, d: &crate::source::Damage) -> std::io::Result<()> {
+        writeln!(
+            self.out,
+            "  <gc:unreadable img_offset='{}' len='{}'>{}</gc:unreadable>",
+            d.offset,
+            d.len,
+            escape(&d.reason)
+        )
+    }
+
     /// Closes the document: the process's resource usage with `clocktime`
     /// (seconds) and, when the run stopped early, why.
     pub fn finish(mut self, clocktime: f64, error: Option<&str>) -> std::io::Result<W> {

@@ -38,6 +38,7 @@ pub fn open(
     match open_direct(image) {
         Ok(file) => Ok(Box::new(DirectReader {
             file,
+            media: image.media(),
             path: image.path().to_path_buf(),
         })),
         Err(e) => {
@@ -53,6 +54,8 @@ pub fn open(
 /// The `direct` backend.
 pub struct DirectReader {
     file: File,
+    /// Reads a block again, sector by sector, when the device cannot read it.
+    media: std::sync::Arc<dyn super::Media>,
     path: PathBuf,
 }
 
@@ -74,9 +77,16 @@ impl BlockReader for DirectReader {
         pool.check_fits(plan)?;
         for spec in plan.blocks() {
             let read_len = spec.data_len.next_multiple_of(DIRECT_ALIGN);
-            let file = &self.file;
+            let (file, media) = (&self.file, &self.media);
             let block = fill_block(&self.path, spec, pool, read_len, &mut |b| {
-                pread_full(file, spec.offset, b)
+                match pread_full(file, spec.offset, b) {
+                    // Bad sectors: through the page cache, sector by
+                    // sector; what stays unreadable is zeros, and recorded.
+                    Err(e) if super::unreadable(&e) => {
+                        media.read_at(spec.offset, &mut b[..spec.data_len])
+                    }
+                    r => r,
+                }
             })?;
             if !deliver(block) {
                 break;

@@ -1,8 +1,12 @@
 //! memmap2 with sequential advice: blocks borrow the mapping, no copy at all.
 //!
-//! A read error under a mapping arrives as SIGBUS rather than an error value,
-//! so this backend suits images on healthy local storage; `buffered` and
-//! `direct` report bad sectors as errors.
+//! A read error under a mapping arrives as SIGBUS rather than an error
+//! value, and would kill the process. So each block's pages are faulted in
+//! first with `MADV_POPULATE_READ` (Linux 5.14+), which reports an
+//! unreadable page as an error instead; such a block is read through the
+//! medium instead (sector by sector, bad sectors zero-filled and recorded,
+//! as the other backends do). Residual risk: a page evicted between that
+//! check and the engine's read, and unreadable by then, still raises SIGBUS.
 
 use std::sync::Arc;
 
@@ -13,6 +17,8 @@ use super::{Block, BlockPlan, BlockReader, BufferPool, Delivery, Image, SourceEr
 /// The `mmap` backend.
 pub struct MmapReader {
     map: Arc<Mmap>,
+    media: Arc<dyn super::Media>,
+    path: std::path::PathBuf,
 }
 
 impl MmapReader {
@@ -34,7 +40,11 @@ impl MmapReader {
         })?;
         // Advice is only a hint; failing to give it changes nothing.
         let _ = map.advise(Advice::Sequential);
-        Ok(MmapReader { map: Arc::new(map) })
+        Ok(MmapReader {
+            map: Arc::new(map),
+            media: image.media(),
+            path: image.path().to_path_buf(),
+        })
     }
 }
 
@@ -57,14 +67,28 @@ impl BlockReader for MmapReader {
         // flight comes from the pipeline's bounded queue, and each block drops
         // its pages from the mapping when done (see `Block`'s Drop), so resident
         // memory does not grow with the image.
-        let _ = pool;
         for spec in plan.blocks() {
             if (spec.offset as usize).saturating_add(spec.data_len) > self.map.len() {
                 return Err(SourceError::Settings(
                     "block beyond the mapped image".into(),
                 ));
             }
-            if !deliver(Block::mapped(spec, Arc::clone(&self.map))) {
+            let populated =
+                self.map
+                    .advise_range(Advice::PopulateRead, spec.offset as usize, spec.data_len);
+            let block = match populated {
+                // A page that cannot be read (EFAULT, EIO, EHWPOISON), or no
+                // memory to fault it in now: touching it could raise SIGBUS.
+                Err(e) if e.raw_os_error() != Some(libc::EINVAL) => {
+                    let media = &self.media;
+                    super::buffered::fill_block(&self.path, spec, pool, spec.data_len, &mut |b| {
+                        media.read_at(spec.offset, b)
+                    })?
+                }
+                // Older kernels (EINVAL): no check; the mapping as before.
+                _ => Block::mapped(spec, Arc::clone(&self.map)),
+            };
+            if !deliver(block) {
                 break;
             }
         }

@@ -27,6 +27,7 @@ mod aligned;
 pub mod any;
 pub mod buffered;
 pub mod direct;
+pub mod evidence;
 pub mod ewf;
 pub mod gzip;
 pub mod mmap;
@@ -120,8 +121,9 @@ pub trait Media: Send + Sync + fmt::Debug {
     }
 }
 
-/// A range of the logical medium that its container could not deliver
-/// (a bad E01 chunk, a corrupt gzip member). It reads as zeros.
+/// A range of the logical medium that could not be read: its container
+/// could not deliver it (a bad E01 chunk, a corrupt gzip member) or the
+/// device failed to read it (`EIO`). It reads as zeros.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Damage {
     pub offset: u64,
@@ -130,10 +132,80 @@ pub struct Damage {
 }
 
 /// A plain raw file or block device.
+///
+/// Unreadable sectors (the read fails with `EIO`, as a failing disk's bad
+/// sectors do) do not stop the reading: the read is retried sector by
+/// sector ([`SECTOR`] bytes), the sectors that still fail read as zeros and
+/// are recorded, and [`Media::damage`] lists them. Every backend goes through
+/// here for a block it could not read ([`unreadable`]), so the list is
+/// complete whichever backend ran. Other errors are returned as they are.
 #[derive(Debug)]
 struct RawMedia {
     file: File,
     len: u64,
+    unread: Mutex<Vec<Damage>>,
+}
+
+/// Granularity of the retry after a read error.
+pub const SECTOR: u64 = 512;
+
+/// True for a read error that means "these sectors cannot be read" (the
+/// medium is damaged), as opposed to a bad call or a vanished file.
+pub fn unreadable(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EIO)
+}
+
+impl RawMedia {
+    /// Reads `buf` at `offset` sector by sector after an error: unreadable
+    /// sectors read as zeros and are recorded. Returns the bytes delivered.
+    fn read_around(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let pos = offset + done as u64;
+            let step = ((pos / SECTOR + 1) * SECTOR - pos).min((buf.len() - done) as u64) as usize;
+            let piece = &mut buf[done..done + step];
+            match buffered::pread_full(&self.file, pos, piece) {
+                Ok(k) if k == step => {}
+                Ok(k) => return Ok(done + k), // the end of the file
+                Err(e) if unreadable(&e) => {
+                    piece.fill(0);
+                    self.note(pos, step as u64, &e);
+                }
+                Err(e) => return Err(e),
+            }
+            done += step;
+        }
+        Ok(done)
+    }
+
+    /// Records `[offset, offset + len)` as unreadable, merged with its neighbours.
+    fn note(&self, offset: u64, len: u64, e: &std::io::Error) {
+        let reason = format!("unreadable: {e}");
+        let mut log = self.unread.lock().unwrap_or_else(|p| p.into_inner());
+        let end = offset + len;
+        if log
+            .iter()
+            .any(|d| d.offset <= offset && end <= d.offset + d.len)
+        {
+            return;
+        }
+        log.push(Damage {
+            offset,
+            len,
+            reason,
+        });
+        log.sort_by_key(|d| d.offset);
+        let mut merged: Vec<Damage> = Vec::with_capacity(log.len());
+        for d in log.drain(..) {
+            match merged.last_mut() {
+                Some(m) if d.offset <= m.offset + m.len && m.reason == d.reason => {
+                    m.len = m.len.max(d.offset + d.len - m.offset);
+                }
+                _ => merged.push(d),
+            }
+        }
+        *log = merged;
+    }
 }
 
 impl Media for RawMedia {
@@ -142,13 +214,22 @@ impl Media for RawMedia {
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = (self.len.saturating_sub(offset)).min(buf.len() as u64) as usize;
-        buffered::pread_full(&self.file, offset, &mut buf[..n])
+        match buffered::pread_full(&self.file, offset, &mut buf[..n]) {
+            Err(e) if unreadable(&e) => self.read_around(offset, &mut buf[..n]),
+            r => r,
+        }
     }
     fn raw_file(&self) -> Option<&File> {
         Some(&self.file)
     }
     fn describe(&self) -> String {
         "raw".into()
+    }
+    fn damage(&self) -> Vec<Damage> {
+        self.unread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -197,7 +278,11 @@ impl Image {
         }
         Ok(Image {
             path: p,
-            media: Arc::new(RawMedia { file, len }),
+            media: Arc::new(RawMedia {
+                file,
+                len,
+                unread: Mutex::new(Vec::new()),
+            }),
             kind,
         })
     }

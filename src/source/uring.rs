@@ -44,6 +44,7 @@ pub fn open(
         Ok(file) => Ok(Box::new(UringReader {
             ring,
             file,
+            media: image.media(),
             path: image.path().to_path_buf(),
         })),
         Err(e) => {
@@ -60,6 +61,8 @@ pub fn open(
 pub struct UringReader {
     ring: IoUring,
     file: File,
+    /// Reads a block again, sector by sector, when the device cannot read it.
+    media: std::sync::Arc<dyn super::Media>,
     path: PathBuf,
 }
 
@@ -195,12 +198,18 @@ impl UringReader {
                 let mut got = got;
                 if got < f.spec.data_len && got < f.read_len {
                     // Short read not explained by the end of the image: finish it synchronously.
-                    let more = pread_full(
+                    let at = f.spec.offset + got as u64;
+                    let more = match pread_full(
                         &self.file,
-                        f.spec.offset + got as u64,
+                        at,
                         &mut f.buf.as_mut_slice()[got..f.read_len],
-                    )
-                    .map_err(|e| self.read_error(f.spec.offset + got as u64, e))?;
+                    ) {
+                        Err(e) if super::unreadable(&e) => self
+                            .media
+                            .read_at(at, &mut f.buf.as_mut_slice()[got..f.spec.data_len]),
+                        r => r,
+                    }
+                    .map_err(|e| self.read_error(at, e))?;
                     got += more;
                     seen = Instant::now();
                 }
@@ -244,10 +253,23 @@ impl UringReader {
             let Some(f) = in_flight.remove(&idx) else {
                 continue;
             };
-            if res < 0 {
-                return Err(self.read_error(f.spec.offset, std::io::Error::from_raw_os_error(-res)));
-            }
             let seen = at_most.map_or(now, |t| t.clamp(f.since, now));
+            if res < 0 {
+                let e = std::io::Error::from_raw_os_error(-res);
+                if !super::unreadable(&e) {
+                    return Err(self.read_error(f.spec.offset, e));
+                }
+                // Bad sectors: read the block again through the medium,
+                // which zero-fills and records them.
+                let mut f = f;
+                let n = f.spec.data_len;
+                let got = self
+                    .media
+                    .read_at(f.spec.offset, &mut f.buf.as_mut_slice()[..n])
+                    .map_err(|e| self.read_error(f.spec.offset, e))?;
+                done.insert(idx, (f, got, seen));
+                continue;
+            }
             done.insert(idx, (f, res as usize, seen));
         }
         Ok(())

@@ -165,6 +165,11 @@ pub fn validate(src: Src) -> Option<Verdict> {
             None => break,
         }
     }
+    // Still on a sector after as many steps as the FAT has entries: the
+    // chain revisits a sector (a loop), so the directory is damaged.
+    if s <= MAXREG && steps >= covered {
+        notes.push(format!("directory chain loops (sector {s} again)"));
+    }
     let root_ok = entries.first().is_some_and(|e| e.ty == 5);
     if !root_ok {
         notes.push("first directory entry is not the root storage".into());
@@ -354,6 +359,8 @@ pub(crate) mod tests {
         f[512 + 4..512 + 8].copy_from_slice(&1u32.to_le_bytes());
         let v = run("ole2", &f).unwrap();
         assert_eq!(v.length, f.len() as u64);
+        assert_eq!(v.status, Status::Partial, "{v:?}");
+        assert!(v.notes.iter().any(|n| n.contains("loops")), "{v:?}");
         // Bad header.
         let mut f = sample("WordDocument");
         f[0x1E] = 10;

@@ -247,6 +247,18 @@ fn walk_ifd(
     for (o, c) in [(strips[0], strips[1]), (strips[2], strips[3])] {
         let (Some(o), Some(c)) = (o, c) else { continue };
         let n = o.count.min(c.count).min(*strip_budget);
+        // Tables that run past the window fail at its edge: say so without
+        // reading up to it (a hostile run of TIFF headers whose tables all
+        // reach the end of the image cost O(image) reads per header).
+        let fits = |a: &Array| {
+            type_size(a.ty)
+                .and_then(|ts| n.checked_mul(ts))
+                .and_then(|len| a.base.checked_add(len))
+                .is_some_and(|end| end <= src.len())
+        };
+        if !fits(&o) || !fits(&c) {
+            return Err(format!("strip table runs past the window in IFD at {off}"));
+        }
         *strip_budget -= n;
         for k in 0..n {
             let (Some(so), Some(sc)) = (o.get(l, src, k), c.get(l, src, k)) else {

@@ -1,0 +1,124 @@
+//! Replays every committed fuzz input (fuzz/corpus/TARGET/*, the minimised
+//! corpora, and fuzz/regressions/TARGET/*, the inputs that once crashed,
+//! hung or allocated without bound) through the same target functions the
+//! fuzzer runs (`fuzz/targets.rs`), on stable Rust, in `cargo test`. No
+//! fuzzing: a fast check that no parser regressed on any input the fuzzer
+//! ever kept. Fails on a panic, on an input slower than the time limit, and
+//! (through the allocator below) aborts on any single allocation over
+//! 256 MiB.
+
+#[path = "../fuzz/targets.rs"]
+mod targets;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The fuzzer's hang limit is 1 s (release build, one core); here the
+/// machine may be loaded by other tests, so an input must stay under 20 s.
+const SLOW: Duration = Duration::from_secs(20);
+const MAX_ALLOC: usize = 256 << 20;
+
+struct Capped;
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the
+// size check only aborts, before allocating.
+unsafe impl GlobalAlloc for Capped {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        check(l.size());
+        // SAFETY: forwarded with the caller's layout.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from `System` with this layout.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        check(l.size());
+        // SAFETY: forwarded with the caller's layout.
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        check(new);
+        // SAFETY: `p` came from `System` with layout `l`.
+        unsafe { System.realloc(p, l, new) }
+    }
+}
+
+fn check(size: usize) {
+    if size > MAX_ALLOC {
+        // Abort without allocating: the test binary dies, and CI fails.
+        std::process::abort();
+    }
+}
+
+#[global_allocator]
+static ALLOC: Capped = Capped;
+
+fn fuzz_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
+}
+
+fn inputs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_target_has_a_corpus_and_every_corpus_a_target() {
+    let names = targets::names();
+    for n in &names {
+        let c = inputs(&fuzz_dir().join("corpus").join(n));
+        assert!(!c.is_empty(), "fuzz/corpus/{n} is empty or missing");
+    }
+    for sub in ["corpus", "regressions"] {
+        for e in std::fs::read_dir(fuzz_dir().join(sub)).unwrap().flatten() {
+            if !e.path().is_dir() {
+                continue;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            assert!(
+                names.contains(&name.as_str()),
+                "fuzz/{sub}/{name} is not a fuzz target"
+            );
+        }
+    }
+}
+
+#[test]
+fn committed_inputs_replay_cleanly() {
+    let mut failures = Vec::new();
+    let mut count = 0usize;
+    for t in targets::all() {
+        for sub in ["corpus", "regressions"] {
+            for p in inputs(&fuzz_dir().join(sub).join(t.name)) {
+                let data = std::fs::read(&p).unwrap();
+                let t0 = Instant::now();
+                let r = std::panic::catch_unwind(|| (t.run)(&data));
+                let took = t0.elapsed();
+                count += 1;
+                if r.is_err() {
+                    failures.push(format!("{}: panicked", p.display()));
+                } else if took > SLOW {
+                    failures.push(format!("{}: took {took:?}", p.display()));
+                }
+            }
+        }
+    }
+    assert!(count >= targets::names().len(), "only {count} inputs");
+    assert!(
+        failures.is_empty(),
+        "{} of {count} inputs failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    eprintln!("replayed {count} fuzz inputs");
+}
