@@ -89,7 +89,6 @@ fn warn(msg: String) {
     eprintln!("gpucarve: warning: {msg}");
 }
 
-/// Runs the carve command. Ok(true): every image carved; Ok(false): some failed (reported).
 /// How a `carve` command ended (when it did not fail outright).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunEnd {
@@ -102,6 +101,7 @@ pub enum RunEnd {
     Failed,
 }
 
+/// Runs the carve command: how it ended, or the error that stopped it.
 pub fn run(c: CarveCli) -> Result<RunEnd, String> {
     let catalogue = c.catalogue.clone()?;
     let single = c.images.len() == 1 && !c.images[0].is_dir();

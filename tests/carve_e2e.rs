@@ -615,9 +615,10 @@ fn three_and_four_fragment_files_are_recovered_without_false_joins() {
         "three/four-fragment JPEG/PNG/ZIP recovered exactly: {recovered}/{total}; joins of 3+ runs written: {multi}"
     );
     assert!(total > 0);
-    // Measured 16/77 (3 and 4 fragments together): the floor only goes up.
+    // Measured 21/77 (3 and 4 fragments together; 16 before ZIP crossings):
+    // the floor only goes up.
     assert!(
-        recovered * 100 >= total * 20,
+        recovered * 100 >= total * 25,
         "recovered {recovered} of {total} files in three or four fragments"
     );
 }

@@ -1,4 +1,4 @@
-//! Bifragment gap carving: recovering a file stored in two pieces.
+//! Fragment gap carving: recovering a file stored in two (to four) pieces.
 //!
 //! When a structure validator reports `Partial` for a PNG, ZIP or JPEG (its
 //! structure breaks partway), the file may simply be fragmented: its first
@@ -56,6 +56,20 @@
 //!   boundary before the split ([`validators::jpeg::Snap`]) is kept, and each
 //!   candidate decodes only what follows it. Bytes decoded per file are
 //!   capped (64 MiB).
+//!
+//! **Three or four fragments** ([`MAX_RUNS`]): a join whose crossing is
+//! proven but whose file breaks again later becomes the head of the next
+//! search, from the end of its last run (candidates nearest first from where
+//! that run would continue, and before where it starts). The crossing proof:
+//! PNG, the chunk across the split has its CRC; ZIP (no EOCD proves the last
+//! fragment), the entry across it has its local header's CRC-32 and a header
+//! follows its data exactly; JPEG, the decode stays valid at least 8 KiB and
+//! two clusters past it (beyond what the cluster before the candidate may
+//! reach), and such crossings are followed only when no two-fragment join is
+//! proven, within half the budget spent so far. The file's final proof is the
+//! same as for two fragments, over every run; a JPEG join is also refused
+//! when any boundary moved by one cluster decodes as well. No cluster is
+//! taken twice, and all runs share the file's budget.
 //!
 //! A proven join becomes a `complete` file with two byte runs and a note
 //! `bifragment join proven by …`; the number of candidates tried is noted

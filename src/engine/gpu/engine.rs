@@ -308,10 +308,13 @@ fn init_err<E: Display>(what: &'static str) -> impl FnOnce(E) -> GpuError {
 /// more workers, the upload of block N+1 (DMA engine), the dispatch of block
 /// N (compute queue) and the read-back of block N−1 (host) overlap;
 /// [`Engine::search_profiled`] reports each stage's busy time, so the
-/// overlap can be seen (`gpucarve bench`). Submissions go to the queues
-/// directly (`vkQueueSubmit` with explicit semaphores and fences); the slot
-/// discipline above, not vulkano's resource tracking, orders host and
-/// device accesses.
+/// overlap can be seen (`gpucarve bench`): compute (and uploads on the
+/// compute queue) as the device's timestamps measured it, not counting time
+/// queued behind other work; uploads on a transfer-only queue family (which
+/// cannot reset timestamp queries) from submission to completion.
+/// Submissions go to the queues directly (`vkQueueSubmit` with explicit
+/// semaphores and fences); the slot discipline above, not vulkano's
+/// resource tracking, orders host and device accesses.
 ///
 /// # Overflow
 ///
@@ -344,9 +347,14 @@ pub struct GpuEngine {
     slot_bytes: usize,
     /// `minStorageBufferOffsetAlignment`.
     offset_align: u64,
-    /// Nanoseconds per timestamp tick, when every queue used writes
+    /// Nanoseconds per timestamp tick, when the compute queue writes
     /// timestamps; stage times then come from the device.
     timestamp_period: Option<f64>,
+    /// The valid bits of a timestamp.
+    timestamp_mask: u64,
+    /// Uploads are timed by the device too: only when they run on the
+    /// compute queue (a transfer-only family cannot reset queries).
+    upload_timed: bool,
     /// Longest walk minus one: how far a walk can read past its start.
     overlap: usize,
     /// Per pattern: leading wildcards, subtracted from the walk's start.
@@ -358,18 +366,14 @@ pub struct GpuEngine {
     max_groups: u32,
 }
 
-/// True when every queue family in `families` writes timestamps.
-fn queues_write_timestamps(
-    d: &vulkano::device::physical::PhysicalDevice,
-    mut families: impl Iterator<Item = u32>,
-) -> bool {
-    let props = d.queue_family_properties();
-    d.properties().timestamp_period > 0.0
-        && families.all(|f| {
-            props
-                .get(f as usize)
-                .is_some_and(|p| p.timestamp_valid_bits.is_some())
-        })
+/// The valid bits of the timestamps `family` writes, if it writes any.
+fn timestamp_bits(d: &vulkano::device::physical::PhysicalDevice, family: u32) -> Option<u32> {
+    if d.properties().timestamp_period <= 0.0 {
+        return None;
+    }
+    d.queue_family_properties()
+        .get(family as usize)?
+        .timestamp_valid_bits
 }
 
 /// Records `commands` between two timestamps (`queries`) of the slot's
@@ -532,11 +536,13 @@ impl GpuEngine {
             (UploadPath::DeviceCopy, None) => Some(queue.clone()),
             _ => None,
         };
-        let timestamp_period = queues_write_timestamps(
-            &chosen.device,
-            std::iter::once(queue.queue_family_index()).chain(transfer_family),
-        )
-        .then_some(f64::from(props.timestamp_period));
+        let timestamp_valid = timestamp_bits(&chosen.device, queue.queue_family_index());
+        let timestamp_period = timestamp_valid.map(|_| f64::from(props.timestamp_period));
+        let timestamp_mask = match timestamp_valid {
+            Some(b) if b < 64 => (1u64 << b) - 1,
+            _ => u64::MAX,
+        };
+        let upload_timed = timestamp_period.is_some() && transfer_family.is_none();
         let mut families = vec![queue.queue_family_index()];
         if let Some(t) = &transfer
             && t.queue_family_index() != queue.queue_family_index()
@@ -610,6 +616,8 @@ impl GpuEngine {
             slot_bytes,
             offset_align,
             timestamp_period,
+            timestamp_mask,
+            upload_timed,
             overlap,
             shifts: table.shifts().to_vec(),
             max_shift: table.max_shift() as u64,
@@ -848,11 +856,16 @@ impl GpuEngine {
         )
         .map_err(device_err("cannot allocate a command buffer"))?;
         let copy = CopyBufferInfo::buffers(source, target.clone());
-        timed(&mut builder, slot, UPLOAD_QUERIES, |b| {
+        let record = |b: &mut AutoCommandBufferBuilder<PrimaryAutoCommandBuffer>| {
             b.copy_buffer(copy)
                 .map(|_| ())
                 .map_err(device_err("cannot record the upload"))
-        })?;
+        };
+        if self.upload_timed {
+            timed(&mut builder, slot, UPLOAD_QUERIES, record)?;
+        } else {
+            record(&mut builder)?;
+        }
         let commands = builder
             .build()
             .map_err(device_err("cannot record the upload"))?;
@@ -954,12 +967,13 @@ impl GpuEngine {
         // waits for the upload only to time its stage.
         if let Some(u) = upload {
             u.submitted.wait("the upload failed on the device")?;
-            let (a, b) = self.device_interval(slot, UPLOAD_QUERIES, u.since);
+            let queries = self.upload_timed.then_some(UPLOAD_QUERIES);
+            let (a, b) = self.device_interval(slot, queries, u.since);
             clock.add_interval(Stage::Upload, a, b);
             since = since.max(b);
         }
         submitted.wait("the search failed on the device")?;
-        let (a, b) = self.device_interval(slot, DISPATCH_QUERIES, since);
+        let (a, b) = self.device_interval(slot, Some(DISPATCH_QUERIES), since);
         clock.add_interval(Stage::Compute, a, b);
         let _busy = clock.enter(Stage::Readback);
         let header = slot.results.clone().slice(0..RESULT_HEADER_WORDS);
@@ -969,26 +983,27 @@ impl GpuEngine {
         Ok((header[1] == 0).then_some(u64::from(header[0])))
     }
 
-    /// When the device ran the commands timed by `queries`, on the host's
-    /// clock: they ended by now (their fence was just waited on), and began
-    /// their device-measured duration earlier, but not before `since` (their
-    /// submission). Without timestamps: `since` to now, queueing included.
+    /// When the device ran the commands timed by `queries` (written by the
+    /// submission whose fence was just waited on), on the host's clock: they
+    /// ended by now, and began their device-measured duration earlier, but
+    /// not before `since` (their submission). Without timestamps: `since`
+    /// to now, queueing included.
     fn device_interval(
         &self,
         slot: &Slot,
-        queries: Range<u32>,
+        queries: Option<Range<u32>>,
         since: Instant,
     ) -> (Instant, Instant) {
         let now = Instant::now();
         let mut ticks = [0u64; 2];
-        let measured = match (&slot.queries, self.timestamp_period) {
-            (Some(pool), Some(period)) => pool
+        let measured = match (&slot.queries, self.timestamp_period, queries) {
+            (Some(pool), Some(period), Some(queries)) => pool
                 .get_results(queries, &mut ticks, QueryResultFlags::empty())
                 .ok()
                 .filter(|&available| available)
                 .map(|_| {
-                    let nanos = ticks[1].wrapping_sub(ticks[0]) as f64 * period;
-                    Duration::from_nanos(nanos as u64)
+                    let ticks = ticks[1].wrapping_sub(ticks[0]) & self.timestamp_mask;
+                    Duration::from_nanos((ticks as f64 * period) as u64)
                 }),
             _ => None,
         };
