@@ -129,14 +129,32 @@ fn carving(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
             } else {
                 let mut bytes = std::fs::read(&p).unwrap();
                 if rel == "report.xml" {
+                    // Run-dependent: the execution environment and resource usage.
                     let text = String::from_utf8(bytes).unwrap();
+                    let mut skip = false;
+                    let mut kept = Vec::new();
+                    for l in text.lines() {
+                        if l.contains("<execution_environment>") || l.contains("<rusage>") {
+                            skip = true;
+                        }
+                        if !skip {
+                            kept.push(l);
+                        }
+                        if l.contains("</execution_environment>") || l.contains("</rusage>") {
+                            skip = false;
+                        }
+                    }
+                    bytes = kept.join("\n").into_bytes();
+                }
+                if rel == "hashes.txt" {
+                    // Paths are absolute (hashdeep audits them as it prints
+                    // them) and the header names the command.
+                    let text = String::from_utf8(bytes).unwrap();
+                    let root = dir.to_string_lossy().into_owned();
                     bytes = text
                         .lines()
-                        .filter(|l| {
-                            !["<command_line>", "<start_time>", "<clocktime>"]
-                                .iter()
-                                .any(|t| l.contains(t))
-                        })
+                        .filter(|l| !l.starts_with("##"))
+                        .map(|l| l.replace(&root, "OUT"))
                         .collect::<Vec<_>>()
                         .join("\n")
                         .into_bytes();
