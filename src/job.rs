@@ -350,7 +350,7 @@ impl CarveJob {
                 damage.push(d);
             }
         }
-        damage.sort_by(|a, b| (a.offset, a.len).cmp(&(b.offset, b.len)));
+        damage.sort_by_key(|d| (d.offset, d.len));
         outcome.damage = damage;
         for d in &outcome.damage {
             warn(format!(
