@@ -57,7 +57,7 @@ impl EwfMedia {
         })?;
         let chunk = reader.chunk_size().max(1);
         // Each chunk is decompressed into a buffer of this size: a header
-        // field, so bounded (writers use 32 KiB, EnCase at most a few MiB).
+        // field, so bounded (32 KiB is the usual size; 64 MiB is far above it).
         // Found by the fuzzer: a chunk size of gigabytes was allocated.
         if chunk > MAX_CHUNK {
             return Err(SourceError::Container {
