@@ -58,7 +58,7 @@ impl EwfMedia {
         let chunk = reader.chunk_size().max(1);
         // Each chunk is decompressed into a buffer of this size: a header
         // field, so bounded (32 KiB is the usual size; 64 MiB is far above it).
-        // Found by the fuzzer: a chunk size of gigabytes was allocated.
+        // (The fuzzer found the stored-size twin of this: see `oversized`.)
         if chunk > MAX_CHUNK {
             return Err(SourceError::Container {
                 path: path.to_path_buf(),
