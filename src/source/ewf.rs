@@ -117,7 +117,7 @@ impl EwfMedia {
     /// the chunk size: zlib never grows data that much).
     fn oversized(&self, i: u64) -> Option<u64> {
         let i = usize::try_from(i).ok()?;
-        match self.reader.debug_chunk(i) {
+        match guarded(|| self.reader.debug_chunk(i)) {
             Ok((_, size, _, _)) if size > self.chunk.saturating_mul(2).max(1 << 16) => Some(size),
             _ => None,
         }
@@ -152,6 +152,17 @@ impl EwfMedia {
     }
 }
 
+/// Runs a call into the ewf crate, turning a panic inside it (found by the
+/// fuzzer: an index out of bounds in its lazy chunk table on a hostile
+/// table) into a content error, so the chunk is damage, not a crash.
+fn guarded<T>(f: impl FnOnce() -> ewf::Result<T>) -> ewf::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(ewf::EwfError::Parse(
+            "the ewf reader failed on this chunk (malformed chunk table)".into(),
+        ))
+    })
+}
+
 /// Errors that mean the container's content is bad (as opposed to the disk failing).
 fn is_content_error(e: &ewf::EwfError) -> bool {
     match e {
@@ -178,7 +189,7 @@ impl Media for EwfMedia {
         let (first, last) = (offset / self.chunk, (offset + n as u64 - 1) / self.chunk);
         let any_oversized = (first..=last).any(|i| self.oversized(i).is_some());
         if !any_oversized {
-            match self.reader.read_at(buf, offset) {
+            match guarded(|| self.reader.read_at(buf, offset)) {
                 Ok(got) => return Ok(got),
                 Err(e) if !is_content_error(&e) => {
                     return Err(std::io::Error::other(e.to_string()));
@@ -207,7 +218,7 @@ impl Media for EwfMedia {
                 done += want;
                 continue;
             }
-            match self.reader.read_at(piece, off) {
+            match guarded(|| self.reader.read_at(piece, off)) {
                 Ok(got) if got == want => {}
                 Ok(got) => {
                     piece[got..].fill(0);
