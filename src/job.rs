@@ -483,7 +483,7 @@ impl CarveJob {
                 damage.push(d);
             }
         }
-        damage.sort_by_key(|a| (a.offset, a.len));
+        damage.sort_by_key(|d| (d.offset, d.len));
         outcome.damage = damage;
         for d in &outcome.damage {
             warn(format!(

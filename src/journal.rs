@@ -173,7 +173,7 @@ pub fn read_all(dir: &Path) -> Result<(Vec<CarvedFile>, Vec<Damage>, Option<Chec
     }
     files.truncate(kept);
     damage.truncate(damage_kept);
-    damage.sort_by_key(|a: &Damage| (a.offset, a.len));
+    damage.sort_by_key(|d| (d.offset, d.len));
     damage.dedup();
     if let Some(c) = &cp
         && c.files != files.len() as u64

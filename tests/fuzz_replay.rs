@@ -101,6 +101,9 @@ fn committed_inputs_replay_cleanly() {
         for sub in ["corpus", "regressions"] {
             for p in inputs(&fuzz_dir().join(sub).join(t.name)) {
                 let data = std::fs::read(&p).unwrap();
+                if std::env::var_os("FUZZ_REPLAY_VERBOSE").is_some() {
+                    eprintln!("{}", p.display()); // which input, should one abort
+                }
                 let t0 = Instant::now();
                 let r = std::panic::catch_unwind(|| (t.run)(&data));
                 let took = t0.elapsed();

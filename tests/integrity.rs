@@ -380,7 +380,7 @@ fn outputs_over_the_evidence_are_refused() {
     refused(&["merge", s(&sh1), s(&sh2), "-o", s(&raw)], d);
 
     if sh(
-        "ewfacquire -u -t e -f encase6 -c deflate:fast -S 1MiB -q evidence.dd </dev/null >/dev/null 2>&1",
+        "ewfacquire -u -t e -f encase6 -c none -S 1MiB -q evidence.dd </dev/null >/dev/null 2>&1",
         d,
     ) && p("e.E02").is_file()
     {

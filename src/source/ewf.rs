@@ -30,6 +30,9 @@ pub fn segment_number(head: &[u8]) -> Option<u32> {
     }
 }
 
+/// Largest chunk size accepted (a chunk is decompressed into a buffer this large).
+pub const MAX_CHUNK: u64 = 64 << 20;
+
 /// An EWF image opened from its first segment.
 pub struct EwfMedia {
     reader: ewf::EwfReader,
@@ -53,6 +56,17 @@ impl EwfMedia {
             source: std::io::Error::other(format!("EWF (E01) container: {e}")),
         })?;
         let chunk = reader.chunk_size().max(1);
+        // Each chunk is decompressed into a buffer of this size: a header
+        // field, so bounded (32 KiB is the usual size; 64 MiB is far above it).
+        // (The fuzzer found the stored-size twin of this: see `oversized`.)
+        if chunk > MAX_CHUNK {
+            return Err(SourceError::Container {
+                path: path.to_path_buf(),
+                what: format!(
+                    "EWF (E01) container: implausible chunk size of {chunk} bytes (at most {MAX_CHUNK})"
+                ),
+            });
+        }
         // The media size is a header field; the chunk tables say what the
         // segments hold. A size beyond the tables is not evidence (a 4 KiB
         // file claimed 4 TiB, which took hours to scan as zeros and
@@ -99,6 +113,16 @@ impl EwfMedia {
             .map(|h| h.iter().map(|b| format!("{b:02x}")).collect())
     }
 
+    /// The stored size of chunk `i` when it is implausible (more than twice
+    /// the chunk size: zlib never grows data that much).
+    fn oversized(&self, i: u64) -> Option<u64> {
+        let i = usize::try_from(i).ok()?;
+        match guarded(|| self.reader.debug_chunk(i)) {
+            Ok((_, size, _, _)) if size > self.chunk.saturating_mul(2).max(1 << 16) => Some(size),
+            _ => None,
+        }
+    }
+
     /// Records a damaged range; a range that continues the one before it
     /// extends it (one entry per damaged run, not per chunk: memory stays
     /// proportional to the runs, not to the size the header claims).
@@ -128,6 +152,17 @@ impl EwfMedia {
     }
 }
 
+/// Runs a call into the ewf crate, turning a panic inside it (found by the
+/// fuzzer: an index out of bounds in its lazy chunk table on a hostile
+/// table) into a content error, so the chunk is damage, not a crash.
+fn guarded<T>(f: impl FnOnce() -> ewf::Result<T>) -> ewf::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(ewf::EwfError::Parse(
+            "the ewf reader failed on this chunk (malformed chunk table)".into(),
+        ))
+    })
+}
+
 /// Errors that mean the container's content is bad (as opposed to the disk failing).
 fn is_content_error(e: &ewf::EwfError) -> bool {
     match e {
@@ -145,10 +180,22 @@ impl Media for EwfMedia {
         let len = self.len();
         let n = (len.saturating_sub(offset)).min(buf.len() as u64) as usize;
         let buf = &mut buf[..n];
-        match self.reader.read_at(buf, offset) {
-            Ok(got) => return Ok(got),
-            Err(e) if !is_content_error(&e) => return Err(std::io::Error::other(e.to_string())),
-            Err(_) => {}
+        if n == 0 {
+            return Ok(0);
+        }
+        // The ewf crate allocates a chunk's stored size as the table says:
+        // an implausible size (found by the fuzzer: gigabytes) is damage,
+        // never handed to it.
+        let (first, last) = (offset / self.chunk, (offset + n as u64 - 1) / self.chunk);
+        let any_oversized = (first..=last).any(|i| self.oversized(i).is_some());
+        if !any_oversized {
+            match guarded(|| self.reader.read_at(buf, offset)) {
+                Ok(got) => return Ok(got),
+                Err(e) if !is_content_error(&e) => {
+                    return Err(std::io::Error::other(e.to_string()));
+                }
+                Err(_) => {}
+            }
         }
         // Chunk by chunk: keep the good ones, zero and record the bad ones.
         let mut done = 0usize;
@@ -157,7 +204,21 @@ impl Media for EwfMedia {
             let chunk_start = off / self.chunk * self.chunk;
             let want = ((chunk_start + self.chunk - off) as usize).min(n - done);
             let piece = &mut buf[done..done + want];
-            match self.reader.read_at(piece, off) {
+            if let Some(size) = self.oversized(chunk_start / self.chunk) {
+                piece.fill(0);
+                self.record(
+                    chunk_start,
+                    self.chunk.min(len - chunk_start),
+                    format!(
+                        "EWF chunk {} stored as {size} bytes, implausible for a chunk of {} bytes",
+                        chunk_start / self.chunk,
+                        self.chunk
+                    ),
+                );
+                done += want;
+                continue;
+            }
+            match guarded(|| self.reader.read_at(piece, off)) {
                 Ok(got) if got == want => {}
                 Ok(got) => {
                     piece[got..].fill(0);
