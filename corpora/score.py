@@ -35,7 +35,7 @@ import os
 import sys
 
 REPORT_FILES = {"report.jsonl", "report.xml", "audit.txt", "photorec.log", "photorec.ses",
-                "scalpel.conf", "foremost.conf", "timing.txt", "journal.jsonl", "run.json",
+                "scalpel.conf", "foremost.conf", "timing.txt", "journal.jsonl", "run.json", "hashes.txt",
                 "case.jsonl", "case.txt"}
 EXT_TYPES = {
     "jpg": "jpeg", "jpeg": "jpeg", "jfif": "jpeg", "png": "png", "gif": "gif", "bmp": "bmp",
