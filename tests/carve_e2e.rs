@@ -309,7 +309,7 @@ fn no_write_then_extract_gives_the_same_bytes() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report = read_report(&out);
     assert!(report.iter().all(|r| r["path"].is_null()));
-    let files_written = walk(&out)
+    let files_written = common::files_under(&out)
         .into_iter()
         .filter(|p| {
             ![
@@ -356,7 +356,7 @@ fn no_write_then_extract_gives_the_same_bytes() {
         picked.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let extracted = walk(&picked);
+    let extracted = common::files_under(&picked);
     assert_eq!(extracted.len(), ids.len());
     let hashes: HashSet<String> = extracted
         .iter()
@@ -386,22 +386,6 @@ fn no_write_then_extract_gives_the_same_bytes() {
         "--force",
     ]);
     assert!(forced.status.success());
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 /// Hostile and degenerate images: never a panic, always a clean exit.

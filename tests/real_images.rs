@@ -34,24 +34,11 @@ fn originals() -> BTreeMap<String, String> {
 
 /// The originals found, byte for byte, among the files under `dir`.
 fn recovered(dir: &Path, originals: &BTreeMap<String, String>) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(data) = std::fs::read(&p)
-                && let Some(name) = originals.get(&common::sha256(&data))
-            {
-                found.insert(name.clone());
-            }
-        }
-    }
-    found
+    common::files_under(dir)
+        .iter()
+        .filter_map(|p| std::fs::read(p).ok())
+        .filter_map(|data| originals.get(&common::sha256(&data)).cloned())
+        .collect()
 }
 
 fn photorec_present() -> bool {

@@ -85,15 +85,12 @@ fn unxz(xz: &Path, dest: PathBuf) -> PathBuf {
     dest
 }
 
-/// The original files behind the forensics-samples images (for exact-recovery checks).
-pub fn forensic_sample_originals() -> Vec<PathBuf> {
+/// Every file under `dir` (recursively), sorted; unreadable folders are skipped.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let mut stack = vec![PathBuf::from("/usr/share/forensics-samples/original-files")];
+    let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
@@ -104,6 +101,11 @@ pub fn forensic_sample_originals() -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// The original files behind the forensics-samples images (for exact-recovery checks).
+pub fn forensic_sample_originals() -> Vec<PathBuf> {
+    files_under(Path::new("/usr/share/forensics-samples/original-files"))
 }
 
 /// Lowercase hex sha256 of bytes.

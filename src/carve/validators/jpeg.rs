@@ -219,15 +219,7 @@ impl SnapCtl {
 }
 
 fn walk(src: Src, d: &mut Damage, ctl: SnapCtl) -> (Option<Verdict>, Option<Snap>) {
-    let mut tables = Tables {
-        dc: Default::default(),
-        ac: Default::default(),
-        restart: 0,
-        history: None,
-        budget: MAX_BLOCKS,
-        snap: ctl,
-        inner: false,
-    };
+    let mut tables = Tables::new(MAX_BLOCKS, ctl, false);
     let v = walk_inner(src, d, &mut tables);
     let got = tables.snap.got.take();
     (v, got)
@@ -1320,15 +1312,7 @@ fn mpf_end(src: &Src, first_end: u64, images: &[(u64, u64)], budget: u64) -> Opt
         if sub.len() < size {
             return None;
         }
-        let mut tables = Tables {
-            dc: Default::default(),
-            ac: Default::default(),
-            restart: 0,
-            history: None,
-            budget,
-            snap: SnapCtl::default(),
-            inner: true,
-        };
+        let mut tables = Tables::new(budget, SnapCtl::default(), true);
         let v = walk_inner(sub, &mut Damage::default(), &mut tables)?;
         if v.status != super::Status::Complete || v.length != size {
             return None;
@@ -1351,6 +1335,20 @@ struct Tables {
     /// Validating an image that an MPF index of another one lists: its own
     /// MPF segment is not followed again.
     inner: bool,
+}
+
+impl Tables {
+    fn new(budget: u64, snap: SnapCtl, inner: bool) -> Self {
+        Tables {
+            dc: Default::default(),
+            ac: Default::default(),
+            restart: 0,
+            history: None,
+            budget,
+            snap,
+            inner,
+        }
+    }
 }
 
 /// Blocks of a sequential scan from which building [`Huff::multi`] pays.

@@ -68,21 +68,6 @@ fn pack_header(src: &Src, off: u64) -> Option<u64> {
     None
 }
 
-/// True when the bytes from `end` to the next 512-byte boundary (of the
-/// image: `base` is the candidate's offset) are all zero, or `end` is on one.
-fn ends_cleanly(src: &Src, base: u64, end: u64) -> bool {
-    let abs = base.saturating_add(end);
-    let pad = (512 - abs % 512) % 512;
-    if pad == 0 {
-        return true;
-    }
-    let mut buf = [0u8; 512];
-    let Some(b) = buf.get_mut(..pad as usize) else {
-        return false;
-    };
-    src.read_exact(end, b) && b.iter().all(|&x| x == 0)
-}
-
 pub fn validate(src: Src) -> Option<Verdict> {
     let first = pack_header(&src, 0)?;
     // A stream's first pack carries the system header (ISO/IEC 11172-1
@@ -140,7 +125,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if packets == 0 {
         return None;
     }
-    if packs >= MIN_PACKS && ends_cleanly(&src, src.base(), pos) {
+    if packs >= MIN_PACKS && src.ends_cleanly(pos) {
         let mut v = Verdict::complete(pos);
         v.notes.push(format!(
             "{packs} packs, {packets} packets; no end code: ends where the chain of start codes stops, at the end of a sector or before zero slack"

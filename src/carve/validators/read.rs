@@ -47,10 +47,19 @@ impl<'a> Src<'a> {
         }
     }
 
-    /// Image offset of the window's first byte (the candidate's offset), for
-    /// checks of alignment to the image's sectors.
-    pub fn base(&self) -> u64 {
-        self.base
+    /// True when a file ending at window offset `end` ends where file systems
+    /// end files: on a 512-byte boundary of the image, or followed by zero
+    /// bytes up to the next one (the slack of its last cluster).
+    pub fn ends_cleanly(&self, end: u64) -> bool {
+        let pad = (512 - self.base.saturating_add(end) % 512) % 512;
+        if pad == 0 {
+            return true;
+        }
+        let mut buf = [0u8; 512];
+        let Some(b) = buf.get_mut(..pad as usize) else {
+            return false;
+        };
+        self.read_exact(end, b) && b.iter().all(|&x| x == 0)
     }
 
     /// The window `[off, off + max_len)` of this one (clipped to it), for a

@@ -56,28 +56,13 @@ fn text_run(buf: &[u8]) -> (usize, bool) {
     (i, false)
 }
 
-/// True when `end` is on a 512-byte boundary of the image or followed by
-/// zero bytes up to the next one.
-fn ends_cleanly(src: &Src, end: u64) -> bool {
-    let pad = (512 - src.base().saturating_add(end) % 512) % 512;
-    if pad == 0 {
-        return true;
-    }
-    let mut buf = [0u8; 512];
-    let Some(b) = buf.get_mut(..pad as usize) else {
-        return false;
-    };
-    src.read_exact(end, b) && b.iter().all(|&x| x == 0)
-}
-
 fn subtype(first_line: &[u8]) -> Option<&'static str> {
     let line = String::from_utf8_lossy(first_line);
     let interp = line
         .split_whitespace()
         .take(2)
         .map(|w| w.rsplit('/').next().unwrap_or(w))
-        .find(|w| *w != "env" && !w.starts_with("#!"))
-        .or_else(|| line.trim_start_matches("#!").rsplit('/').next())?;
+        .find(|w| *w != "env" && !w.starts_with("#!"))?;
     let interp = interp.trim();
     if interp.starts_with("python") {
         Some("py")
@@ -130,7 +115,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if end < MIN_LEN {
         return None;
     }
-    let mut v = if ends_cleanly(&src, end) {
+    let mut v = if src.ends_cleanly(end) {
         let mut v = Verdict::complete(end);
         v.notes
             .push("text up to zero slack or a sector boundary".to_string());
