@@ -43,6 +43,7 @@
 
 pub mod extent;
 pub mod fragments;
+pub mod geometry;
 pub mod output;
 pub mod validators;
 pub mod view;
@@ -191,6 +192,9 @@ pub struct CarveSummary {
     pub unreported_unvalidated: u64,
     /// Where the carving's time went.
     pub profile: Profile,
+    /// The file systems whose cluster size the fragment search used
+    /// ([`geometry::Geometry::describe`]; empty: estimated or given).
+    pub file_systems: Vec<String>,
     pub started: Option<SystemTime>,
     pub finished: Option<SystemTime>,
 }
@@ -292,7 +296,12 @@ pub fn carve_scoped(
         ..CarveSummary::default()
     };
     let overlap = set.max_len().saturating_sub(1);
-    let (tx, rx) = sync_channel::<Vec<Event>>(4);
+    // Pieces of the match stream (one scan block, or PREVALIDATE_EVENTS
+    // events of a dense one) queued between the stages: enough that the scan
+    // and the validation stage run a fragment search's gap ahead of the
+    // carver (their JPEG verdicts spare the search its owner decodes), few
+    // enough that what waits stays bounded whatever the image.
+    let (tx, rx) = sync_channel::<Vec<Event>>(16);
     let found = std::sync::atomic::AtomicU64::new(0);
     let done = std::sync::atomic::AtomicBool::new(false);
     let carved_to = std::sync::atomic::AtomicU64::new(0);
@@ -311,7 +320,7 @@ pub fn carve_scoped(
 
     // scan ─▶ validation stage (every core) ─▶ ordered carver: validation of
     // later pieces overlaps the carver's fragment search and emission.
-    let (vtx, vrx) = sync_channel::<Validated>(2);
+    let (vtx, vrx) = sync_channel::<Validated>(12);
     let own = (from, scope.own_end.unwrap_or(u64::MAX));
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let known = std::sync::Arc::new(fragments::KnownJpegs::default());
@@ -319,6 +328,14 @@ pub fn carve_scoped(
         let known_by_stage = known.clone();
         s.spawn(move || {
             let known = known_by_stage;
+            // However the stage ends (a panic included), no search waits for it.
+            struct Finished<'k>(&'k fragments::KnownJpegs);
+            impl Drop for Finished<'_> {
+                fn drop(&mut self) {
+                    self.0.stage_finished();
+                }
+            }
+            let _finished = Finished(&known);
             let bytes = ImageBytes::new(image);
             for batch in rx {
                 let mut profile = Profile::default();
@@ -332,7 +349,25 @@ pub fn carve_scoped(
                     &mut profile,
                     &known,
                 );
-                if vtx.send((batch, pre, profile)).is_err() {
+                let through = batch.iter().rev().find_map(|e| match e {
+                    Event::Progress(pos) => Some(*pos),
+                    _ => None,
+                });
+                if let Some(pos) = through {
+                    known.stage_through(pos);
+                }
+                let sent = match vtx.try_send((batch, pre, profile)) {
+                    Ok(()) => Ok(()),
+                    Err(std::sync::mpsc::TrySendError::Full(v)) => {
+                        // A search waiting for this stage must not wait now.
+                        known.stage_blocked(true);
+                        let sent = vtx.send(v).map_err(drop);
+                        known.stage_blocked(false);
+                        sent
+                    }
+                    Err(std::sync::mpsc::TrySendError::Disconnected(_)) => Err(()),
+                };
+                if sent.is_err() {
                     break;
                 }
             }
@@ -428,6 +463,7 @@ pub fn carve_scoped(
     summary.rejected_headers = carved.rejected;
     summary.unreported_unvalidated = carved.unreported;
     summary.profile = carved.profile;
+    summary.file_systems = carved.file_systems;
     summary.finished = Some(SystemTime::now());
     Ok(summary)
 }
@@ -473,6 +509,7 @@ impl Profile {
 #[derive(Default)]
 struct CarverTotals {
     profile: Profile,
+    file_systems: Vec<String>,
     counts: BTreeMap<(String, String), (u64, u64)>,
     found: u64,
     written: u64,
@@ -668,6 +705,10 @@ fn carve_events(
     let mut resolved: Vec<(Candidate, extent::Extent)> = Vec::new();
     // >>> bifragment recovery (fragments.rs): state and the runs of proven joins.
     let mut frags = fragments::Fragments::new(opts.cluster_size);
+    if opts.cluster_size.is_none() {
+        frags.geometry = geometry::detect(&bytes);
+        totals.file_systems = frags.geometry.describe();
+    }
     frags.share_jpegs(known);
     let mut joined_runs: BTreeMap<(u64, usize), Vec<ByteRun>> = BTreeMap::new();
     // <<< bifragment recovery
@@ -812,9 +853,7 @@ fn carve_events(
                                         let mut ext = extent::Extent::from_verdict(verdict);
                                         ext.standalone = ext.status == Status::Complete
                                             && validators::stands_alone(v)
-                                            && c.start.is_multiple_of(
-                                                frags.cluster_for(c.start).max(512),
-                                            );
+                                            && frags.on_cluster_boundary(c.start);
                                         resolved.push((c, ext))
                                     }
                                     _ => totals.rejected += 1,

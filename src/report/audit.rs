@@ -61,6 +61,9 @@ pub fn render(
             summary.unreported_unvalidated
         );
     }
+    for fs in &summary.file_systems {
+        let _ = writeln!(s, "file system (cluster size for fragment joins): {fs}");
+    }
     if let Some(e) = error {
         let _ = writeln!(
             s,

@@ -1,0 +1,471 @@
+//! JPEG: no checksum; the entropy decode across the join is the proof.
+use std::collections::HashMap;
+
+use super::validators::jpeg::{self as vj, Damage, Snap};
+use super::validators::read::Src;
+use super::*;
+
+const SOI: &[u8; 3] = &[0xFF, 0xD8, 0xFF];
+/// Bytes decoded past the split by the cheap test of a candidate.
+const PROBE: u64 = 32 << 10;
+/// Most split points tried (nearest the failure first; in practice the
+/// one-cluster rule in [`recover`] leaves one or two). Foreign data that
+/// decodes for clusters on end is entropy data coded with the same tables
+/// (another copy of the picture, or one from the same camera): a join
+/// found further back would be a guess, not a proof.
+const MAX_SPLITS: u64 = 3;
+/// Most bytes decoded by all the tests of one file.
+const MAX_DECODED: u64 = 64 << 20;
+/// Shortest second fragment accepted: a few hundred bytes ending in EOI
+/// (the last cluster of any picture coded with the same tables) match
+/// the missing MCU count by chance too often to prove anything.
+const MIN_TAIL: u64 = 2048;
+/// Bytes looked back for the header of a JPEG owning a candidate.
+const MAX_BACK: u64 = 8 << 20;
+/// Longest stretch of another JPEG validated to see whether it owns a candidate.
+const MAX_OWNER: u64 = 64 << 20;
+/// Most other JPEGs whose extent one search asks for (validated by the
+/// search or by the validation stage).
+const MAX_OWNERS: u64 = 1024;
+/// Bytes the decoder may hold beyond where it failed ([`Damage::fail_at`]).
+const SLACK: u64 = 16;
+/// Least decoded past a split for a join to count as a proven crossing
+/// (the file breaks again later) when noise before the candidate may
+/// reach less far.
+const MIN_CROSS: u64 = 8 << 10;
+/// Most proven crossings kept per search, followed (nearest first) when
+/// no join proves the whole file.
+const MAX_CROSSINGS: usize = 2;
+/// Least (candidates, bytes) allowed to the searches after crossings.
+const CROSS_FLOOR: (u64, u64) = (32 << 10, 8 << 20);
+/// Bytes of a candidate second fragment examined by [`entropy_like`].
+const LOOK: u64 = 4096;
+
+/// The validator over `j`, with where it broke. With a snapshot of the
+/// head taken for `j`'s split, the bytes before the split are not decoded
+/// again. Charges the budget the bytes the validator got through (the
+/// window is usually far larger than the file).
+fn check(j: &TwoRuns, snap: Option<&Snap>, b: &mut Budget) -> Option<(Verdict, Damage)> {
+    if !b.ok() {
+        return None;
+    }
+    let mut d = Damage::default();
+    let src = Src::new(j, 0, Limits { max_len: j.len });
+    let (v, from) = match snap {
+        Some(sn) if sn.split() == j.split() => (vj::validate_resume(src, &mut d, sn), sn.at()),
+        _ => (vj::validate_probe(src, &mut d), 0),
+    };
+    let used = v
+        .as_ref()
+        .map_or(0, |v| v.length)
+        .max(d.fail_at)
+        .min(j.len)
+        .saturating_sub(from);
+    if !b.bytes(used.max(1)) {
+        return None;
+    }
+    Some((v?, d))
+}
+
+/// True when the `n` bytes (512 to [`LOOK`]) at `s2` could continue
+/// entropy-coded data: every `FF` is stuffing, a restart marker, fill,
+/// EOI (the file ends: stop looking) or a marker that may sit between the
+/// scans of a progressive file; no run of 64 equal bytes (zeroed or
+/// unwritten space: checked as no 32-byte aligned chunk of one value); at
+/// least one byte in 16 with its top bit set (not text), and at least 2 of
+/// the first 64.
+fn entropy_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u64) -> bool {
+    // Zeros and text fail on their first 64 bytes, most other foreign
+    // data in its first 512: look at those first.
+    let Some(head) = buf.get_mut(..64) else {
+        return false;
+    };
+    if !cache.read(s2, head) || head.iter().filter(|&&x| x >= 0x80).count() < 2 {
+        return false;
+    }
+    (n <= 512 || ff_ok(cache, buf, s2)) && scan_like(cache, buf, s2, n)
+}
+
+/// The `FF` rule of [`entropy_like`]: `None` when an `FF` is followed by
+/// anything entropy-coded data cannot hold, else how many bytes count
+/// (up to an EOI, or all).
+fn ff_rule(buf: &[u8]) -> Option<usize> {
+    for i in memchr::memchr_iter(0xFF, buf) {
+        match buf.get(i + 1) {
+            Some(0x00 | 0xD0..=0xD7 | 0xFF | 0xC4 | 0xDA | 0xDB | 0xDD) | None => {}
+            Some(0xD9) => return Some(i + 2),
+            Some(_) => return None,
+        }
+    }
+    Some(buf.len())
+}
+
+/// [`ff_rule`] on the first 512 bytes at `s2`.
+fn ff_ok(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64) -> bool {
+    match buf.get_mut(..512) {
+        Some(b) => cache.read(s2, b) && ff_rule(b).is_some(),
+        None => false,
+    }
+}
+
+fn scan_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u64) -> bool {
+    let n = n.clamp(512, LOOK) as usize;
+    let Some(buf) = buf.get_mut(..n) else {
+        return false;
+    };
+    if !cache.read(s2, buf) {
+        return false;
+    }
+    let Some(body) = ff_rule(buf).and_then(|seen| buf.get(..seen)) else {
+        return false;
+    };
+    // A run of 64 equal bytes holds an aligned 32-byte chunk of one value.
+    if body.chunks_exact(32).any(|c| c.iter().all(|&x| x == c[0])) {
+        return false;
+    }
+    let high = body.iter().filter(|&&x| x >= 0x80).count();
+    body.len() >= 16 && high * 16 >= body.len()
+}
+
+/// Cluster-aligned JPEG headers (`FF D8 FF` and a segment marker) in the
+/// part of the image looked at so far (`[lo, hi)`, searched with memmem
+/// in 1 MiB pieces); positions `≡ phase (mod cl)` count.
+struct Heads {
+    /// Owner validations done by this search.
+    validated: u64,
+    phase: u64,
+    cl: u64,
+    lo: u64,
+    hi: u64,
+    at: std::collections::BTreeSet<u64>,
+    buf: Vec<u8>,
+}
+
+/// Bytes searched for headers per read.
+const HEAD_PIECE: u64 = 1 << 20;
+
+impl Heads {
+    fn new(phase: u64, cl: u64) -> Self {
+        Heads {
+            validated: 0,
+            phase: phase % cl,
+            cl,
+            lo: phase,
+            hi: phase,
+            at: Default::default(),
+            buf: Vec::new(),
+        }
+    }
+    /// Searches `[from, to)` of the image for headers.
+    fn search(&mut self, r: &dyn ByteReader, from: u64, to: u64) {
+        let finder = memchr::memmem::Finder::new(SOI);
+        let mut buf = std::mem::take(&mut self.buf);
+        // Each piece reads 4 bytes more: a header starting in it is seen whole.
+        buf.resize((HEAD_PIECE + 4) as usize, 0);
+        let mut pos = from;
+        while pos < to {
+            let span = (to - pos).min(HEAD_PIECE);
+            let want = (span + 4) as usize;
+            let got = r.read_at(pos, &mut buf[..want]).min(want);
+            for i in finder.find_iter(&buf[..got]) {
+                let p = pos + i as u64;
+                let marker = buf.get(i + 3).copied().unwrap_or(0);
+                if (i as u64) < span && p % self.cl == self.phase && (0xC0..=0xFE).contains(&marker)
+                {
+                    self.at.insert(p);
+                }
+            }
+            if got < want {
+                break;
+            }
+            pos += span;
+        }
+        self.buf = buf;
+    }
+    /// Makes `[from, to)` looked at; returns the headers in it, nearest `to` first.
+    fn before(&mut self, r: &dyn ByteReader, from: u64, to: u64) -> Vec<u64> {
+        // Grow a piece at a time, not a cluster at a time.
+        if from < self.lo {
+            let lo = self.lo;
+            let new_lo = from.min(lo.saturating_sub(HEAD_PIECE));
+            self.search(r, new_lo, lo);
+            self.lo = new_lo;
+        }
+        if to > self.hi {
+            let hi = self.hi.max(self.lo);
+            let new_hi = to.max(hi.saturating_add(HEAD_PIECE));
+            self.search(r, hi, new_hi);
+            self.hi = new_hi;
+        }
+        self.at.range(from..to).rev().take(4).copied().collect()
+    }
+}
+
+/// True when `s2` lies inside another JPEG stored contiguously: one of
+/// the four nearest cluster-aligned JPEG headers before it (at most
+/// [`MAX_BACK`] bytes back) validates, complete or not, past `s2`.
+/// Validated extents are remembered in the claims (header → length).
+fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Budget) -> bool {
+    let from = s2.saturating_sub(MAX_BACK);
+    let marker = |m: u8| (0xC0..=0xFE).contains(&m);
+    let near: Vec<u64> = if b
+        .claims
+        .sois
+        .cover(r, (SOI, heads.cl, heads.phase), marker, from, s2)
+    {
+        b.claims
+            .sois
+            .range(from, s2)
+            .rev()
+            .take(4)
+            .copied()
+            .collect()
+    } else {
+        heads.before(r, from, s2)
+    };
+    for p in near {
+        if p == start {
+            return false;
+        }
+        let len = match b.claims.jpeg_heads.get(&p) {
+            Some(&l) => l,
+            None => {
+                // Whole validations, once per header per carving (the
+                // stage's verdict when it has one); not counted against
+                // the candidate budget but capped in number. Counted
+                // whoever decodes: the search's result never depends on
+                // how far the stage had got.
+                if heads.validated >= MAX_OWNERS {
+                    return false;
+                }
+                heads.validated += 1;
+                let l = b
+                    .claims
+                    .known
+                    .as_ref()
+                    .and_then(|k| k.get(p))
+                    .unwrap_or_else(|| {
+                        let w = TwoRuns::new(r, p, MAX_OWNER, p, MAX_OWNER);
+                        let mut d = Damage::default();
+                        let src = Src::new(&w, 0, Limits { max_len: w.len });
+                        vj::validate_probe(src, &mut d).map_or(0, |v| v.length)
+                    });
+                b.claims.jpeg_heads.insert(p, l);
+                l
+            }
+        };
+        if p + len > s2 {
+            return true;
+        }
+    }
+    false
+}
+
+/// Recovers the JPEG whose proven part is `head` (from its header; the
+/// last run open-ended), recursively while runs are left.
+pub(super) fn recover(head: &TwoRuns, max_len: u64, cl: u64, b: &mut Budget) -> Option<Joined> {
+    let (r, start, whole) = (head.r, head.a(), *head);
+    let (v, d) = check(&whole, None, b)?;
+    if v.status != Status::Partial || !d.damaged || v.length < 2 {
+        return None;
+    }
+    // The split lies at or before the point where decoding failed, and
+    // within a cluster of it: foreign data that decodes for longer is
+    // coded with the same tables, and the split cannot be placed.
+    let top = d.fail_at.min(max_len) / cl * cl;
+    let lowest = d.fail_at.saturating_sub(cl + SLACK);
+    let splits: Vec<u64> = (0..MAX_SPLITS.min(b.lim.max_splits))
+        .map_while(|k| {
+            top.checked_sub(k * cl)
+                .filter(|&s| s >= cl && s >= lowest && s > head.split())
+        })
+        .collect();
+    if splits.is_empty() {
+        return None;
+    }
+    // The head's decoder state at each split, so that a candidate costs
+    // a decode of what follows the split only.
+    let mut snaps: HashMap<u64, Option<Snap>> = HashMap::new();
+    for &split in &splits {
+        let mut d = Damage::default();
+        let src = Src::new(&whole, 0, Limits { max_len: whole.len });
+        let (_, sn) = vj::validate_capture(src, &mut d, split);
+        if !b.bytes(split) {
+            return None;
+        }
+        snaps.insert(split, sn);
+    }
+    let lim = b.lim.max_bytes.min(MAX_DECODED);
+    let mut cache = Cache::new(r);
+    let mut look = [0u8; LOOK as usize];
+    let mut heads = Heads::new(start, cl);
+    let mut crossings: Vec<(TwoRuns, String)> = Vec::new();
+    let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
+        let split = splits[i];
+        if b.claims.covers(s2) || b.claims.starts_within(head.b(), head.map(split)) {
+            return None;
+        }
+        let good = *b
+            .claims
+            .entropy
+            .entry((s2, LOOK))
+            .or_insert_with(|| entropy_like(&mut cache, &mut look, s2, LOOK));
+        if !good || owned(r, &mut heads, start, s2, b) {
+            return None;
+        }
+        // A fragment starts where the data before it is not the same
+        // kind of stream, unless that data is another JPEG's, ending
+        // there: the middle of a run of entropy data owned by no one is
+        // not a start. At least [`LOOK`] bytes: a few hundred random
+        // bytes pass for entropy data too often.
+        if let Some(before) = s2.checked_sub(cl) {
+            let n = cl.max(LOOK).min(s2);
+            let like = *b
+                .claims
+                .entropy
+                .entry((s2 - n, n))
+                .or_insert_with(|| entropy_like(&mut cache, &mut look, s2 - n, n));
+            if like && !owned(r, &mut heads, start, before, b) {
+                return None;
+            }
+        }
+        if b.bytes > lim {
+            b.exhausted = true;
+            return None;
+        }
+        let snap = snaps.get(&split).and_then(Option::as_ref);
+        match try_join(head, (split, s2, cl), max_len, snap, b)? {
+            Ok(found) => Some(found),
+            Err(c) => {
+                if crossings.len() < MAX_CROSSINGS {
+                    crossings.push(c);
+                }
+                None
+            }
+        }
+    });
+    if found.is_some() {
+        return found;
+    }
+    // No join proves the whole file: the file may break again after a
+    // proven crossing (the decode is weaker evidence than a checksum,
+    // so the search above went on past the crossings it found). Those
+    // searches share an allowance of half what this one spent (at least
+    // [`CROSS_FLOOR`]), so that a file in k fragments costs a bounded
+    // multiple of a bifragment search, not k of them.
+    if !crossings.is_empty() {
+        let cands = b.cands.saturating_add((b.cands / 2).max(CROSS_FLOOR.0));
+        let bytes = b.bytes.saturating_add((b.bytes / 2).max(CROSS_FLOOR.1));
+        b.lim.max_candidates = b.lim.max_candidates.min(cands);
+        b.lim.max_bytes = b.lim.max_bytes.min(bytes);
+    }
+    for (j, note) in crossings {
+        if !b.ok() {
+            break;
+        }
+        if let Some(mut f) = recover(&j, max_len, cl, b) {
+            f.notes.insert(0, note);
+            return Some(f);
+        }
+    }
+    None
+}
+
+/// `Ok`: the join proves the whole file; `Err((join, note))`: the decode
+/// runs valid across the join well past where noise before the candidate
+/// may reach (see the test of the cluster before it) but fails again
+/// later, and the join may take one more run.
+#[allow(clippy::type_complexity)]
+fn try_join<'a>(
+    head: &TwoRuns<'a>,
+    (split, s2, cl): (u64, u64, u64),
+    max_len: u64,
+    snap: Option<&Snap>,
+    b: &mut Budget,
+) -> Option<Result<Joined, (TwoRuns<'a>, String)>> {
+    let r = head.r;
+    // Where the decode of a candidate's join must still be valid for
+    // the crossing to count when the file breaks again: beyond what
+    // the cluster before the candidate is allowed to decode (below).
+    let noise_reach = split + cl + cl.max(1024) + SLACK;
+    let more = head.count() + 2 <= MAX_RUNS;
+    let crosses = |d: &Damage| more && d.damaged && d.fail_at > noise_reach.max(split + MIN_CROSS);
+    // Cheap test: decode a little past the split.
+    let probe = head.then(split, s2, split.saturating_add(PROBE).min(max_len))?;
+    let (v, d) = check(&probe, snap, b)?;
+    let mut crossing = crosses(&d);
+    if (d.damaged && !crossing) || (v.status == Status::Complete && v.length <= split) {
+        return None;
+    }
+    let j = head.then(split, s2, max_len)?;
+    if tail_of_copy(r, &j, SOI) {
+        return None;
+    }
+    // The second fragment must start at s2: what lies before it in the
+    // image must not decode as a continuation of the head either (else
+    // s2 is inside a run of entropy data coded with the same tables,
+    // such as another copy of the picture, and the MCU count alone
+    // cannot tell which cluster the file goes on with).
+    let before = s2.checked_sub(cl)?;
+    let probe = head.then(split, before, split.saturating_add(cl + PROBE).min(max_len))?;
+    match check(&probe, snap, b) {
+        // Noise before s2 may decode a little way into the real tail
+        // before the decoder notices: allow one more cluster (1 KiB at least).
+        Some((_, d)) if d.damaged && d.fail_at <= noise_reach => {}
+        Some(_) => return None,
+        None => {
+            if !b.ok() {
+                return None;
+            }
+        }
+    }
+    let mut v = None;
+    if !crossing {
+        let (full, d) = check(&j, snap, b)?;
+        crossing = full.status != Status::Complete && crosses(&d);
+        v = Some(full);
+    }
+    if crossing {
+        let note = format!(
+            "fragment {} proven by a JPEG entropy decode valid across its start for more than two clusters; split at {split}, fragment at {s2}",
+            j.count()
+        );
+        return Some(Err((j, note)));
+    }
+    let v = v?;
+    if v.status != Status::Complete || v.length < split.saturating_add(MIN_TAIL) {
+        return None;
+    }
+    // Some scans take any bits at a fixed number of blocks per byte (DC
+    // refinement): a cluster of foreign data in place of one of the
+    // file's own then decodes as well. Every boundary must be placed: the
+    // same file with a boundary one cluster earlier or later must fail.
+    // (Not charged to the search's budget, spent by then: at most two
+    // decodes per boundary of the one join accepted.)
+    for i in 1..j.count() {
+        for back in [true, false] {
+            let Some(alt) = j.nudged(i, back, cl) else {
+                continue;
+            };
+            let mut d = Damage::default();
+            let src = Src::new(&alt, 0, Limits { max_len: alt.len });
+            if vj::validate_probe(src, &mut d).is_some_and(|w| w.status == Status::Complete) {
+                return None;
+            }
+        }
+    }
+    let scans = if v.notes.iter().any(|n| n.contains("progressive")) {
+        " in every scan"
+    } else {
+        ""
+    };
+    let kind = if j.count() == 2 {
+        "bifragment"
+    } else {
+        "multi-fragment"
+    };
+    let note = format!(
+        "{kind} join proven by a JPEG entropy decode across the join (every Huffman code valid, the exact MCU count{scans}, EOI after the last MCU); split at {split}, second fragment at {s2}"
+    );
+    joined(&j, v.length, v.subtype, note).map(Ok)
+}

@@ -1,0 +1,1213 @@
+//! Fragment gap carving: recovering a file stored in two (to four) pieces.
+//!
+//! Layout: this file holds what every format shares (the carver's state
+//! [`Fragments`], the claims, the joined view [`TwoRuns`] and its block
+//! cache, the budget, and the candidate walk [`nearest_first`]); `png.rs`,
+//! `jpeg.rs` and `zip.rs` each find where their format breaks and prove a
+//! join.
+//!
+//! When a structure validator reports `Partial` for a PNG, ZIP or JPEG (its
+//! structure breaks partway), the file may simply be fragmented: its first
+//! fragment runs from the header to a cluster boundary at or before the break,
+//! and its second fragment starts at a cluster-aligned position elsewhere (in
+//! order: after a gap following the first fragment; out of order: before the
+//! header). This module searches for that second fragment and accepts a join
+//! only when the format itself proves it:
+//!
+//! * **PNG**: our own chunk walk finds the chunk at which the CRC chain breaks
+//!   (`pos`). The split `S` (relative to the header) is a cluster multiple in
+//!   `[pos, pos + 12 + length)` (the breaking chunk spans the join; when its
+//!   header is itself foreign, `S ≤ pos + 8`). For every split the CRC of the
+//!   chunk's bytes before the split is computed once and kept; a candidate
+//!   second start `s2` is then tested cheaply (the joined chunk header is
+//!   plausible, the next chunk header after it is plausible, the chunk's CRC
+//!   continued over the bytes at `s2` matches the stored CRC) and finally the
+//!   full PNG validator must return `Complete` over the joined virtual file.
+//! * **ZIP**: our own local-header walk finds the entry in which the walk
+//!   breaks. Candidate end-of-central-directory records (`PK\5\6`) are searched
+//!   after the break (and before the header, out of order); each one fixes the
+//!   gap exactly (its position minus the central directory's end). For each
+//!   cluster-aligned split in the breaking entry, the joined file must have:
+//!   every central header parsed up to exactly the EOCD, every central
+//!   header's local-header offset landing on a `PK\3\4` with the same name, and
+//!   the CRC-32 of the entry spanning the split (stored or inflated with
+//!   flate2) equal to the central directory's; then every other stored or
+//!   deflated entry's CRC is checked while the byte budget lasts. When a ZIP
+//!   validator is registered and disagrees (`Partial`), the join is refused.
+//! * **JPEG**: no checksum, and a Huffman decode is a weak detector on its
+//!   own: it resynchronises after foreign bits, and pictures coded with the
+//!   same tables (copies, one camera) decode as each other's continuation.
+//!   So the search is narrow and the proof layered:
+//!   - splits: the cluster multiples within one cluster below where the
+//!     decoder failed (its read position is an upper bound on the split).
+//!     Foreign data that decodes for longer is same-table data and the split
+//!     cannot be placed: no join is attempted;
+//!   - second starts: clusters whose next 4 KiB look like entropy-coded data
+//!     (every `FF` is stuffing, a restart marker, EOI or a between-scans
+//!     marker; no 64-byte runs; not text), not inside a range already carved
+//!     ([`Claims`]) nor inside another JPEG stored contiguously (one of the
+//!     nearest cluster-aligned JPEG headers before it validates past it), and
+//!     not in the middle of an unowned run of entropy-like data (the 4 KiB
+//!     before must not look like entropy data, unless another JPEG owns it);
+//!   - a cheap decode of 32 KiB past the split, then the same decode with the
+//!     cluster before the second start in its place must fail (else that
+//!     cluster continues the head as well as the candidate does), then the
+//!     full validator over the join: every Huffman code valid, coefficient
+//!     indices in range, the exact MCU count of every scan, restart markers in
+//!     sequence, EOI after the last MCU; and at least 2 KiB of second fragment
+//!     (a few hundred bytes ending in EOI match the missing MCU count by
+//!     chance).
+//!
+//!   The head is decoded once per split: the decoder's state at the last MCU
+//!   boundary before the split ([`validators::jpeg::Snap`]) is kept, and each
+//!   candidate decodes only what follows it. Bytes decoded per file are
+//!   capped (64 MiB).
+//!
+//! **Three or four fragments** ([`MAX_RUNS`]): a join whose crossing is
+//! proven but whose file breaks again later becomes the head of the next
+//! search, from the end of its last run (candidates nearest first from where
+//! that run would continue, and before where it starts). The crossing proof:
+//! PNG, the chunk across the split has its CRC; ZIP (no EOCD proves the last
+//! fragment), the entry across it has its local header's CRC-32 and a header
+//! follows its data exactly; JPEG, the decode stays valid at least 8 KiB and
+//! two clusters past it (beyond what the cluster before the candidate may
+//! reach), and such crossings are followed only when no two-fragment join is
+//! proven, within half the budget spent so far. The file's final proof is the
+//! same as for two fragments, over every run; a JPEG join is also refused
+//! when any boundary moved by one cluster decodes as well. No cluster is
+//! taken twice, and all runs share the file's budget.
+//!
+//! A proven join becomes a `complete` file with two byte runs and a note
+//! `bifragment join proven by …`; the number of candidates tried is noted
+//! either way.
+//!
+//! **Cluster size**: `--cluster-size`, else the cluster size of the file
+//! system holding the candidate ([`super::geometry`]: FAT, exFAT, NTFS,
+//! ext2/3/4, HFS+, XFS, btrfs, at offset 0 or behind an MBR/GPT), else
+//! estimated from the starts of the complete files carved so far: the largest power of two (512 B … 1 MiB)
+//! modulo which at least 75% of them share the candidate's own phase; 512 when
+//! fewer than 4 complete files are known. Splits and second starts are taken
+//! relative to the candidate's start, so a file system whose data area is not
+//! aligned to the cluster size in absolute terms works too.
+//!
+//! **Bounds** (per file, [`FragLimits`]): splits tried, gap searched (bytes
+//! either side), candidate (split, second start) pairs, bytes read for
+//! checksums and validation, and wall time. Reads go through a small block
+//! cache (fixed size); nothing is allocated in proportion to a length field
+//! (central directories are walked record by record; at most 65 535 entries,
+//! the 16-bit EOCD count).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::validators::{self, ByteReader, Limits, Status, Verdict};
+
+/// Per-file bounds of the search.
+#[derive(Clone, Copy, Debug)]
+pub struct FragLimits {
+    /// Largest gap searched (bytes), after the first fragment and before the
+    /// header: 16 MiB. On the generated FAT32, ext4 and ext2 images every
+    /// fragment gap a join can prove lies within 3 MiB (the others are
+    /// hundreds of MiB away); 64 MiB found one join fewer per image (a wider
+    /// search exhausts its candidate budget first) at 1.3× the carving time.
+    pub max_gap: u64,
+    /// Most split points tried.
+    pub max_splits: u64,
+    /// Most (split, second start) candidates tried.
+    pub max_candidates: u64,
+    /// Most bytes read for checksums, inflation and full validation.
+    pub max_bytes: u64,
+    /// Wall-time cap per file: a safety net only. The byte and candidate caps
+    /// bound the work (and keep reports reproducible); this one should never
+    /// be what stops a search.
+    pub max_time: Duration,
+}
+
+impl Default for FragLimits {
+    fn default() -> Self {
+        FragLimits {
+            max_gap: 16 << 20,
+            max_splits: 4096,
+            max_candidates: 4_000_000,
+            max_bytes: 512 << 20,
+            max_time: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A proven two-fragment file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Joined {
+    /// `(image offset, length)` of each fragment, in file order.
+    pub runs: Vec<(u64, u64)>,
+    /// Total length.
+    pub length: u64,
+    pub subtype: Option<String>,
+    pub notes: Vec<String>,
+}
+
+/// The result of a recovery attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    pub joined: Option<Joined>,
+    /// Candidates tried, why it stopped (for the report).
+    pub note: String,
+}
+
+/// True for the validators this module can recover.
+pub fn supported(validator: &str) -> bool {
+    matches!(validator, "png" | "zip" | "jpeg")
+}
+
+/// Byte ranges of the image already known to belong to a file: complete
+/// files and proven joins carved so far. A cluster belongs to one file, so a
+/// second fragment is never taken from inside one of them (this is what keeps
+/// several copies of one picture from being grafted onto each other).
+/// Bounded: ranges ending more than the largest gap behind the file being
+/// searched are forgotten, and at most 2^18 are kept.
+#[derive(Clone, Debug, Default)]
+pub struct Claims {
+    /// start → end.
+    ranges: std::collections::BTreeMap<u64, u64>,
+    /// JPEG headers validated by the search (to see whether they own a
+    /// candidate second fragment): header → validated length.
+    jpeg_heads: std::collections::BTreeMap<u64, u64>,
+    /// ZIP end-of-central-directory records around the searches so far.
+    eocds: PosIndex,
+    /// Cluster-aligned JPEG headers around the searches so far.
+    sois: PosIndex,
+    /// Whether the `n` bytes at a position look like entropy-coded data:
+    /// (position, n) → verdict, shared by the JPEG searches (their windows
+    /// overlap: each cluster is examined once per carving, not once per search).
+    entropy: std::collections::BTreeMap<(u64, u64), bool>,
+    /// The validation stage's JPEG verdicts.
+    known: Option<Arc<KnownJpegs>>,
+}
+
+/// Positions of one signature in a stretch `[lo, hi)` of the image, shared by
+/// every search of a carving: consecutive searches look at overlapping
+/// windows (up to [`FragLimits::max_gap`] either side of their file), and
+/// each byte of the image is searched for the signature once instead of once
+/// per search. The stretch grows at either end as searches ask, is restarted
+/// when a search looks somewhere disjoint, and forgets what lies more than
+/// [`MAX_SPAN`] behind its end. At most [`MAX_INDEXED`] positions: past that
+/// (dense input) the index says so and the search reads the image itself, as
+/// bounded by its own budget.
+#[derive(Clone, Debug, Default)]
+struct PosIndex {
+    needle: &'static [u8],
+    /// Only positions `≡ phase (mod modulus)` are kept (`modulus` 1: all).
+    modulus: u64,
+    phase: u64,
+    lo: u64,
+    hi: u64,
+    at: std::collections::BTreeSet<u64>,
+    overflow: bool,
+}
+
+/// Most positions one index holds.
+const MAX_INDEXED: usize = 1 << 18;
+/// Longest stretch an index covers.
+const MAX_SPAN: u64 = 512 << 20;
+/// Bytes searched per read when an index grows.
+const INDEX_PIECE: usize = 1 << 20;
+/// Least an index grows by.
+const INDEX_STEP: u64 = 1 << 20;
+
+impl PosIndex {
+    /// Makes `[from, to)` indexed for `needle` at positions `≡ phase (mod
+    /// modulus)` whose byte after the needle passes `next_ok`; false when the
+    /// index overflowed (the caller must search itself).
+    fn cover(
+        &mut self,
+        r: &dyn ByteReader,
+        (needle, modulus, phase): (&'static [u8], u64, u64),
+        next_ok: fn(u8) -> bool,
+        from: u64,
+        to: u64,
+    ) -> bool {
+        let modulus = modulus.max(1);
+        let phase = phase % modulus;
+        let same = self.needle == needle && self.modulus == modulus && self.phase == phase;
+        // A window near the stretch extends it (the bytes between are
+        // searched too); one far from it starts a new stretch.
+        let far = to.saturating_add(MAX_SPAN / 4) < self.lo
+            || from > self.hi.saturating_add(MAX_SPAN / 4);
+        if !same || far || self.hi == 0 {
+            *self = PosIndex {
+                needle,
+                modulus,
+                phase,
+                lo: from,
+                hi: from,
+                ..PosIndex::default()
+            };
+        }
+        if self.overflow {
+            return false;
+        }
+        // Grown by at least `INDEX_STEP` at a time: callers ask for windows
+        // a little past the last one, and a read per small step would cost
+        // more than the bytes it searches.
+        if from < self.lo {
+            let lo = self.lo;
+            let from = from.min(lo.saturating_sub(INDEX_STEP));
+            self.search(r, next_ok, from, lo);
+            self.lo = from;
+        }
+        if to > self.hi {
+            let hi = self.hi;
+            let to = to.max(hi.saturating_add(INDEX_STEP));
+            self.search(r, next_ok, hi, to);
+            self.hi = to;
+        }
+        if self.hi - self.lo > MAX_SPAN {
+            self.lo = (self.hi - MAX_SPAN).min(from);
+            let keep = self.at.split_off(&self.lo);
+            self.at = keep;
+        }
+        !self.overflow
+    }
+
+    fn search(&mut self, r: &dyn ByteReader, next_ok: fn(u8) -> bool, from: u64, to: u64) {
+        let finder = memchr::memmem::Finder::new(self.needle);
+        let extra = self.needle.len();
+        let piece = usize::try_from(to - from).map_or(INDEX_PIECE, |n| n.min(INDEX_PIECE));
+        let mut buf = vec![0u8; piece + extra];
+        let mut pos = from;
+        while pos < to && !self.overflow {
+            let span = (to - pos).min(piece as u64);
+            let want = span as usize + extra;
+            let got = r.read_at(pos, &mut buf[..want]).min(want);
+            for i in finder.find_iter(&buf[..got]) {
+                let p = pos + i as u64;
+                if (i as u64) >= span || p % self.modulus != self.phase {
+                    continue;
+                }
+                if !buf.get(i + self.needle.len()).copied().is_some_and(next_ok) {
+                    continue;
+                }
+                self.at.insert(p);
+                if self.at.len() > MAX_INDEXED {
+                    self.overflow = true;
+                    return;
+                }
+            }
+            if got < want {
+                break;
+            }
+            pos += span;
+        }
+    }
+
+    /// Indexed positions in `[from, to)`.
+    fn range(&self, from: u64, to: u64) -> std::collections::btree_set::Range<'_, u64> {
+        self.at.range(from..to.max(from))
+    }
+}
+
+/// Most claimed ranges kept.
+const MAX_CLAIMS: usize = 1 << 18;
+
+impl Claims {
+    /// Records `[start, end)` as belonging to a file.
+    pub fn claim(&mut self, start: u64, end: u64) {
+        if end <= start {
+            return;
+        }
+        if self.ranges.len() >= MAX_CLAIMS {
+            self.ranges.pop_first();
+        }
+        let e = self.ranges.entry(start).or_insert(end);
+        *e = (*e).max(end);
+    }
+
+    /// Forgets ranges that end at or before `before`.
+    fn prune(&mut self, before: u64) {
+        while let Some((_, &end)) = self.ranges.first_key_value() {
+            if end > before {
+                break;
+            }
+            self.ranges.pop_first();
+        }
+        while let Some((&(p, _), _)) = self.entropy.first_key_value() {
+            if p >= before && self.entropy.len() < MAX_CLAIMS * 4 {
+                break;
+            }
+            self.entropy.pop_first();
+        }
+        while let Some((&h, &len)) = self.jpeg_heads.first_key_value() {
+            if h.saturating_add(len) > before && self.jpeg_heads.len() < MAX_CLAIMS {
+                break;
+            }
+            self.jpeg_heads.pop_first();
+        }
+    }
+
+    /// True when `pos` lies inside a claimed range.
+    pub fn covers(&self, pos: u64) -> bool {
+        // Ranges are not merged: a long one may start before shorter ones.
+        self.ranges
+            .range(..=pos)
+            .rev()
+            .take(64)
+            .any(|(_, &end)| end > pos)
+    }
+
+    /// True when a claimed range starts inside `(a, b)`.
+    pub fn starts_within(&self, a: u64, b: u64) -> bool {
+        a.checked_add(1)
+            .is_some_and(|lo| lo < b && self.ranges.range(lo..b).next().is_some())
+    }
+}
+
+/// Carver-side state: the cluster-size estimate and the limits.
+#[derive(Clone, Debug)]
+pub struct Fragments {
+    pub cluster_size: Option<u64>,
+    /// The image's file systems, when they are recognised: their cluster
+    /// sizes come before the estimate.
+    pub geometry: super::geometry::Geometry,
+    pub limits: FragLimits,
+    /// Ranges already carved (complete files, proven joins).
+    pub claims: Claims,
+    starts: Vec<u64>,
+    /// End of the furthest complete file (starts inside it are embedded files, not counted).
+    complete_end: u64,
+    /// Searches run so far (for the carving's stage profile).
+    pub searches: u64,
+}
+
+/// Most complete-file starts remembered for the estimate.
+const MAX_STARTS: usize = 1 << 16;
+
+impl Fragments {
+    pub fn new(cluster_size: Option<u64>) -> Self {
+        Fragments {
+            cluster_size: cluster_size.filter(|&c| c > 0),
+            geometry: Default::default(),
+            limits: FragLimits::default(),
+            claims: Claims::default(),
+            starts: Vec::new(),
+            complete_end: 0,
+            searches: 0,
+        }
+    }
+
+    /// Records the start of a complete file (for the cluster-size estimate).
+    pub fn note_complete(&mut self, start: u64) {
+        if self.starts.len() < MAX_STARTS {
+            self.starts.push(start);
+        }
+    }
+
+    /// Re-learns from files carved before a resume checkpoint: complete,
+    /// top-level, single-run files (what `after_validate` noted the first time).
+    pub fn seed(&mut self, start: u64, length: u64) {
+        if start >= self.complete_end {
+            self.note_complete(start);
+        }
+        self.claims.claim(start, start.saturating_add(length));
+        self.complete_end = self.complete_end.max(start.saturating_add(length));
+    }
+
+    /// The cluster size to use for a candidate at `start`: `--cluster-size`,
+    /// else the file system's holding `start`, else the estimate.
+    pub fn cluster_for(&self, start: u64) -> u64 {
+        if let Some(c) = self.cluster_size {
+            return c;
+        }
+        if let Some(v) = self.geometry.at(start) {
+            return v.cluster;
+        }
+        estimate_cluster(&self.starts, start)
+    }
+
+    /// True when a file system could start a file at `start`: a cluster
+    /// boundary of its volume (whose data area need not be a cluster
+    /// multiple from the image's start), else a multiple of the cluster
+    /// size (at least 512).
+    pub fn on_cluster_boundary(&self, start: u64) -> bool {
+        match (self.cluster_size, self.geometry.at(start)) {
+            (None, Some(v)) => v.on_boundary(start),
+            _ => start.is_multiple_of(self.cluster_for(start).max(512)),
+        }
+    }
+
+    /// Tells the search what the carver's own JPEG validation found at
+    /// `start` (`length` 0: not a JPEG), so that the search does not decode it
+    /// again to see whether it owns a candidate second fragment. Verdicts cut
+    /// by the window (`max_len`) or shortened by the ext2/3 indirect-block
+    /// check are not the search's own kind of answer and are left out.
+    pub fn note_jpeg(&mut self, start: u64, max_len: u64, verdict: Option<&Verdict>) {
+        if let Some(length) = owner_length(max_len, verdict)
+            && self.claims.jpeg_heads.len() < MAX_CLAIMS
+        {
+            self.claims.jpeg_heads.insert(start, length);
+        }
+    }
+
+    /// Verdicts of JPEG headers validated ahead of the carver (by the
+    /// validation stage), consulted before a search decodes a JPEG itself.
+    pub fn share_jpegs(&mut self, known: Arc<KnownJpegs>) {
+        self.claims.known = Some(known);
+    }
+
+    /// The carver's hook: given the validator's verdict for a candidate,
+    /// tries a bifragment recovery when it is a `Partial` PNG/ZIP/JPEG (or a ZIP
+    /// the validator rejected). Returns the verdict to use and, for a proven
+    /// join, its byte runs.
+    pub fn after_validate(
+        &mut self,
+        validator: &str,
+        r: &dyn ByteReader,
+        start: u64,
+        max_len: u64,
+        verdict: Option<Verdict>,
+    ) -> (Option<Verdict>, Option<Vec<(u64, u64)>>) {
+        self.claims
+            .prune(start.saturating_sub(self.limits.max_gap.saturating_mul(2)));
+        let try_it = match &verdict {
+            Some(v) if v.status == Status::Complete => {
+                if start >= self.complete_end {
+                    self.note_complete(start);
+                }
+                self.claims.claim(start, start.saturating_add(v.length));
+                self.complete_end = self.complete_end.max(start.saturating_add(v.length));
+                false
+            }
+            Some(v) => v.status == Status::Partial && supported(validator),
+            None => false,
+        };
+        if !try_it {
+            return (verdict, None);
+        }
+        let cl = self.cluster_for(start);
+        // A file system starts files at cluster boundaries: a header elsewhere
+        // is an object inside something else or a remnant, not a fragment's head.
+        if !self.on_cluster_boundary(start) {
+            return (verdict, None);
+        }
+        self.searches += 1;
+        if validator == "jpeg"
+            && let (Some(k), Some(v)) = (&self.claims.known, &verdict)
+        {
+            // Its owner checks look at the JPEGs up to a gap past the head:
+            // let the validation stage decode them, on every core.
+            k.wait_for(
+                start
+                    .saturating_add(v.length)
+                    .saturating_add(self.limits.max_gap),
+            );
+        }
+        let a = recover_with(
+            validator,
+            r,
+            start,
+            max_len,
+            cl,
+            &self.limits,
+            &mut self.claims,
+        );
+        match (a.joined, verdict) {
+            (Some(j), _) => {
+                for &(off, len) in &j.runs {
+                    self.claims.claim(off, off.saturating_add(len));
+                }
+                let mut v = Verdict::complete(j.length);
+                v.subtype = j.subtype;
+                v.notes = j.notes;
+                v.notes.push(a.note);
+                (Some(v), Some(j.runs))
+            }
+            (None, Some(mut v)) => {
+                v.notes.push(a.note);
+                (Some(v), None)
+            }
+            (None, None) => (None, None),
+        }
+    }
+}
+
+/// What the search would learn by validating the JPEG header itself: the
+/// validated length (0: not a JPEG), or `None` for a verdict that is not that
+/// kind of answer (cut by the window `max_len`, or shortened by the ext2/3
+/// indirect-block check).
+fn owner_length(max_len: u64, verdict: Option<&Verdict>) -> Option<u64> {
+    match verdict {
+        None => Some(0),
+        Some(v)
+            if v.length < max_len
+                && !v
+                    .notes
+                    .iter()
+                    .any(|n| n.starts_with("ext2/3 indirect block")) =>
+        {
+            Some(v.length)
+        }
+        Some(_) => None,
+    }
+}
+
+/// JPEG verdicts shared between the validation stage, which runs ahead of
+/// the carver on every core, and the fragment searches, which ask whether a
+/// JPEG stored contiguously owns a candidate second fragment: a header the
+/// stage has validated is not decoded again. Verdicts are pure functions of
+/// the image, so what a search finds here equals what it would compute.
+/// Bounded: past [`MAX_CLAIMS`] entries the lowest offsets are dropped.
+///
+/// The stage also says how far it has got ([`KnownJpegs::stage_through`]),
+/// so that a search can wait for verdicts instead of decoding the same JPEGs
+/// on the carver's thread ([`KnownJpegs::wait_for`]). Only who decodes
+/// depends on timing, never what a search finds.
+#[derive(Debug, Default)]
+pub struct KnownJpegs {
+    lengths: std::sync::Mutex<std::collections::BTreeMap<u64, u64>>,
+    stage: std::sync::Mutex<Stage>,
+    moved: std::sync::Condvar,
+}
+
+/// Where the validation stage stands.
+#[derive(Debug, Default)]
+struct Stage {
+    /// Every header candidate below this offset has been validated.
+    through: u64,
+    /// The stage waits for the carver (its output queue is full).
+    blocked: bool,
+    /// The stage has ended.
+    finished: bool,
+}
+
+/// Longest a search waits for the validation stage (a safety net: the stage
+/// is never waiting for the carver then, so it always gets there).
+const MAX_STAGE_WAIT: Duration = Duration::from_secs(60);
+
+impl KnownJpegs {
+    fn update(&self, f: impl FnOnce(&mut Stage)) {
+        let mut st = self.stage.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut st);
+        self.moved.notify_all();
+    }
+
+    /// The stage has validated every header candidate below `pos`.
+    pub fn stage_through(&self, pos: u64) {
+        self.update(|st| st.through = st.through.max(pos));
+    }
+
+    /// The stage is (or no longer is) waiting for the carver.
+    pub fn stage_blocked(&self, blocked: bool) {
+        self.update(|st| st.blocked = blocked);
+    }
+
+    /// The stage has ended (its verdicts are all in).
+    pub fn stage_finished(&self) {
+        self.update(|st| st.finished = true);
+    }
+
+    /// Waits until the stage has validated the candidates below `pos`, or
+    /// waits for the carver itself (it will not get further), or has ended.
+    pub fn wait_for(&self, pos: u64) {
+        let t0 = Instant::now();
+        let mut st = self.stage.lock().unwrap_or_else(|e| e.into_inner());
+        while st.through < pos && !st.blocked && !st.finished {
+            let Some(left) = MAX_STAGE_WAIT.checked_sub(t0.elapsed()) else {
+                return;
+            };
+            st = match self.moved.wait_timeout(st, left) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+    }
+
+    /// Records the validation stage's verdict for the JPEG header at `start`.
+    pub fn note(&self, start: u64, max_len: u64, verdict: Option<&Verdict>) {
+        let Some(length) = owner_length(max_len, verdict) else {
+            return;
+        };
+        let mut m = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
+        m.insert(start, length);
+        if m.len() > MAX_CLAIMS {
+            m.pop_first();
+        }
+    }
+
+    fn get(&self, start: u64) -> Option<u64> {
+        let m = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&start).copied()
+    }
+}
+
+/// Largest power of two in 512..=1 MiB modulo which at least 75% of `starts`
+/// share `start`'s phase; 512 with fewer than 4 starts.
+pub fn estimate_cluster(starts: &[u64], start: u64) -> u64 {
+    if starts.len() < 4 {
+        return 512;
+    }
+    let mut best = 512;
+    let mut p = 512u64;
+    while p <= 1 << 20 {
+        let same = starts.iter().filter(|&&s| s % p == start % p).count();
+        if same * 4 >= starts.len() * 3 {
+            best = p;
+        }
+        p <<= 1;
+    }
+    best
+}
+
+/// Tries to recover the file of type `validator` whose header is at `start`.
+pub fn recover(
+    validator: &str,
+    r: &dyn ByteReader,
+    start: u64,
+    max_len: u64,
+    cluster: u64,
+    limits: &FragLimits,
+) -> Attempt {
+    recover_with(
+        validator,
+        r,
+        start,
+        max_len,
+        cluster,
+        limits,
+        &mut Claims::default(),
+    )
+}
+
+/// [`recover`], never taking a second fragment from a range in `claims`
+/// (which also keeps what the search learnt about other files).
+pub fn recover_with(
+    validator: &str,
+    r: &dyn ByteReader,
+    start: u64,
+    max_len: u64,
+    cluster: u64,
+    limits: &FragLimits,
+    claims: &mut Claims,
+) -> Attempt {
+    let cluster = cluster.max(1);
+    let max_len = max_len.min(r.len().saturating_sub(start));
+    let mut b = Budget::new(*limits, claims);
+    let joined = match validator {
+        "png" => png::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
+        "zip" => zip::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
+        "jpeg" => jpeg::recover(&TwoRuns::one(r, start, max_len), max_len, cluster, &mut b),
+        _ => None,
+    };
+    let why = if joined.is_some() {
+        "join found"
+    } else if b.exhausted {
+        "search budget exhausted"
+    } else {
+        "no join proven"
+    };
+    Attempt {
+        joined,
+        note: format!(
+            "fragment search ({validator}, cluster {cluster}): {} candidates, {} bytes checked, {why}",
+            b.cands, b.bytes
+        ),
+    }
+}
+
+/// Counts candidates, bytes and time against the limits; holds the claims.
+struct Budget<'c> {
+    lim: FragLimits,
+    claims: &'c mut Claims,
+    cands: u64,
+    bytes: u64,
+    t0: Instant,
+    exhausted: bool,
+}
+
+impl<'c> Budget<'c> {
+    fn new(lim: FragLimits, claims: &'c mut Claims) -> Self {
+        Budget {
+            lim,
+            claims,
+            cands: 0,
+            bytes: 0,
+            t0: Instant::now(),
+            exhausted: false,
+        }
+    }
+    /// Counts one candidate; false when a limit is reached.
+    fn cand(&mut self) -> bool {
+        self.cands += 1;
+        if self.cands > self.lim.max_candidates
+            || (self.cands.is_multiple_of(512) && self.t0.elapsed() > self.lim.max_time)
+        {
+            self.exhausted = true;
+        }
+        !self.exhausted
+    }
+    /// Counts `n` bytes read; false when a limit is reached.
+    fn bytes(&mut self, n: u64) -> bool {
+        self.bytes = self.bytes.saturating_add(n);
+        if self.bytes > self.lim.max_bytes || self.t0.elapsed() > self.lim.max_time {
+            self.exhausted = true;
+        }
+        !self.exhausted
+    }
+    fn ok(&self) -> bool {
+        !self.exhausted
+    }
+}
+
+/// Reads exactly `buf.len()` bytes at `off`.
+fn read_exact(r: &dyn ByteReader, off: u64, buf: &mut [u8]) -> bool {
+    let mut done = 0;
+    for _ in 0..4 {
+        if done == buf.len() {
+            break;
+        }
+        let Some(dst) = buf.get_mut(done..) else {
+            break;
+        };
+        let got = r
+            .read_at(off.saturating_add(done as u64), dst)
+            .min(dst.len());
+        if got == 0 {
+            break;
+        }
+        done += got;
+    }
+    done == buf.len()
+}
+
+/// Most fragments a recovered file may have.
+pub const MAX_RUNS: usize = 4;
+
+/// A virtual file made of up to [`MAX_RUNS`] runs of the image: run `i`
+/// holds virtual offsets `[v_i, v_{i+1})` (the last one up to `len`) and
+/// reads them from the image at `img_i + (off − v_i)`. Two runs are a
+/// bifragment join; the search extends a proven join by one run at a time.
+#[derive(Clone, Copy)]
+pub struct TwoRuns<'a> {
+    r: &'a dyn ByteReader,
+    /// `(virtual start, image offset)` of each run; `at[0].0 == 0`.
+    at: [(u64, u64); MAX_RUNS],
+    n: usize,
+    len: u64,
+}
+
+impl<'a> TwoRuns<'a> {
+    /// The join of `[a, a + split)` and `[b, …)`; its length is bounded by the
+    /// image, by `max_len` and, out of order (`b < a`), by the header.
+    pub fn new(r: &'a dyn ByteReader, a: u64, split: u64, b: u64, max_len: u64) -> Self {
+        let second = if b < a {
+            a - b
+        } else {
+            r.len().saturating_sub(b)
+        };
+        let mut at = [(0, 0); MAX_RUNS];
+        at[0] = (0, a);
+        at[1] = (split, b);
+        TwoRuns {
+            r,
+            at,
+            n: 2,
+            len: split.saturating_add(second).min(max_len),
+        }
+    }
+    /// The image from `a` on as one run, at most `max_len` bytes.
+    pub fn one(r: &'a dyn ByteReader, a: u64, max_len: u64) -> Self {
+        let mut at = [(0, 0); MAX_RUNS];
+        at[0] = (0, a);
+        TwoRuns {
+            r,
+            at,
+            n: 1,
+            len: r.len().saturating_sub(a).min(max_len),
+        }
+    }
+    /// This file cut at virtual `split` (inside its last run) and continued
+    /// with the image from `b` on: bounded by `max_len`, the image and the
+    /// nearest run of this file that starts after `b` in the image. `None`
+    /// when the runs are all used or `split` is not inside the last run.
+    pub fn then(&self, split: u64, b: u64, max_len: u64) -> Option<Self> {
+        if self.n >= MAX_RUNS || split <= self.split() || split > self.len {
+            return None;
+        }
+        let stop = self.at[..self.n]
+            .iter()
+            .map(|&(_, img)| img)
+            .filter(|&img| img > b)
+            .min()
+            .unwrap_or(self.r.len());
+        let mut j = *self;
+        j.at[j.n] = (split, b);
+        j.n += 1;
+        j.len = split.saturating_add(stop.saturating_sub(b)).min(max_len);
+        Some(j)
+    }
+    /// Image offset of the first run (the header).
+    pub fn a(&self) -> u64 {
+        self.at[0].1
+    }
+    /// Virtual offset where the last run starts.
+    pub fn split(&self) -> u64 {
+        self.at[self.n - 1].0
+    }
+    /// Image offset of the last run.
+    pub fn b(&self) -> u64 {
+        self.at[self.n - 1].1
+    }
+    /// Runs used.
+    pub fn count(&self) -> usize {
+        self.n
+    }
+    /// This file with the start of run `i` (≥ 1) moved by one cluster `cl`,
+    /// earlier (`back`) or later, in both the file and the image; `None` when
+    /// a run would become empty.
+    fn nudged(&self, i: usize, back: bool, cl: u64) -> Option<Self> {
+        if i == 0 || i >= self.n {
+            return None;
+        }
+        let (v, img) = self.at[i];
+        let next = if i + 1 < self.n {
+            self.at[i + 1].0
+        } else {
+            self.len
+        };
+        let moved = if back {
+            (v.checked_sub(cl)?, img.checked_sub(cl)?)
+        } else {
+            (v + cl, img + cl)
+        };
+        if moved.0 <= self.at[i - 1].0 || moved.0 >= next {
+            return None;
+        }
+        let mut j = *self;
+        j.at[i] = moved;
+        Some(j)
+    }
+    /// The run holding virtual offset `off`: (virtual start, image offset, virtual end).
+    fn run_of(&self, off: u64) -> (u64, u64, u64) {
+        let i = self.at[..self.n]
+            .iter()
+            .rposition(|&(v, _)| v <= off)
+            .unwrap_or(0);
+        let end = if i + 1 < self.n {
+            self.at[i + 1].0
+        } else {
+            self.len.max(self.at[i].0)
+        };
+        (self.at[i].0, self.at[i].1, end)
+    }
+    /// Image offset of virtual offset `off`.
+    fn map(&self, off: u64) -> u64 {
+        let (v, img, _) = self.run_of(off);
+        img + (off - v)
+    }
+    /// Virtual offset where the run holding `off` ends.
+    fn piece_end(&self, off: u64) -> u64 {
+        self.run_of(off).2
+    }
+    /// The byte runs of the first `length` bytes.
+    fn runs(&self, length: u64) -> Vec<(u64, u64)> {
+        (0..self.n)
+            .map(|i| {
+                let (v, img) = self.at[i];
+                let end = if i + 1 < self.n {
+                    self.at[i + 1].0
+                } else {
+                    u64::MAX
+                };
+                (img, end.min(length).saturating_sub(v))
+            })
+            .collect()
+    }
+    /// True when image offset `pos` lies in the first `upto` virtual bytes
+    /// of this file: a fragment is never taken twice.
+    fn holds(&self, pos: u64, upto: u64) -> bool {
+        self.runs(upto)
+            .iter()
+            .any(|&(img, len)| img <= pos && pos < img.saturating_add(len))
+    }
+}
+
+impl ByteReader for TwoRuns<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let off = offset + done as u64;
+            if off >= self.len {
+                break;
+            }
+            let piece_end = self.piece_end(off);
+            let want = usize::try_from(piece_end.min(self.len) - off)
+                .map_or(buf.len() - done, |w| w.min(buf.len() - done));
+            if want == 0 {
+                break;
+            }
+            let got = self.r.read_at(self.map(off), &mut buf[done..done + want]);
+            if got == 0 {
+                break;
+            }
+            done += got.min(want);
+        }
+        done
+    }
+}
+
+/// Size of a cache block.
+const BLOCK: u64 = 256 * 1024;
+/// Blocks kept.
+const BLOCKS: usize = 16;
+
+/// A small read cache for the many tiny reads of the candidate prefilters.
+struct Cache<'a> {
+    r: &'a dyn ByteReader,
+    blocks: Vec<(u64, Vec<u8>)>,
+    next: usize,
+}
+
+impl<'a> Cache<'a> {
+    fn new(r: &'a dyn ByteReader) -> Self {
+        Cache {
+            r,
+            blocks: Vec::new(),
+            next: 0,
+        }
+    }
+    fn block(&mut self, base: u64) -> &[u8] {
+        if let Some(i) = self.blocks.iter().position(|(b, _)| *b == base) {
+            return &self.blocks[i].1;
+        }
+        // Reuse the buffer of the block it replaces (no zeroing per miss).
+        let mut buf = if self.blocks.len() < BLOCKS {
+            vec![0u8; BLOCK as usize]
+        } else {
+            let mut b = std::mem::take(&mut self.blocks[self.next].1);
+            b.resize(BLOCK as usize, 0);
+            b
+        };
+        let mut n = 0;
+        while n < buf.len() {
+            let got = self.r.read_at(base + n as u64, &mut buf[n..]);
+            if got == 0 {
+                break;
+            }
+            n += got;
+        }
+        buf.truncate(n);
+        let i = if self.blocks.len() < BLOCKS {
+            self.blocks.push((base, buf));
+            self.blocks.len() - 1
+        } else {
+            let i = self.next;
+            self.blocks[i] = (base, buf);
+            self.next = (self.next + 1) % BLOCKS;
+            i
+        };
+        &self.blocks[i].1
+    }
+    /// Reads exactly `out.len()` bytes at image offset `off`.
+    fn read(&mut self, off: u64, out: &mut [u8]) -> bool {
+        let mut done = 0usize;
+        while done < out.len() {
+            let o = off + done as u64;
+            let base = o - o % BLOCK;
+            let blk = self.block(base);
+            let Some(src) = blk.get((o - base) as usize..) else {
+                return false;
+            };
+            if src.is_empty() {
+                return false;
+            }
+            let n = src.len().min(out.len() - done);
+            out[done..done + n].copy_from_slice(&src[..n]);
+            done += n;
+        }
+        true
+    }
+    /// Reads `out.len()` bytes at virtual offset `off` of the join `j`.
+    fn read_joined(&mut self, j: &TwoRuns, off: u64, out: &mut [u8]) -> bool {
+        if off.saturating_add(out.len() as u64) > j.len {
+            return false;
+        }
+        let mut done = 0usize;
+        while done < out.len() {
+            let o = off + done as u64;
+            let end = j.piece_end(o).min(off + out.len() as u64);
+            let n = (end - o) as usize;
+            if !self.read(j.map(o), &mut out[done..done + n]) {
+                return false;
+            }
+            done += n;
+        }
+        true
+    }
+}
+
+/// Candidate starts of the next fragment of `head` cut at `split`, nearest
+/// first: `p + g·cl` where `p` is the image offset at which `head` would
+/// continue contiguously (in order) and `q − g·cl` where `q` is where its
+/// last run starts (out of order; for a single run, the header), `g = 1, 2,
+/// …`, within `max_gap` and the image.
+fn second_starts(head: &TwoRuns, split: u64, cl: u64, max_gap: u64, g: u64) -> [Option<u64>; 2] {
+    let gap = g.saturating_mul(cl);
+    if gap > max_gap {
+        return [None, None];
+    }
+    let fwd = head
+        .map(split)
+        .checked_add(gap)
+        .filter(|&s| s < head.r.len());
+    let back = head.b().checked_sub(gap);
+    [fwd, back]
+}
+
+/// Walks the (split, next start) candidates of `head` nearest first (gap
+/// `g = 1, 2, …` clusters; for each, every split, in order then out of
+/// order), calling `f(i, s2, b)` for split `splits[i]` until it returns an
+/// answer, the gaps run out or the budget ends. A start inside the part of
+/// `head` kept before the split is skipped: no cluster is taken twice.
+fn nearest_first<T>(
+    head: &TwoRuns,
+    splits: &[u64],
+    cl: u64,
+    b: &mut Budget,
+    mut f: impl FnMut(usize, u64, &mut Budget) -> Option<T>,
+) -> Option<T> {
+    let mut g = 1u64;
+    while b.ok() {
+        let mut any = false;
+        for (i, &split) in splits.iter().enumerate() {
+            for s2 in second_starts(head, split, cl, b.lim.max_gap, g)
+                .into_iter()
+                .flatten()
+            {
+                any = true;
+                if head.count() > 1 && head.holds(s2, split) {
+                    continue;
+                }
+                if !b.cand() {
+                    return None;
+                }
+                if let Some(t) = f(i, s2, b) {
+                    return Some(t);
+                }
+            }
+        }
+        if !any {
+            break;
+        }
+        g += 1;
+    }
+    None
+}
+
+/// Feeds `[off, off + n)` of `r` to `f` in 64 KiB pieces; false if short.
+fn for_each_piece(
+    r: &dyn ByteReader,
+    off: u64,
+    n: u64,
+    b: &mut Budget,
+    mut f: impl FnMut(&[u8]) -> bool,
+) -> bool {
+    let mut buf = vec![0u8; n.min(64 * 1024) as usize];
+    let mut done = 0u64;
+    while done < n {
+        let want = (n - done).min(buf.len() as u64) as usize;
+        if !b.bytes(want as u64) {
+            return false;
+        }
+        if !read_exact(r, off + done, &mut buf[..want]) {
+            return false;
+        }
+        if !f(&buf[..want]) {
+            return false;
+        }
+        done += want as u64;
+    }
+    true
+}
+
+/// True when the second fragment is the tail of another copy of the file:
+/// the signature `sig` sits exactly `split` bytes before it (a contiguous
+/// copy starting there), so the join would only graft that copy's body onto
+/// this header.
+fn tail_of_copy(r: &dyn ByteReader, j: &TwoRuns, sig: &[u8]) -> bool {
+    let Some(copy) = j.b().checked_sub(j.split()) else {
+        return false;
+    };
+    let mut buf = [0u8; 8];
+    let Some(dst) = buf.get_mut(..sig.len()) else {
+        return false;
+    };
+    copy != j.a() && read_exact(r, copy, dst) && dst == sig
+}
+
+/// The proven join `j`, `length` bytes long; `None` when two of its runs
+/// overlap in the image (an out-of-order fragment running into the header's
+/// cluster or into another fragment).
+fn joined(j: &TwoRuns, length: u64, subtype: Option<String>, note: String) -> Option<Joined> {
+    let runs = j.runs(length);
+    let overlap = runs.iter().enumerate().any(|(i, &(a, n))| {
+        runs[..i]
+            .iter()
+            .any(|&(c, m)| a < c.saturating_add(m) && c < a.saturating_add(n))
+    });
+    if overlap {
+        return None;
+    }
+    Some(Joined {
+        runs,
+        length,
+        subtype,
+        notes: vec![note],
+    })
+}
+
+/// Runs the registered validator over a join; `Complete` past the split → the file's length.
+fn validate_join(name: &str, j: &TwoRuns, b: &mut Budget) -> Option<Verdict> {
+    if !b.bytes(j.len.min(64 << 20)) {
+        return None;
+    }
+    validators::validate(name, j, 0, Limits { max_len: j.len })
+}
+
+// One file per format: each finds where its file breaks and proves a join;
+// the candidate walk, the byte runs and the budget they share are above.
+mod jpeg;
+mod png;
+mod zip;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_estimate() {
+        let starts: Vec<u64> = (1..20).map(|i| i * 4096).chain([512 * 3]).collect();
+        assert_eq!(estimate_cluster(&starts, 8192), 4096);
+        assert_eq!(estimate_cluster(&starts[..2], 8192), 512);
+        // Data area not aligned: phase 1024 modulo 4096.
+        let starts: Vec<u64> = (1..20).map(|i| i * 4096 + 1024).collect();
+        assert_eq!(estimate_cluster(&starts, 5 * 4096 + 1024), 4096);
+    }
+
+    #[test]
+    fn two_runs_reads_across_the_join() {
+        let img: Vec<u8> = (0..100u8).collect();
+        let j = TwoRuns::new(&img, 10, 5, 50, 12);
+        let mut buf = [0u8; 12];
+        assert_eq!(j.read_at(0, &mut buf), 12);
+        assert_eq!(buf, [10, 11, 12, 13, 14, 50, 51, 52, 53, 54, 55, 56]);
+        let mut c = Cache::new(&img);
+        let mut b2 = [0u8; 4];
+        assert!(c.read_joined(&j, 3, &mut b2));
+        assert_eq!(b2, [13, 14, 50, 51]);
+        assert!(!c.read_joined(&j, 10, &mut b2));
+        // Out of order: the second piece ends at the header.
+        let j = TwoRuns::new(&img, 50, 5, 40, 1000);
+        assert_eq!(j.len(), 15);
+    }
+}

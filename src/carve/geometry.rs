@@ -1,0 +1,390 @@
+//! Where the file systems of an image keep their clusters.
+//!
+//! A file system stores files in clusters (blocks) of one size, at positions
+//! a multiple of that size from its data area. The fragment search
+//! ([`super::fragments`]) and the rule that a file standing alone inside a
+//! container starts on a cluster boundary both need that size. Guessed from
+//! the starts of the files carved so far, it is 512 bytes until a few files
+//! are known, and a 512-byte search near the start of the image tries eight
+//! times the candidates of a 4 KiB one. The file system itself says it:
+//!
+//! * ext2/3/4 (superblock at 1024: magic `EF53`, block size `1024 << log`),
+//!   HFS+ (volume header at 1024), XFS (`XFSB`), btrfs (superblock at
+//!   64 KiB): blocks counted from the start of the volume;
+//! * FAT12/16/32 (boot sector: bytes per sector × sectors per cluster; the
+//!   data area after the reserved sectors, the FATs and the FAT12/16 root
+//!   directory, which need not be a cluster multiple), exFAT (cluster heap
+//!   offset) and NTFS;
+//! * volumes behind an MBR (four primary entries) or a GPT (at most
+//!   [`MAX_GPT_ENTRIES`] entries, 512-byte sectors).
+//!
+//! Only the first sectors of each volume are read (a bounded number of small
+//! reads whatever the image). Every field is range-checked: a cluster size is
+//! a power of two from 512 bytes to 32 MiB, a volume lies inside the image;
+//! anything else is not a file system and the estimate is used.
+
+use super::validators::ByteReader;
+
+/// Most GPT partition entries read.
+pub const MAX_GPT_ENTRIES: u64 = 128;
+const SECTOR: u64 = 512;
+const MIN_CLUSTER: u64 = 512;
+const MAX_CLUSTER: u64 = 32 << 20;
+
+/// One volume: its clusters are `cluster` bytes at offsets `≡ phase (mod cluster)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Volume {
+    /// Where the volume starts and ends in the image.
+    pub start: u64,
+    pub end: u64,
+    pub cluster: u64,
+    /// Absolute offset of any cluster, modulo `cluster`.
+    pub phase: u64,
+    /// The file system, as the report names it.
+    pub fs: &'static str,
+}
+
+impl Volume {
+    /// True when `pos` (an image offset inside the volume) is a cluster start.
+    pub fn on_boundary(&self, pos: u64) -> bool {
+        pos % self.cluster == self.phase
+    }
+}
+
+/// The volumes found in an image (none: no file system recognised).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Geometry {
+    pub volumes: Vec<Volume>,
+}
+
+impl Geometry {
+    /// The volume holding image offset `pos`.
+    pub fn at(&self, pos: u64) -> Option<&Volume> {
+        self.volumes.iter().find(|v| v.start <= pos && pos < v.end)
+    }
+
+    /// One line per volume for the audit.
+    pub fn describe(&self) -> Vec<String> {
+        self.volumes
+            .iter()
+            .map(|v| {
+                format!(
+                    "{} at offset {} ({} bytes): clusters of {} bytes, data area at {} mod {}",
+                    v.fs,
+                    v.start,
+                    v.end - v.start,
+                    v.cluster,
+                    v.phase,
+                    v.cluster
+                )
+            })
+            .collect()
+    }
+}
+
+/// Reads the file systems of `r`: one at offset 0, else those of the
+/// partitions an MBR or GPT lists.
+pub fn detect(r: &dyn ByteReader) -> Geometry {
+    let len = r.len();
+    if let Some(v) = volume(r, 0, len) {
+        return Geometry { volumes: vec![v] };
+    }
+    let volumes = partitions(r)
+        .into_iter()
+        .filter_map(|(s, e)| volume(r, s, e.min(len)))
+        .collect();
+    Geometry { volumes }
+}
+
+fn read<const N: usize>(r: &dyn ByteReader, off: u64) -> Option<[u8; N]> {
+    let mut b = [0u8; N];
+    (r.read_at(off, &mut b) == N).then_some(b)
+}
+
+fn le16(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 2)
+        .map_or(0, |s| u64::from(u16::from_le_bytes([s[0], s[1]])))
+}
+
+fn le32(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 4).map_or(0, |s| {
+        u64::from(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    })
+}
+
+fn be32(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 4).map_or(0, |s| {
+        u64::from(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+    })
+}
+
+fn le64(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 8).map_or(0, |s| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        u64::from_le_bytes(a)
+    })
+}
+
+/// The file system of the volume `[start, end)`, if one is recognised.
+fn volume(r: &dyn ByteReader, start: u64, end: u64) -> Option<Volume> {
+    if end <= start {
+        return None;
+    }
+    let (fs, cluster, data) = boot_sector(r, start)
+        .or_else(|| superblock(r, start))
+        .filter(|&(_, c, d)| {
+            c.is_power_of_two() && (MIN_CLUSTER..=MAX_CLUSTER).contains(&c) && d < end - start
+        })?;
+    Some(Volume {
+        start,
+        end,
+        cluster,
+        phase: start.checked_add(data)? % cluster,
+        fs,
+    })
+}
+
+/// FAT, exFAT and NTFS: (name, cluster size, data area offset in the volume).
+fn boot_sector(r: &dyn ByteReader, start: u64) -> Option<(&'static str, u64, u64)> {
+    let b: [u8; 512] = read(r, start)?;
+    if b[510..512] != [0x55, 0xAA] {
+        return None;
+    }
+    if &b[3..11] == b"EXFAT   " {
+        let (bps, spc) = (b[108], b[109]);
+        if !(9..=12).contains(&bps) || u32::from(bps) + u32::from(spc) > 25 {
+            return None;
+        }
+        return Some(("exFAT", 1 << (bps + spc), le32(&b, 88) << bps));
+    }
+    let bps = le16(&b, 11);
+    if !matches!(bps, 512 | 1024 | 2048 | 4096) {
+        return None;
+    }
+    if &b[3..11] == b"NTFS    " {
+        // Sectors per cluster; above 0x80 it is a negative power of two.
+        let spc = match b[13] {
+            n @ 1..=0x80 => u64::from(n),
+            n => 1u64.checked_shl(256 - u32::from(n))?,
+        };
+        return Some(("NTFS", bps.checked_mul(spc)?, 0));
+    }
+    if !matches!(b[0], 0xEB | 0xE9) {
+        return None;
+    }
+    let spc = u64::from(b[13]);
+    let (reserved, fats, root_entries) = (le16(&b, 14), u64::from(b[16]), le16(&b, 17));
+    let fat_size = match le16(&b, 22) {
+        0 => le32(&b, 36),
+        n => n,
+    };
+    if !spc.is_power_of_two() || reserved == 0 || !(1..=4).contains(&fats) || fat_size == 0 {
+        return None;
+    }
+    let root = (root_entries * 32).div_ceil(bps);
+    let name = if root_entries == 0 {
+        "FAT32"
+    } else {
+        "FAT12/16"
+    };
+    Some((name, bps * spc, (reserved + fats * fat_size + root) * bps))
+}
+
+/// ext2/3/4, HFS+, XFS and btrfs: (name, block size, 0).
+fn superblock(r: &dyn ByteReader, start: u64) -> Option<(&'static str, u64, u64)> {
+    let sb: [u8; 128] = read(r, start.checked_add(1024)?)?;
+    if le16(&sb, 56) == 0xEF53 && le32(&sb, 24) <= 6 {
+        return Some(("ext2/3/4", 1024 << le32(&sb, 24), 0));
+    }
+    if matches!(&sb[0..2], b"H+" | b"HX") {
+        return Some(("HFS+", be32(&sb, 40), 0));
+    }
+    let head: [u8; 8] = read(r, start)?;
+    if &head[0..4] == b"XFSB" {
+        return Some(("XFS", be32(&head, 4), 0));
+    }
+    let btrfs: [u8; 0x98] = read(r, start.checked_add(0x10000)?)?;
+    if &btrfs[0x40..0x48] == b"_BHRfS_M" {
+        return Some(("btrfs", le32(&btrfs, 0x90), 0));
+    }
+    None
+}
+
+/// `[start, end)` of the partitions an MBR (primary entries) or a GPT lists.
+fn partitions(r: &dyn ByteReader) -> Vec<(u64, u64)> {
+    let Some(mbr) = read::<512>(r, 0) else {
+        return Vec::new();
+    };
+    if mbr[510..512] != [0x55, 0xAA] {
+        return Vec::new();
+    }
+    let entries: Vec<&[u8]> = mbr[446..510].chunks_exact(16).collect();
+    if entries.iter().any(|e| e[4] == 0xEE) {
+        return gpt(r);
+    }
+    entries
+        .iter()
+        .filter(|e| !matches!(e[4], 0x00 | 0x05 | 0x0F | 0x85))
+        .filter_map(|e| {
+            let (lba, n) = (le32(e, 8), le32(e, 12));
+            (lba > 0 && n > 0).then(|| (lba * SECTOR, (lba + n) * SECTOR))
+        })
+        .collect()
+}
+
+fn gpt(r: &dyn ByteReader) -> Vec<(u64, u64)> {
+    let Some(h) = read::<92>(r, SECTOR) else {
+        return Vec::new();
+    };
+    if &h[0..8] != b"EFI PART" {
+        return Vec::new();
+    }
+    let (table, count, size) = (le64(&h, 72), le32(&h, 80), le32(&h, 84));
+    if !(128..=4096).contains(&size) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for i in 0..count.min(MAX_GPT_ENTRIES) {
+        let Some(at) = table
+            .checked_mul(SECTOR)
+            .and_then(|t| t.checked_add(i * size))
+        else {
+            break;
+        };
+        let Some(e) = read::<48>(r, at) else {
+            break;
+        };
+        let (first, last) = (le64(&e, 32), le64(&e, 40));
+        if e[..16].iter().any(|&x| x != 0)
+            && first > 0
+            && last >= first
+            && let (Some(s), Some(t)) = (
+                first.checked_mul(SECTOR),
+                last.checked_add(1).and_then(|l| l.checked_mul(SECTOR)),
+            )
+        {
+            out.push((s, t));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fat32(img: &mut [u8], at: usize, spc: u8, reserved: u16, fat_size: u32) {
+        let b = &mut img[at..at + 512];
+        b[0] = 0xEB;
+        b[3..11].copy_from_slice(b"mkfs.fat");
+        b[11..13].copy_from_slice(&512u16.to_le_bytes());
+        b[13] = spc;
+        b[14..16].copy_from_slice(&reserved.to_le_bytes());
+        b[16] = 2;
+        b[36..40].copy_from_slice(&fat_size.to_le_bytes());
+        b[510] = 0x55;
+        b[511] = 0xAA;
+    }
+
+    #[test]
+    fn fat32_at_zero_with_an_unaligned_data_area() {
+        let mut img = vec![0u8; 1 << 20];
+        fat32(&mut img, 0, 8, 32, 1001);
+        let g = detect(&img);
+        let v = &g.volumes[0];
+        let data = (32 + 2 * 1001) * 512;
+        assert_eq!((v.fs, v.cluster, v.phase), ("FAT32", 4096, data % 4096));
+        assert!(v.on_boundary(data + 3 * 4096));
+        assert!(!v.on_boundary(data + 3 * 4096 + 512));
+        assert_eq!(g.at(5000), Some(v));
+    }
+
+    #[test]
+    fn ext_superblock_and_btrfs() {
+        let mut img = vec![0u8; 1 << 20];
+        img[1024 + 24] = 2;
+        img[1024 + 56..1024 + 58].copy_from_slice(&0xEF53u16.to_le_bytes());
+        let v = &detect(&img).volumes[0];
+        assert_eq!((v.fs, v.cluster, v.phase), ("ext2/3/4", 4096, 0));
+
+        let mut img = vec![0u8; 1 << 20];
+        img[0x10040..0x10048].copy_from_slice(b"_BHRfS_M");
+        img[0x10090..0x10094].copy_from_slice(&4096u32.to_le_bytes());
+        assert_eq!(detect(&img).volumes[0].fs, "btrfs");
+    }
+
+    #[test]
+    fn volumes_behind_an_mbr_and_a_gpt() {
+        // MBR: an ext4 volume at sector 2048 and a FAT32 one after it.
+        let mut img = vec![0u8; 4 << 20];
+        img[510] = 0x55;
+        img[511] = 0xAA;
+        for (i, (ty, lba, n)) in [(0x83u8, 2048u32, 2048u32), (0x0C, 4096, 4096)]
+            .into_iter()
+            .enumerate()
+        {
+            let e = 446 + 16 * i;
+            img[e + 4] = ty;
+            img[e + 8..e + 12].copy_from_slice(&lba.to_le_bytes());
+            img[e + 12..e + 16].copy_from_slice(&n.to_le_bytes());
+        }
+        let ext = 2048 * 512 + 1024;
+        img[ext + 24] = 0;
+        img[ext + 56..ext + 58].copy_from_slice(&0xEF53u16.to_le_bytes());
+        fat32(&mut img, 4096 * 512, 4, 32, 31);
+        let g = detect(&img);
+        assert_eq!(g.volumes.len(), 2);
+        assert_eq!((g.volumes[0].start, g.volumes[0].cluster), (1 << 20, 1024));
+        assert_eq!((g.volumes[1].start, g.volumes[1].cluster), (2 << 20, 2048));
+        assert_eq!(g.at(100), None);
+
+        // GPT: one entry.
+        let mut img = vec![0u8; 4 << 20];
+        img[510] = 0x55;
+        img[511] = 0xAA;
+        img[446 + 4] = 0xEE;
+        img[512..520].copy_from_slice(b"EFI PART");
+        img[512 + 72..512 + 80].copy_from_slice(&2u64.to_le_bytes());
+        img[512 + 80..512 + 84].copy_from_slice(&128u32.to_le_bytes());
+        img[512 + 84..512 + 88].copy_from_slice(&128u32.to_le_bytes());
+        let e = 1024;
+        img[e] = 1;
+        img[e + 32..e + 40].copy_from_slice(&2048u64.to_le_bytes());
+        img[e + 40..e + 48].copy_from_slice(&8191u64.to_le_bytes());
+        let ext = 2048 * 512 + 1024;
+        img[ext + 24] = 2;
+        img[ext + 56..ext + 58].copy_from_slice(&0xEF53u16.to_le_bytes());
+        let g = detect(&img);
+        assert_eq!(g.volumes.len(), 1);
+        assert_eq!((g.volumes[0].start, g.volumes[0].end), (1 << 20, 4 << 20));
+    }
+
+    #[test]
+    fn hostile_fields_are_not_a_file_system() {
+        let mut img = vec![0u8; 1 << 20];
+        fat32(&mut img, 0, 3, 32, 1001); // 3 sectors per cluster
+        assert!(detect(&img).volumes.is_empty());
+        fat32(&mut img, 0, 8, 32, u32::MAX); // data area past the image
+        assert!(detect(&img).volumes.is_empty());
+        let mut img = vec![0u8; 1 << 20];
+        img[1024 + 24] = 40; // block size 1024 << 40
+        img[1024 + 56..1024 + 58].copy_from_slice(&0xEF53u16.to_le_bytes());
+        assert!(detect(&img).volumes.is_empty());
+        // An MBR whose entries point past the image; a GPT with a huge table.
+        let mut img = vec![0u8; 8192];
+        img[510] = 0x55;
+        img[511] = 0xAA;
+        img[446 + 4] = 0x83;
+        img[446 + 8..446 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+        img[446 + 12..446 + 16].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(detect(&img).volumes.is_empty());
+        img[446 + 4] = 0xEE;
+        img[512..520].copy_from_slice(b"EFI PART");
+        img[512 + 72..512 + 80].copy_from_slice(&u64::MAX.to_le_bytes());
+        img[512 + 80..512 + 84].copy_from_slice(&u32::MAX.to_le_bytes());
+        img[512 + 84..512 + 88].copy_from_slice(&128u32.to_le_bytes());
+        assert!(detect(&img).volumes.is_empty());
+        assert!(detect(&Vec::new()).volumes.is_empty());
+    }
+}
