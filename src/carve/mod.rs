@@ -682,6 +682,19 @@ struct Parent {
     opaque: bool,
 }
 
+/// What the ordered carver hands to the emitter thread, in order.
+enum Emit {
+    /// Numbered files: write or hash them, then report them.
+    Files(Vec<Planned>),
+    /// Everything before the frontier is reported (the resume journal).
+    Checkpoint(Checkpoint),
+}
+
+/// The ordered carver ([`carve_ordered`]) with its emitter: files are
+/// written, hashed and reported on another thread (itself using every core),
+/// so that the carver goes on deciding the next ones meanwhile. Reports
+/// and checkpoints keep the carver's order; the first failed write (disk
+/// full) stops the emission there, and its error is the one returned.
 #[allow(clippy::too_many_arguments)]
 fn carve_events(
     rx: Receiver<Validated>,
@@ -692,6 +705,111 @@ fn carve_events(
     max_header_offset: u64,
     out: &OutputDir,
     report: &mut (dyn CarveReport + Send),
+    found: &std::sync::atomic::AtomicU64,
+    done: &std::sync::atomic::AtomicBool,
+    carved_to: &std::sync::atomic::AtomicU64,
+    known: std::sync::Arc<fragments::KnownJpegs>,
+) -> Result<CarverTotals, CarveError> {
+    let (etx, erx) = sync_channel::<Emit>(8);
+    std::thread::scope(|s| {
+        let emitter = s.spawn(move || emit_loop(erx, image, out, opts.hashes, report));
+        let carved = carve_ordered(
+            rx,
+            image,
+            catalogue,
+            opts,
+            scope,
+            max_header_offset,
+            &etx,
+            found,
+            done,
+            carved_to,
+            known,
+        );
+        drop(etx);
+        let emitted = emitter
+            .join()
+            .map_err(|_| CarveError::Internal("emitter thread panicked".into()))?;
+        // An emission error (disk full) is why the carver stopped.
+        let emitted = emitted?;
+        let mut totals = carved?;
+        totals.written = emitted.written;
+        totals.bytes_written = emitted.bytes_written;
+        totals.counts = emitted.counts;
+        totals.profile.merge(&emitted.profile);
+        Ok(totals)
+    })
+}
+
+/// The emitter: runs each batch's actions on every core, then reports the
+/// files and checkpoints in order. Stops at the first failure.
+fn emit_loop(
+    rx: Receiver<Emit>,
+    image: &Image,
+    out: &OutputDir,
+    hashes: crate::hashing::HashChoice,
+    report: &mut (dyn CarveReport + Send),
+) -> Result<CarverTotals, CarveError> {
+    let bytes = ImageBytes::new(image);
+    let mut totals = CarverTotals::default();
+    for msg in rx {
+        match msg {
+            Emit::Files(planned) => {
+                let t0 = std::time::Instant::now();
+                let outcomes = run_actions(&planned, &bytes, out, hashes);
+                let n_out = outcomes
+                    .iter()
+                    .filter(|o| !matches!(o, Outcome::Nothing))
+                    .count() as u64;
+                totals
+                    .profile
+                    .add("write+hash (wall)", "", n_out, t0.elapsed().as_secs_f64());
+                let t_report = std::time::Instant::now();
+                let n_planned = planned.len() as u64;
+                for (mut p, outcome) in planned.into_iter().zip(outcomes) {
+                    match outcome {
+                        Outcome::Written(w) => {
+                            p.file.path = Some(w.path);
+                            p.file.set_digests(w.digests);
+                            totals.written += 1;
+                            totals.bytes_written += p.file.length;
+                        }
+                        Outcome::Hashed(digests) => p.file.set_digests(digests),
+                        Outcome::Nothing => {}
+                        Outcome::Failed(e) => return Err(CarveError::Output(e)),
+                    }
+                    let e = totals
+                        .counts
+                        .entry((p.file.file_type.clone(), p.file.status.clone()))
+                        .or_insert((0, 0));
+                    e.0 += 1;
+                    e.1 += p.file.length;
+                    report.file(&p.file).map_err(CarveError::Report)?;
+                }
+                totals
+                    .profile
+                    .add("reports", "", n_planned, t_report.elapsed().as_secs_f64());
+            }
+            Emit::Checkpoint(cp) => report.checkpoint(&cp).map_err(CarveError::Report)?,
+        }
+    }
+    Ok(totals)
+}
+
+/// The emitter has stopped (its error is returned instead of this one).
+fn emitter_gone<T>(_: T) -> CarveError {
+    CarveError::Internal("the emitter stopped".into())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn carve_ordered(
+    rx: Receiver<Validated>,
+    image: &Image,
+    catalogue: &Catalogue,
+    opts: &CarveOptions,
+    scope: &CarveScope,
+    max_header_offset: u64,
+    emit: &std::sync::mpsc::SyncSender<Emit>,
     found: &std::sync::atomic::AtomicU64,
     done: &std::sync::atomic::AtomicBool,
     carved_to: &std::sync::atomic::AtomicU64,
@@ -890,9 +1008,7 @@ fn carve_events(
                             &mut joined_runs,
                             catalogue,
                             opts,
-                            &bytes,
-                            out,
-                            report,
+                            emit,
                             &mut parents,
                             &mut totals,
                         )?;
@@ -913,7 +1029,7 @@ fn carve_events(
                                 rejected: totals.rejected,
                                 unreported: totals.unreported,
                             };
-                            report.checkpoint(&cp).map_err(CarveError::Report)?;
+                            emit.send(Emit::Checkpoint(cp)).map_err(emitter_gone)?;
                         }
                         if frontier >= own_end || frontier >= image.len() {
                             // Everything this carving owns is decided: the scan may stop.
@@ -932,23 +1048,20 @@ fn carve_events(
         &mut joined_runs,
         catalogue,
         opts,
-        &bytes,
-        out,
-        report,
+        emit,
         &mut parents,
         &mut totals,
     )?;
     found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
-    report
-        .checkpoint(&Checkpoint {
-            frontier: image.len(),
-            files: totals.found,
-            parents: Vec::new(),
-            opaque_parents: Vec::new(),
-            rejected: totals.rejected,
-            unreported: totals.unreported,
-        })
-        .map_err(CarveError::Report)?;
+    emit.send(Emit::Checkpoint(Checkpoint {
+        frontier: image.len(),
+        files: totals.found,
+        parents: Vec::new(),
+        opaque_parents: Vec::new(),
+        rejected: totals.rejected,
+        unreported: totals.unreported,
+    }))
+    .map_err(emitter_gone)?;
     Ok(totals)
 }
 
@@ -976,11 +1089,11 @@ fn hold(
 /// Emits, in (offset, type) order, every decided candidate starting before
 /// `below`, after moving the newly `resolved` ones into `held` ([`hold`]).
 ///
-/// Three steps: each candidate is numbered, nested and given its action in
-/// order (cheap); the actions (write and hash in one pass, or hash only) run on
-/// every core; the reports are then written in order. A failed action (disk
-/// full) stops the emission there: the files before it are reported, the error
-/// is returned.
+/// Each candidate is numbered, nested and given its action here, in order
+/// (cheap); the batch goes to the emitter ([`emit_loop`]), which runs the
+/// actions (write and hash in one pass, or hash only) on every core and
+/// writes the reports in order. A failed action (disk full) stops the
+/// emission there: the files before it are reported, the error is returned.
 #[allow(clippy::too_many_arguments)]
 fn emit_held(
     held: &mut BTreeMap<(u64, usize), (Candidate, extent::Extent)>,
@@ -989,9 +1102,7 @@ fn emit_held(
     joined_runs: &mut BTreeMap<(u64, usize), Vec<ByteRun>>,
     catalogue: &Catalogue,
     opts: &CarveOptions,
-    bytes: &ImageBytes<'_>,
-    out: &OutputDir,
-    report: &mut (dyn CarveReport + Send),
+    emit: &std::sync::mpsc::SyncSender<Emit>,
     parents: &mut Vec<Parent>,
     totals: &mut CarverTotals,
 ) -> Result<(), CarveError> {
@@ -1008,41 +1119,7 @@ fn emit_held(
     if planned.is_empty() {
         return Ok(());
     }
-    let t0 = std::time::Instant::now();
-    let outcomes = run_actions(&planned, bytes, out, opts.hashes);
-    let n_out = outcomes
-        .iter()
-        .filter(|o| !matches!(o, Outcome::Nothing))
-        .count() as u64;
-    totals
-        .profile
-        .add("write+hash (wall)", "", n_out, t0.elapsed().as_secs_f64());
-    let t_report = std::time::Instant::now();
-    let n_planned = planned.len() as u64;
-    for (mut p, outcome) in planned.into_iter().zip(outcomes) {
-        match outcome {
-            Outcome::Written(w) => {
-                p.file.path = Some(w.path);
-                p.file.set_digests(w.digests);
-                totals.written += 1;
-                totals.bytes_written += p.file.length;
-            }
-            Outcome::Hashed(digests) => p.file.set_digests(digests),
-            Outcome::Nothing => {}
-            Outcome::Failed(e) => return Err(CarveError::Output(e)),
-        }
-        let e = totals
-            .counts
-            .entry((p.file.file_type.clone(), p.file.status.clone()))
-            .or_insert((0, 0));
-        e.0 += 1;
-        e.1 += p.file.length;
-        report.file(&p.file).map_err(CarveError::Report)?;
-    }
-    totals
-        .profile
-        .add("reports", "", n_planned, t_report.elapsed().as_secs_f64());
-    Ok(())
+    emit.send(Emit::Files(planned)).map_err(emitter_gone)
 }
 
 /// What is done with a reported file's bytes.
