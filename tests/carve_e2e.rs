@@ -607,6 +607,57 @@ fn three_and_four_fragment_files_are_recovered_without_false_joins() {
     );
 }
 
+/// Fragment searches run ahead of the carver (on a thread of their own,
+/// with the claims of an earlier moment) give exactly the carving the
+/// carver's own searches give: same files, runs, statuses, notes and hashes.
+/// Images with many fragmented files, whose searches meet claims made
+/// after they were asked for.
+#[test]
+fn searches_run_ahead_give_the_carvers_own_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut used = 0u64;
+    for (fs, seed, counts) in [("fat32", 6, "2,3"), ("ext2", 7, "2,3,4"), ("raw", 8, "2")] {
+        let Some((img, _)) = generated_image_with(
+            dir.path(),
+            fs,
+            seed,
+            &["--fragmented-fraction", "0.5", "--fragment-counts", counts],
+        ) else {
+            return;
+        };
+        let mut reports = Vec::new();
+        for ahead in ["1", "0"] {
+            let out = dir.path().join(format!("{fs}-{seed}-ahead{ahead}"));
+            let o = common::bin()
+                .env("GPUCARVE_SEARCH_AHEAD", ahead)
+                .args([
+                    "carve",
+                    img.to_str().unwrap(),
+                    "-o",
+                    out.to_str().unwrap(),
+                    "-q",
+                ])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let audit = std::fs::read_to_string(out.join("audit.txt")).unwrap();
+            if ahead == "1" {
+                // "fragment search ahead  jpeg  N  secs": searches did run ahead.
+                used += audit
+                    .lines()
+                    .filter(|l| l.starts_with("fragment search ahead ") && !l.contains("not used"))
+                    .filter_map(|l| l.split_whitespace().nth(4)?.parse::<u64>().ok())
+                    .sum::<u64>();
+            } else {
+                assert!(!audit.contains("fragment search ahead"), "{audit}");
+            }
+            reports.push(std::fs::read_to_string(out.join("report.jsonl")).unwrap());
+        }
+        assert_eq!(reports[0], reports[1], "{fs}-{seed}: reports differ");
+    }
+    assert!(used > 0, "no search ran ahead");
+}
+
 /// Disk full while writing: a clear one-line error, and the audit (its space
 /// reserved up front) says the run stopped early; report.jsonl lists what was
 /// written before. On a 2 MiB tmpfs where mounting is allowed (root), else

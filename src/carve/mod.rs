@@ -527,6 +527,10 @@ type Validated = (
     Profile,
 );
 
+/// Validated batches the carver takes ahead of their turn (their fragment
+/// searches run meanwhile on the searches' thread).
+const LOOKAHEAD_BATCHES: usize = 8;
+
 /// Header events validated together: bounds the verdicts held at once
 /// whatever the density of headers in a block.
 const PREVALIDATE_EVENTS: usize = 1 << 14;
@@ -711,8 +715,26 @@ fn carve_events(
     known: std::sync::Arc<fragments::KnownJpegs>,
 ) -> Result<CarverTotals, CarveError> {
     let (etx, erx) = sync_channel::<Emit>(8);
+    // Fragment searches run ahead of the carver on their own thread (the
+    // carver checks that each answer is the one it would have found).
+    let (jobs_tx, jobs_rx) = std::sync::mpsc::channel();
+    let (ahead_tx, ahead_rx) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
         let emitter = s.spawn(move || emit_loop(erx, image, out, opts.hashes, report));
+        let known_ahead = known.clone();
+        let ahead = search_ahead();
+        s.spawn(move || {
+            if !ahead {
+                drop(jobs_rx);
+                return;
+            }
+            fragments::run_ahead(
+                &ImageBytes::new(image),
+                Some(known_ahead),
+                jobs_rx,
+                ahead_tx,
+            )
+        });
         let carved = carve_ordered(
             rx,
             image,
@@ -725,6 +747,7 @@ fn carve_events(
             done,
             carved_to,
             known,
+            (jobs_tx, ahead_rx),
         );
         drop(etx);
         let emitted = emitter
@@ -739,6 +762,20 @@ fn carve_events(
         totals.profile.merge(&emitted.profile);
         Ok(totals)
     })
+}
+
+/// Whether fragment searches run ahead of the carver on a thread of their
+/// own: with 4 cores or more (on 2, the scan and the validation stage keep
+/// both busy, and a search run ahead whose answer the carver cannot use,
+/// about one in four on the generated images, is work done twice:
+/// measured slower). `GPUCARVE_SEARCH_AHEAD=1` or `0` decides instead (the
+/// tests run both ways and compare).
+fn search_ahead() -> bool {
+    match std::env::var("GPUCARVE_SEARCH_AHEAD").as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => std::thread::available_parallelism().is_ok_and(|n| n.get() >= 4),
+    }
 }
 
 /// The emitter: runs each batch's actions on every core, then reports the
@@ -814,6 +851,10 @@ fn carve_ordered(
     done: &std::sync::atomic::AtomicBool,
     carved_to: &std::sync::atomic::AtomicU64,
     known: std::sync::Arc<fragments::KnownJpegs>,
+    (ahead_jobs, ahead_done): (
+        std::sync::mpsc::Sender<fragments::AheadJob>,
+        Receiver<fragments::AheadDone>,
+    ),
 ) -> Result<CarverTotals, CarveError> {
     let bytes = ImageBytes::new(image);
     let mut totals = CarverTotals::default();
@@ -828,6 +869,7 @@ fn carve_ordered(
         totals.file_systems = frags.geometry.describe();
     }
     frags.share_jpegs(known);
+    frags.attach_ahead(ahead_jobs, ahead_done);
     let mut joined_runs: BTreeMap<(u64, usize), Vec<ByteRun>> = BTreeMap::new();
     // <<< bifragment recovery
     // Decided candidates wait here until no earlier one can still come, so
@@ -861,7 +903,37 @@ fn carve_ordered(
     // walks (complete or not) and complete files of every validated type.
     let mut zip_cover = Coverage::default();
     let mut complete_cover = Coverage::default();
-    for batch in rx {
+    // Batches taken from the validation stage before their turn: their
+    // fragment searches start on the searches' thread at once.
+    let mut lookahead: std::collections::VecDeque<Validated> = Default::default();
+    let ask = |frags: &mut fragments::Fragments, batch: &Validated| {
+        for (ev, pre) in batch.0.iter().zip(&batch.1) {
+            if let (Event::Header(c), Some(Some(verdict))) = (ev, pre)
+                && c.start >= own_start
+                && c.start < own_end
+            {
+                let t = &catalogue.types[c.type_index];
+                if let Some(v) = &t.validator {
+                    let max_len = t.max_size.min(image.len().saturating_sub(c.start));
+                    frags.ask_ahead(v, c.start, max_len, verdict);
+                }
+            }
+        }
+    };
+    loop {
+        if lookahead.is_empty() {
+            let Ok(batch) = rx.recv() else { break };
+            ask(&mut frags, &batch);
+            lookahead.push_back(batch);
+        }
+        while lookahead.len() < LOOKAHEAD_BATCHES {
+            let Ok(batch) = rx.try_recv() else { break };
+            ask(&mut frags, &batch);
+            lookahead.push_back(batch);
+        }
+        let Some(batch) = lookahead.pop_front() else {
+            break;
+        };
         // The candidates arrive validated (validators are pure functions, run
         // on every core by the validation stage while this thread searches
         // fragments and emits); the ordered pass only looks verdicts up. ZIP
@@ -934,7 +1006,7 @@ fn carve_ordered(
                                         frags.after_validate(v, &bytes, c.start, max_len, verdict);
                                     if frags.searches > searches {
                                         totals.profile.add(
-                                            "fragment search",
+                                            "fragment search, carver",
                                             v,
                                             1,
                                             t0.elapsed().as_secs_f64(),
@@ -1038,6 +1110,16 @@ fn carve_ordered(
                     }
                 }
             }
+        }
+    }
+    // Searches run ahead: their own time (on their thread), and those whose
+    // answer the carver could not use (it searched again itself).
+    for (v, secs, _waited, used) in frags.ahead_profile.drain(..) {
+        totals.profile.add("fragment search ahead", v, 1, secs);
+        if !used {
+            totals
+                .profile
+                .add("fragment search ahead, not used", v, 1, secs);
         }
     }
     rules.finish(image.len(), &mut resolved);

@@ -109,7 +109,8 @@ const WEAK_ANCHOR: f32 = 2.5;
 /// Prefilter + verify engine (see the module documentation).
 pub struct CpuEngine {
     patterns: Vec<Pattern>,
-    /// The strong anchors' pass, then the weak anchors' pass.
+    /// The strong anchors' pass, then the weak anchors' passes (keys shorter
+    /// than 3 bytes, then the others).
     groups: Vec<Group>,
     anchors: Vec<Vec<u8>>,
 }
@@ -152,10 +153,17 @@ impl CpuEngine {
             groups.push(Group::build(&keys, &strong)?);
             anchors.extend(keys);
         }
-        if !weak.is_empty() {
-            let keys = distinct(&weak);
-            groups.push(Group::build(&keys, &weak)?);
-            anchors.extend(keys);
+        // Teddy fingerprints every key by as many leading bytes as its
+        // shortest key has (up to 3): one 2-byte key among the weak ones
+        // made `00 00 01 BA` fire on every position of zeroed space (the weak
+        // pass at 0.6 GiB/s on an ext4 image, 11 GiB/s once split).
+        let (short, long): (Vec<_>, Vec<_>) = weak.into_iter().partition(|(k, _, _)| k.len() < 3);
+        for part in [short, long] {
+            if !part.is_empty() {
+                let keys = distinct(&part);
+                groups.push(Group::build(&keys, &part)?);
+                anchors.extend(keys);
+            }
         }
         Ok(CpuEngine {
             patterns: patterns.to_vec(),

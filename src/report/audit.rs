@@ -81,11 +81,11 @@ pub fn render(
     if !summary.profile.stages.is_empty() {
         let _ = writeln!(
             s,
-            "\nstage profile (seconds summed over threads; the scan: {secs:.2} s wall)\n{:<18} {:<10} {:>10} {:>10}",
+            "\nstage profile (seconds summed over threads; the scan: {secs:.2} s wall)\n{:<32} {:<10} {:>10} {:>10}",
             "stage", "type", "count", "seconds"
         );
         for ((stage, what), (n, t)) in &summary.profile.stages {
-            let _ = writeln!(s, "{stage:<18} {what:<10} {n:>10} {t:>10.3}");
+            let _ = writeln!(s, "{stage:<32} {what:<10} {n:>10} {t:>10.3}");
         }
     }
     s

@@ -131,8 +131,9 @@ fn scan_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u64) 
 /// part of the image looked at so far (`[lo, hi)`, searched with memmem
 /// in 1 MiB pieces); positions `≡ phase (mod cl)` count.
 struct Heads {
-    /// Owner validations done by this search.
-    validated: u64,
+    /// Other JPEG headers this search has asked about (however their
+    /// length was known: the count never depends on what was cached).
+    asked: std::collections::HashSet<u64>,
     phase: u64,
     cl: u64,
     lo: u64,
@@ -147,7 +148,7 @@ const HEAD_PIECE: u64 = 1 << 20;
 impl Heads {
     fn new(phase: u64, cl: u64) -> Self {
         Heads {
-            validated: 0,
+            asked: Default::default(),
             phase: phase % cl,
             cl,
             lo: phase,
@@ -227,18 +228,21 @@ fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Bud
         if p == start {
             return false;
         }
+        // Whole validations, once per header per carving (the stage's
+        // verdict when it has one); not counted against the candidate
+        // budget but capped in number. Counted whoever decodes and whether
+        // cached or not: the search's result never depends on how far the
+        // stage or earlier searches had got.
+        if !heads.asked.contains(&p) {
+            if heads.asked.len() as u64 >= MAX_OWNERS {
+                b.capped = true;
+                return false;
+            }
+            heads.asked.insert(p);
+        }
         let len = match b.claims.jpeg_heads.get(&p) {
             Some(&l) => l,
             None => {
-                // Whole validations, once per header per carving (the
-                // stage's verdict when it has one); not counted against
-                // the candidate budget but capped in number. Counted
-                // whoever decodes: the search's result never depends on
-                // how far the stage had got.
-                if heads.validated >= MAX_OWNERS {
-                    return false;
-                }
-                heads.validated += 1;
                 let l = b
                     .claims
                     .known
@@ -263,9 +267,32 @@ fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Bud
 
 /// Recovers the JPEG whose proven part is `head` (from its header; the
 /// last run open-ended), recursively while runs are left.
-pub(super) fn recover(head: &TwoRuns, max_len: u64, cl: u64, b: &mut Budget) -> Option<Joined> {
+pub(super) fn recover(
+    head: &TwoRuns,
+    max_len: u64,
+    cl: u64,
+    given: Option<&Verdict>,
+    b: &mut Budget,
+) -> Option<Joined> {
     let (r, start, whole) = (head.r, head.a(), *head);
-    let (v, d) = check(&whole, None, b)?;
+    // The verdict the validation stage gave the same bytes, with where the
+    // decode broke, is what a validation here would give: charged alike,
+    // not decoded again.
+    let (v, d) = match given {
+        Some(v) if head.count() == 1 && v.broke_at.is_some() => {
+            let fail_at = v.broke_at.unwrap_or(0);
+            let used = v.length.max(fail_at).min(whole.len);
+            if !b.ok() || !b.bytes(used.max(1)) {
+                return None;
+            }
+            let d = Damage {
+                damaged: true,
+                fail_at,
+            };
+            (v.clone(), d)
+        }
+        _ => check(&whole, None, b)?,
+    };
     if v.status != Status::Partial || !d.damaged || v.length < 2 {
         return None;
     }
@@ -285,15 +312,22 @@ pub(super) fn recover(head: &TwoRuns, max_len: u64, cl: u64, b: &mut Budget) -> 
     }
     // The head's decoder state at each split, so that a candidate costs
     // a decode of what follows the split only.
+    // One decode for every split, charged as one per split. A cluster
+    // before each split too: the join's proof decodes it with the boundary
+    // moved one cluster back ([`try_join`]).
+    let mut d = Damage::default();
+    let src = Src::new(&whole, 0, Limits { max_len: whole.len });
+    let mut wanted = splits.clone();
+    if head.count() == 1 {
+        wanted.extend(splits.iter().filter_map(|s| s.checked_sub(cl)));
+    }
+    let (_, got) = vj::validate_capture_all(src, &mut d, &wanted);
     let mut snaps: HashMap<u64, Option<Snap>> = HashMap::new();
-    for &split in &splits {
-        let mut d = Damage::default();
-        let src = Src::new(&whole, 0, Limits { max_len: whole.len });
-        let (_, sn) = vj::validate_capture(src, &mut d, split);
-        if !b.bytes(split) {
+    for (i, (&split, sn)) in wanted.iter().zip(got).enumerate() {
+        if i < splits.len() && !b.bytes(split) {
             return None;
         }
-        snaps.insert(split, sn);
+        snaps.entry(split).or_insert(sn);
     }
     let lim = b.lim.max_bytes.min(MAX_DECODED);
     let mut cache = Cache::new(r);
@@ -333,10 +367,10 @@ pub(super) fn recover(head: &TwoRuns, max_len: u64, cl: u64, b: &mut Budget) -> 
             b.exhausted = true;
             return None;
         }
-        let snap = snaps.get(&split).and_then(Option::as_ref);
-        match try_join(head, (split, s2, cl), max_len, snap, b)? {
+        match try_join(head, (split, s2, cl), max_len, &snaps, b)? {
             Ok(found) => Some(found),
             Err(c) => {
+                b.crossed = true;
                 if crossings.len() < MAX_CROSSINGS {
                     crossings.push(c);
                 }
@@ -363,7 +397,8 @@ pub(super) fn recover(head: &TwoRuns, max_len: u64, cl: u64, b: &mut Budget) -> 
         if !b.ok() {
             break;
         }
-        if let Some(mut f) = recover(&j, max_len, cl, b) {
+        b.via_crossing = true;
+        if let Some(mut f) = recover(&j, max_len, cl, None, b) {
             f.notes.insert(0, note);
             return Some(f);
         }
@@ -380,10 +415,11 @@ fn try_join<'a>(
     head: &TwoRuns<'a>,
     (split, s2, cl): (u64, u64, u64),
     max_len: u64,
-    snap: Option<&Snap>,
+    snaps: &HashMap<u64, Option<Snap>>,
     b: &mut Budget,
 ) -> Option<Result<Joined, (TwoRuns<'a>, String)>> {
     let r = head.r;
+    let snap = snaps.get(&split).and_then(Option::as_ref);
     // Where the decode of a candidate's join must still be valid for
     // the crossing to count when the file breaks again: beyond what
     // the cluster before the candidate is allowed to decode (below).
@@ -441,7 +477,9 @@ fn try_join<'a>(
     // file's own then decodes as well. Every boundary must be placed: the
     // same file with a boundary one cluster earlier or later must fail.
     // (Not charged to the search's budget, spent by then: at most two
-    // decodes per boundary of the one join accepted.)
+    // decodes per boundary of the one join accepted. The head's first
+    // boundary moved back or on keeps the head's bytes before `split − cl`
+    // or `split`: decoded from the snapshot there.)
     for i in 1..j.count() {
         for back in [true, false] {
             let Some(alt) = j.nudged(i, back, cl) else {
@@ -449,7 +487,20 @@ fn try_join<'a>(
             };
             let mut d = Damage::default();
             let src = Src::new(&alt, 0, Limits { max_len: alt.len });
-            if vj::validate_probe(src, &mut d).is_some_and(|w| w.status == Status::Complete) {
+            let from = if back {
+                split.checked_sub(cl)
+            } else {
+                Some(split)
+            };
+            let sn = from
+                .filter(|_| i == 1 && head.count() == 1)
+                .and_then(|f| snaps.get(&f))
+                .and_then(Option::as_ref);
+            let v = match sn {
+                Some(sn) => vj::validate_resume(src, &mut d, sn),
+                None => vj::validate_probe(src, &mut d),
+            };
+            if v.is_some_and(|w| w.status == Status::Complete) {
                 return None;
             }
         }

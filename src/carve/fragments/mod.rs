@@ -152,6 +152,17 @@ pub struct Attempt {
     pub joined: Option<Joined>,
     /// Candidates tried, why it stopped (for the report).
     pub note: String,
+    /// What a search run ahead with fewer claims than the carver holds when
+    /// it reaches the file ([`Claims::window`] of an earlier moment) tells:
+    /// claims only exclude candidates, and a candidate counts against the
+    /// budget whether excluded or not, so that search meets every candidate
+    /// the carver's would, with the same outcome, or excludes fewer. Its
+    /// result is the carver's when it found a join without following a
+    /// crossing (and the carver's claims exclude neither the join's second
+    /// start nor a start inside its first run: [`Claims::allows`]), or found
+    /// none with no crossing recorded, its budget and the owner cap never
+    /// reached. PNG and ZIP searches never consult the claims.
+    pub reusable: bool,
 }
 
 /// True for the validators this module can recover.
@@ -167,8 +178,11 @@ pub fn supported(validator: &str) -> bool {
 /// searched are forgotten, and at most 2^18 are kept.
 #[derive(Clone, Debug, Default)]
 pub struct Claims {
-    /// start → end.
+    /// start → end, as claimed (ranges may overlap).
     ranges: std::collections::BTreeMap<u64, u64>,
+    /// The same ranges merged into disjoint intervals (start → end): what
+    /// [`Claims::covers`] asks, exactly and in O(log n).
+    merged: std::collections::BTreeMap<u64, u64>,
     /// JPEG headers validated by the search (to see whether they own a
     /// candidate second fragment): header → validated length.
     jpeg_heads: std::collections::BTreeMap<u64, u64>,
@@ -317,9 +331,43 @@ impl Claims {
         }
         if self.ranges.len() >= MAX_CLAIMS {
             self.ranges.pop_first();
+            self.merged.pop_first();
         }
         let e = self.ranges.entry(start).or_insert(end);
         *e = (*e).max(end);
+        // Merge with every interval it touches.
+        let (mut lo, mut hi) = (start, end);
+        if let Some((&s0, &e0)) = self.merged.range(..=start).next_back()
+            && e0 >= start
+        {
+            lo = s0;
+            hi = hi.max(e0);
+        }
+        let inside: Vec<(u64, u64)> = self.merged.range(lo..=hi).map(|(&a, &b)| (a, b)).collect();
+        for (a, b) in inside {
+            self.merged.remove(&a);
+            hi = hi.max(b);
+        }
+        self.merged.insert(lo, hi);
+    }
+
+    /// The claimed ranges that touch `[lo, hi)` (what a search of a file in
+    /// that window can ask about), or `None` when there are more than `most`.
+    fn window(&self, lo: u64, hi: u64, most: usize) -> Option<Claims> {
+        let pick = |m: &std::collections::BTreeMap<u64, u64>| {
+            let v: Vec<(u64, u64)> = m
+                .range(..hi)
+                .filter(|&(_, &e)| e > lo)
+                .map(|(&a, &b)| (a, b))
+                .take(most + 1)
+                .collect();
+            (v.len() <= most).then(|| v.into_iter().collect())
+        };
+        Some(Claims {
+            ranges: pick(&self.ranges)?,
+            merged: pick(&self.merged)?,
+            ..Claims::default()
+        })
     }
 
     /// Forgets ranges that end at or before `before`.
@@ -329,6 +377,12 @@ impl Claims {
                 break;
             }
             self.ranges.pop_first();
+        }
+        while let Some((_, &end)) = self.merged.first_key_value() {
+            if end > before {
+                break;
+            }
+            self.merged.pop_first();
         }
         while let Some((&(p, _), _)) = self.entropy.first_key_value() {
             if p >= before && self.entropy.len() < MAX_CLAIMS * 4 {
@@ -346,12 +400,22 @@ impl Claims {
 
     /// True when `pos` lies inside a claimed range.
     pub fn covers(&self, pos: u64) -> bool {
-        // Ranges are not merged: a long one may start before shorter ones.
-        self.ranges
+        self.merged
             .range(..=pos)
-            .rev()
-            .take(64)
-            .any(|(_, &end)| end > pos)
+            .next_back()
+            .is_some_and(|(_, &end)| end > pos)
+    }
+
+    /// True when these claims allow a top-level JPEG join (the checks the
+    /// JPEG search makes of a candidate: its second start is not inside a
+    /// claimed range, and no claimed range starts inside its first run).
+    fn allows(&self, j: &Joined) -> bool {
+        match j.runs[..] {
+            [(a, split), (s2, _)] => {
+                !self.covers(s2) && !self.starts_within(a, a.saturating_add(split))
+            }
+            _ => false,
+        }
     }
 
     /// True when a claimed range starts inside `(a, b)`.
@@ -362,7 +426,6 @@ impl Claims {
 }
 
 /// Carver-side state: the cluster-size estimate and the limits.
-#[derive(Clone, Debug)]
 pub struct Fragments {
     pub cluster_size: Option<u64>,
     /// The image's file systems, when they are recognised: their cluster
@@ -376,6 +439,102 @@ pub struct Fragments {
     complete_end: u64,
     /// Searches run so far (for the carving's stage profile).
     pub searches: u64,
+    /// Searches run ahead of the carver on their own thread ([`run_ahead`]).
+    ahead: Option<AheadQueue>,
+    /// Seconds the searches that ran ahead took, and the carver waited for
+    /// them (for the stage profile): `(validator, ahead, waited, used)`.
+    pub ahead_profile: Vec<(&'static str, f64, f64, bool)>,
+}
+
+/// The carver's end of the searches run ahead: jobs in submission (offset)
+/// order, answered in the same order.
+struct AheadQueue {
+    jobs: std::sync::mpsc::Sender<AheadJob>,
+    done: std::sync::mpsc::Receiver<AheadDone>,
+    pending: std::collections::VecDeque<(u64, &'static str)>,
+}
+
+/// A fragment search asked for before the carver reaches its file.
+pub struct AheadJob {
+    validator: &'static str,
+    start: u64,
+    max_len: u64,
+    cluster: u64,
+    /// The candidate's verdict (the JPEG search waits for the validation
+    /// stage to pass its end by a gap, as the carver's own search does, and
+    /// starts from where its decode broke).
+    verdict: Verdict,
+    limits: FragLimits,
+    /// The carver's claims around the file when it was asked.
+    claims: Claims,
+}
+
+/// A search run ahead, and how long it took.
+pub struct AheadDone {
+    attempt: Attempt,
+    secs: f64,
+}
+
+/// Most claimed ranges copied into one job (dense input: the search is left
+/// to the carver).
+const MAX_AHEAD_CLAIMS: usize = 4096;
+
+/// The searches' own thread: runs each job with the claims it carries (and
+/// its own caches, which are pure functions of the image) and answers in
+/// order, until the carver hangs up.
+pub fn run_ahead(
+    r: &dyn ByteReader,
+    known: Option<Arc<KnownJpegs>>,
+    jobs: std::sync::mpsc::Receiver<AheadJob>,
+    done: std::sync::mpsc::Sender<AheadDone>,
+) {
+    let mut claims = Claims {
+        known,
+        ..Claims::default()
+    };
+    for job in jobs {
+        claims.prune(
+            job.start
+                .saturating_sub(job.limits.max_gap.saturating_mul(2)),
+        );
+        claims.ranges = job.claims.ranges;
+        claims.merged = job.claims.merged;
+        if job.validator == "jpeg"
+            && let Some(k) = &claims.known
+        {
+            k.wait_for(
+                job.start
+                    .saturating_add(job.verdict.length)
+                    .saturating_add(job.limits.max_gap),
+            );
+        }
+        let t0 = Instant::now();
+        let attempt = recover_given(
+            job.validator,
+            r,
+            job.start,
+            job.max_len,
+            job.cluster,
+            &job.limits,
+            &mut claims,
+            Some(&job.verdict),
+        );
+        let secs = t0.elapsed().as_secs_f64();
+        if done.send(AheadDone { attempt, secs }).is_err() {
+            break;
+        }
+    }
+}
+
+/// The name of a validator whose searches may run ahead of the carver (its
+/// verdict comes from the validation stage: not ZIP's, which the carver
+/// decides).
+fn ahead_name(validator: &str) -> Option<&'static str> {
+    match validator {
+        "png" => Some("png"),
+        "jpeg" => Some("jpeg"),
+        _ => None,
+    }
 }
 
 /// Most complete-file starts remembered for the estimate.
@@ -391,7 +550,84 @@ impl Fragments {
             starts: Vec::new(),
             complete_end: 0,
             searches: 0,
+            ahead: None,
+            ahead_profile: Vec::new(),
         }
+    }
+
+    /// Connects the carver to a [`run_ahead`] thread.
+    pub fn attach_ahead(
+        &mut self,
+        jobs: std::sync::mpsc::Sender<AheadJob>,
+        done: std::sync::mpsc::Receiver<AheadDone>,
+    ) {
+        self.ahead = Some(AheadQueue {
+            jobs,
+            done,
+            pending: Default::default(),
+        });
+    }
+
+    /// Asks for the search [`Fragments::after_validate`] would run for this
+    /// candidate, to run now on the searches' thread: only for PNG and JPEG
+    /// verdicts that would be searched, whose cluster size does not depend
+    /// on what the carver has seen by then (`--cluster-size` or the file
+    /// system's).
+    pub fn ask_ahead(&mut self, validator: &str, start: u64, max_len: u64, verdict: &Verdict) {
+        let Some(name) = ahead_name(validator) else {
+            return;
+        };
+        if verdict.status != Status::Partial
+            || (self.cluster_size.is_none() && self.geometry.at(start).is_none())
+            || !self.on_cluster_boundary(start)
+        {
+            return;
+        }
+        let Some(q) = &self.ahead else {
+            return;
+        };
+        let gap = self.limits.max_gap;
+        let Some(claims) = self.claims.window(
+            start.saturating_sub(gap),
+            start.saturating_add(max_len).saturating_add(gap),
+            MAX_AHEAD_CLAIMS,
+        ) else {
+            return;
+        };
+        let job = AheadJob {
+            validator: name,
+            start,
+            max_len,
+            cluster: self.cluster_for(start),
+            verdict: verdict.clone(),
+            limits: self.limits,
+            claims,
+        };
+        if q.jobs.send(job).is_ok()
+            && let Some(q) = &mut self.ahead
+        {
+            q.pending.push_back((start, name));
+        }
+    }
+
+    /// The answer of the search run ahead for this candidate, if one was
+    /// asked for (answers to candidates the carver passed by are dropped).
+    fn take_ahead(&mut self, validator: &str, start: u64) -> Option<(AheadDone, f64)> {
+        let q = self.ahead.as_mut()?;
+        while let Some(&(s, v)) = q.pending.front() {
+            if s > start || (s == start && v != validator) {
+                return None;
+            }
+            q.pending.pop_front();
+            let t0 = Instant::now();
+            let done = q.done.recv().ok()?;
+            let waited = t0.elapsed().as_secs_f64();
+            if s == start {
+                return Some((done, waited));
+            }
+            self.ahead_profile.push((v, done.secs, waited, false));
+        }
+        None
     }
 
     /// Records the start of a complete file (for the cluster-size estimate).
@@ -489,6 +725,18 @@ impl Fragments {
             return (verdict, None);
         }
         self.searches += 1;
+        if let Some((done, waited)) = self.take_ahead(validator, start) {
+            let used = done.attempt.reusable
+                && match &done.attempt.joined {
+                    Some(j) if validator == "jpeg" => self.claims.allows(j),
+                    _ => true,
+                };
+            self.ahead_profile
+                .push((ahead_name(validator).unwrap_or(""), done.secs, waited, used));
+            if used {
+                return self.conclude(verdict, done.attempt);
+            }
+        }
         if validator == "jpeg"
             && let (Some(k), Some(v)) = (&self.claims.known, &verdict)
         {
@@ -500,7 +748,7 @@ impl Fragments {
                     .saturating_add(self.limits.max_gap),
             );
         }
-        let a = recover_with(
+        let a = recover_given(
             validator,
             r,
             start,
@@ -508,7 +756,17 @@ impl Fragments {
             cl,
             &self.limits,
             &mut self.claims,
+            verdict.as_ref(),
         );
+        self.conclude(verdict, a)
+    }
+
+    /// The verdict and runs a search's answer gives (a join is claimed).
+    fn conclude(
+        &mut self,
+        verdict: Option<Verdict>,
+        a: Attempt,
+    ) -> (Option<Verdict>, Option<Vec<(u64, u64)>>) {
         match (a.joined, verdict) {
             (Some(j), _) => {
                 for &(off, len) in &j.runs {
@@ -687,13 +945,35 @@ pub fn recover_with(
     limits: &FragLimits,
     claims: &mut Claims,
 ) -> Attempt {
+    recover_given(validator, r, start, max_len, cluster, limits, claims, None)
+}
+
+/// [`recover_with`], given the validator's verdict for the candidate (a
+/// JPEG's says where its decode broke: not decoded again).
+#[allow(clippy::too_many_arguments)]
+fn recover_given(
+    validator: &str,
+    r: &dyn ByteReader,
+    start: u64,
+    max_len: u64,
+    cluster: u64,
+    limits: &FragLimits,
+    claims: &mut Claims,
+    given: Option<&Verdict>,
+) -> Attempt {
     let cluster = cluster.max(1);
     let max_len = max_len.min(r.len().saturating_sub(start));
     let mut b = Budget::new(*limits, claims);
     let joined = match validator {
         "png" => png::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
         "zip" => zip::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
-        "jpeg" => jpeg::recover(&TwoRuns::one(r, start, max_len), max_len, cluster, &mut b),
+        "jpeg" => jpeg::recover(
+            &TwoRuns::one(r, start, max_len),
+            max_len,
+            cluster,
+            given,
+            &mut b,
+        ),
         _ => None,
     };
     let why = if joined.is_some() {
@@ -703,12 +983,21 @@ pub fn recover_with(
     } else {
         "no join proven"
     };
+    let reusable = !b.timed_out
+        && (validator != "jpeg"
+            || !b.capped
+                && match joined {
+                    Some(_) => !b.via_crossing,
+                    None => !b.exhausted && !b.crossed,
+                });
+    // (Bytes checked are not reported: a search run ahead checks more.)
     Attempt {
         joined,
         note: format!(
-            "fragment search ({validator}, cluster {cluster}): {} candidates, {} bytes checked, {why}",
-            b.cands, b.bytes
+            "fragment search ({validator}, cluster {cluster}): {} candidates, {why}",
+            b.cands
         ),
+        reusable,
     }
 }
 
@@ -720,6 +1009,14 @@ struct Budget<'c> {
     bytes: u64,
     t0: Instant,
     exhausted: bool,
+    /// The wall-time cap was reached (a result that depends on the machine).
+    timed_out: bool,
+    /// A JPEG crossing was recorded (see [`Attempt::reusable`]).
+    crossed: bool,
+    /// The join was found by following a crossing.
+    via_crossing: bool,
+    /// The JPEG owner cap was reached.
+    capped: bool,
 }
 
 impl<'c> Budget<'c> {
@@ -731,13 +1028,23 @@ impl<'c> Budget<'c> {
             bytes: 0,
             t0: Instant::now(),
             exhausted: false,
+            timed_out: false,
+            crossed: false,
+            via_crossing: false,
+            capped: false,
         }
+    }
+    fn out_of_time(&mut self) -> bool {
+        if self.t0.elapsed() > self.lim.max_time {
+            self.timed_out = true;
+        }
+        self.timed_out
     }
     /// Counts one candidate; false when a limit is reached.
     fn cand(&mut self) -> bool {
         self.cands += 1;
         if self.cands > self.lim.max_candidates
-            || (self.cands.is_multiple_of(512) && self.t0.elapsed() > self.lim.max_time)
+            || (self.cands.is_multiple_of(512) && self.out_of_time())
         {
             self.exhausted = true;
         }
@@ -746,7 +1053,7 @@ impl<'c> Budget<'c> {
     /// Counts `n` bytes read; false when a limit is reached.
     fn bytes(&mut self, n: u64) -> bool {
         self.bytes = self.bytes.saturating_add(n);
-        if self.bytes > self.lim.max_bytes || self.t0.elapsed() > self.lim.max_time {
+        if self.bytes > self.lim.max_bytes || self.out_of_time() {
             self.exhausted = true;
         }
         !self.exhausted

@@ -105,7 +105,12 @@ fn dht_ok(b: &[u8]) -> bool {
 }
 
 pub fn validate(src: Src) -> Option<Verdict> {
-    validate_probe(src, &mut Damage::default())
+    let mut d = Damage::default();
+    let mut v = validate_probe(src, &mut d)?;
+    if d.damaged && v.status == super::Status::Partial {
+        v.broke_at = Some(d.fail_at);
+    }
+    Some(v)
 }
 
 /// Where a damaged JPEG broke, for the fragment search
@@ -123,7 +128,7 @@ pub struct Damage {
 
 /// [`validate`], also filling `d` when the verdict is damage.
 pub fn validate_probe(src: Src, d: &mut Damage) -> Option<Verdict> {
-    walk(src, d, SnapCtl::default()).0
+    walk(src, d, SnapCtl::default())
 }
 
 /// The decoder's state at an MCU boundary inside a scan, taken while
@@ -164,11 +169,37 @@ impl Snap {
 /// [`validate_probe`], also returning the decoder's state at the last MCU
 /// boundary before `split` (`None` when `split` is not inside a decoded scan).
 pub fn validate_capture(src: Src, d: &mut Damage, split: u64) -> (Option<Verdict>, Option<Snap>) {
+    let (v, mut snaps) = validate_capture_all(src, d, &[split]);
+    (v, snaps.pop().flatten())
+}
+
+/// [`validate_capture`] for several splits in one decode: `snaps[i]` is the
+/// snapshot for `splits[i]` (in any order), each equal to what
+/// [`validate_capture`] takes for that split alone.
+pub fn validate_capture_all(
+    src: Src,
+    d: &mut Damage,
+    splits: &[u64],
+) -> (Option<Verdict>, Vec<Option<Snap>>) {
+    let mut wants = splits.to_vec();
+    wants.sort_unstable();
+    wants.dedup();
     let ctl = SnapCtl {
-        want: Some(split),
+        got: vec![None; wants.len()],
+        wants,
         ..SnapCtl::default()
     };
-    walk(src, d, ctl)
+    let mut tables = Tables::new(MAX_BLOCKS, ctl, false);
+    let v = walk_inner(src, d, &mut tables);
+    let ctl = &mut tables.snap;
+    let snaps = splits
+        .iter()
+        .map(|s| {
+            let i = ctl.wants.binary_search(s).ok()?;
+            ctl.got.get_mut(i)?.take()
+        })
+        .collect();
+    (v, snaps)
 }
 
 /// [`validate_probe`] of a window whose bytes before `snap`'s split are those
@@ -178,7 +209,7 @@ pub fn validate_resume(src: Src, d: &mut Damage, snap: &Snap) -> Option<Verdict>
         resume: Some(snap.clone()),
         ..SnapCtl::default()
     };
-    walk(src, d, ctl).0
+    walk(src, d, ctl)
 }
 
 /// A history word to put back: (component, block, word).
@@ -187,8 +218,10 @@ type Undo = (usize, usize, u64);
 /// What a walk captures or resumes from.
 #[derive(Default)]
 struct SnapCtl {
-    /// Capture: the split.
-    want: Option<u64>,
+    /// Capture: the splits, ascending.
+    wants: Vec<u64>,
+    /// Capture: the split being captured now (`wants[k]`; those before are done).
+    k: usize,
     /// The scan being decoded (the outer walk's count).
     scan: u32,
     /// Scans decoded so far.
@@ -196,14 +229,25 @@ struct SnapCtl {
     /// Capture: the last MCU boundary with everything consumed before the
     /// split, and the history word its MCU may change (component, block, word).
     latest: Option<(Snap, Option<Undo>)>,
-    got: Option<Snap>,
+    /// Capture: the snapshot for each split.
+    got: Vec<Option<Snap>>,
     /// Resume from this state.
     resume: Option<Snap>,
 }
 
 impl SnapCtl {
-    /// Turns the latest boundary into a snapshot (history as it was there).
+    /// Turns the latest boundary into the snapshot of every split it lies
+    /// before (history as it was there; a later boundary before a split
+    /// replaces it).
     fn finalize(&mut self, history: &Option<Vec<Vec<u64>>>) {
+        self.finalize_upto(self.wants.len(), history);
+    }
+
+    /// [`SnapCtl::finalize`] for the splits below `wants[upto]` only.
+    fn finalize_upto(&mut self, upto: usize, history: &Option<Vec<Vec<u64>>>) {
+        if upto <= self.k {
+            return;
+        }
         if let Some((mut snap, undo)) = self.latest.take() {
             let mut h = history.clone();
             if let (Some(h), Some((ci, i, w))) = (h.as_mut(), undo)
@@ -213,16 +257,20 @@ impl SnapCtl {
             }
             snap.history = h;
             snap.scan_ends = self.scan_ends.clone();
-            self.got = Some(snap);
+            for j in self.k..upto.min(self.wants.len()) {
+                if let (Some(slot), Some(&w)) = (self.got.get_mut(j), self.wants.get(j)) {
+                    let mut one = snap.clone();
+                    one.split = w;
+                    *slot = Some(one);
+                }
+            }
         }
     }
 }
 
-fn walk(src: Src, d: &mut Damage, ctl: SnapCtl) -> (Option<Verdict>, Option<Snap>) {
+fn walk(src: Src, d: &mut Damage, ctl: SnapCtl) -> Option<Verdict> {
     let mut tables = Tables::new(MAX_BLOCKS, ctl, false);
-    let v = walk_inner(src, d, &mut tables);
-    let got = tables.snap.got.take();
-    (v, got)
+    walk_inner(src, d, &mut tables)
 }
 
 fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> {
@@ -548,7 +596,7 @@ fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> 
                     match r {
                         Ok(()) => {
                             good_end = c.pos();
-                            if tables.snap.want.is_some() {
+                            if !tables.snap.wants.is_empty() {
                                 tables.snap.scan_ends.push((scans, good_end));
                             }
                         }
@@ -1445,7 +1493,7 @@ fn scan_body(
     let mut in_interval = mcu0.checked_rem(restart).unwrap_or(0);
     // An end-of-band run of a first AC scan may be counted off at once: a
     // block in it reads nothing (see the end of the loop).
-    let runs = progressive && s.ss > 0 && s.ah == 0 && !interleaved && t.snap.want.is_none();
+    let runs = progressive && s.ss > 0 && s.ah == 0 && !interleaved && t.snap.wants.is_empty();
     let mut mcu = mcu0;
     while mcu < total {
         if init.is_some() && mcu == mcu0 {
@@ -1475,8 +1523,20 @@ fn scan_body(
         if in_interval == restart {
             in_interval = 0;
         }
-        if let Some(split) = t.snap.want {
-            if b.at() <= split && !b.marker && !b.cut {
+        // Capture: the latest boundary at or before each split. This
+        // boundary replaces the latest one for the splits it lies before;
+        // for the others the latest one is final.
+        if !t.snap.wants.is_empty() {
+            let ok = !b.marker && !b.cut;
+            let k = if ok {
+                t.snap.wants.partition_point(|&w| w < b.at())
+            } else {
+                t.snap.wants.len()
+            };
+            if t.snap.latest.is_some() {
+                t.snap.finalize_upto(k, &t.history);
+            }
+            if ok && k < t.snap.wants.len() {
                 let undo = if progressive && s.ss > 0 {
                     let ci = s.comps[0].0;
                     let w = t
@@ -1490,7 +1550,7 @@ fn scan_body(
                     None
                 };
                 let snap = Snap {
-                    split,
+                    split: t.snap.wants[k],
                     scan: t.snap.scan,
                     scan_ends: Vec::new(),
                     mcu,
@@ -1505,8 +1565,7 @@ fn scan_body(
                     budget: t.budget,
                 };
                 t.snap.latest = Some((snap, undo));
-            } else if t.snap.latest.is_some() {
-                t.snap.finalize(&t.history);
+                t.snap.k = k;
             }
         }
         for &(ci, td, ta) in &s.comps {
@@ -2302,6 +2361,47 @@ pub(crate) mod tests {
             }
         }
         assert!(snaps >= 20, "only {snaps} snapshots taken");
+    }
+
+    /// One decode capturing several splits takes, for each, the snapshot a
+    /// capture of that split alone takes (splits a cluster apart, as the
+    /// fragment search asks, and far apart, across progressive scans).
+    #[test]
+    fn capturing_several_splits_equals_one_at_a_time() {
+        use super::{Damage, Src, validate_capture, validate_capture_all};
+        use crate::carve::validators::testutil::{NO_LIMIT, Slice};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+        let mut files = vec![sample(), progressive()];
+        for name in ["d-debian.jpg", "debian_logo.jpg", "IMG-20191006-WA0002.jpg"] {
+            files.push(std::fs::read(dir.join(name)).unwrap());
+        }
+        let mut compared = 0;
+        for f in &files {
+            let sl = Slice(f);
+            let src = Src::new(&sl, 0, NO_LIMIT);
+            let n = f.len() as u64;
+            for gap in [64u64, 512, 4096, n / 3] {
+                for first in [gap.max(1), n / 5, n / 2, n.saturating_sub(3 * gap)] {
+                    let splits: Vec<u64> = (0..3).map(|i| first + i * gap.max(1)).collect();
+                    // Any order in, answers in that order.
+                    let asked = [splits[2], splits[0], splits[1]];
+                    let mut d = Damage::default();
+                    let (v, all) = validate_capture_all(src, &mut d, &asked);
+                    for (split, got) in asked.iter().zip(&all) {
+                        let mut d1 = Damage::default();
+                        let (v1, one) = validate_capture(src, &mut d1, *split);
+                        assert_eq!((&v, d), (&v1, d1));
+                        assert_eq!(
+                            format!("{got:?}"),
+                            format!("{one:?}"),
+                            "split {split} of {n}"
+                        );
+                        compared += usize::from(one.is_some());
+                    }
+                }
+            }
+        }
+        assert!(compared >= 40, "only {compared} snapshots compared");
     }
 
     /// C source of a small libjpeg encoder used by [`libjpeg_variants`].

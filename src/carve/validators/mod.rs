@@ -100,6 +100,11 @@ pub struct Verdict {
     pub subtype: Option<String>,
     /// Human-readable notes for the report (why partial, what was checked).
     pub notes: Vec<String>,
+    /// For a `Partial` verdict caused by damage, from a validator that can
+    /// tell (JPEG): an upper bound on where foreign data begins (the decoder
+    /// reads past the first foreign byte before it fails). The fragment
+    /// search starts from it instead of decoding the file again.
+    pub broke_at: Option<u64>,
 }
 
 /// Per-candidate bounds given to a validator.
@@ -117,6 +122,7 @@ impl Verdict {
             length,
             subtype: None,
             notes: Vec::new(),
+            broke_at: None,
         }
     }
 
@@ -127,6 +133,7 @@ impl Verdict {
             length,
             subtype: None,
             notes: vec![note.into()],
+            broke_at: None,
         }
     }
 
@@ -137,6 +144,7 @@ impl Verdict {
             length,
             subtype: None,
             notes: vec![note.into()],
+            broke_at: None,
         }
     }
 
@@ -253,6 +261,7 @@ pub fn validate(
         v.length = src.len();
         v.status = Status::Partial;
         v.notes.push(src.cut_note());
+        v.broke_at = None;
     }
     Some(v)
 }
