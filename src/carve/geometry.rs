@@ -8,7 +8,8 @@
 //! are known, and a 512-byte search near the start of the image tries eight
 //! times the candidates of a 4 KiB one. The file system itself says it:
 //!
-//! * ext2/3/4 (superblock at 1024: magic `EF53`, block size `1024 << log`),
+//! * ext2/3/4 (superblock at 1024: magic `EF53`, block size `1024 << log`;
+//!   ext2/3 when the extents feature is off: files mapped by block maps),
 //!   HFS+ (volume header at 1024), XFS (`XFSB`), btrfs (superblock at
 //!   64 KiB): blocks counted from the start of the volume;
 //! * FAT12/16/32 (boot sector: bytes per sector × sectors per cluster; the
@@ -45,6 +46,14 @@ pub struct Volume {
 }
 
 impl Volume {
+    /// The block size, when the volume maps files by ext2/3 block maps: a
+    /// file's 13th data block comes after an indirect block, its
+    /// `13 + bs/4`th after two, and every `bs/4` data blocks after that
+    /// after one more ([`block_map_boundaries`]).
+    pub fn block_map(&self) -> Option<u64> {
+        (self.fs == "ext2/3").then_some(self.cluster)
+    }
+
     /// True when `pos` (an image offset inside the volume) is a cluster start.
     pub fn on_boundary(&self, pos: u64) -> bool {
         pos % self.cluster == self.phase
@@ -80,6 +89,87 @@ impl Geometry {
             })
             .collect()
     }
+}
+
+/// File offsets, in a file of an ext2/3 volume with blocks of `bs` bytes,
+/// after which its next data block follows one or more indirect blocks
+/// (when the file was written into free space in one go, as most are):
+/// 12 direct blocks, then the indirect block's `bs/4`, then runs of `bs/4`
+/// under the double-indirect block. Ascending, below `below`.
+pub fn block_map_boundaries(bs: u64, below: u64) -> impl Iterator<Item = u64> {
+    let per = (bs / 4).max(1);
+    let first = 12u64.saturating_mul(bs);
+    (0u64..)
+        .map(move |k| first.saturating_add(k.saturating_mul(per).saturating_mul(bs)))
+        .take_while(move |&o| o < below && o < u64::MAX / 2)
+}
+
+/// The runs of a file of an ext2/3 volume that starts at `start` (a block
+/// boundary), when its block map lies the way the allocator lays it out
+/// for a file written in one go into free space: 12 data blocks, the
+/// indirect block, the data blocks it lists, then (past `12 + bs/4`
+/// blocks) the double-indirect block, the next indirect block and its data
+/// blocks, and so on. Each indirect block must list exactly the blocks
+/// that follow it (consecutive numbers from the next block on, then only
+/// zeros); a double-indirect block must point at the block after it. Such
+/// a block does not happen by chance: it is the file system saying where
+/// the file goes on.
+///
+/// Returns `(file offset, image offset)` of each run after the first
+/// (which is `(0, start)`), at most `max_runs − 1` of them, and the file's
+/// length in blocks when the last indirect block read lists fewer blocks
+/// than it holds (the file ends in them). `None`: no such block map.
+pub fn ext_block_map(
+    r: &dyn ByteReader,
+    vol: &Volume,
+    start: u64,
+    max_runs: usize,
+) -> Option<(Vec<(u64, u64)>, Option<u64>)> {
+    let bs = vol.block_map()?;
+    let per = bs / 4;
+    if start < vol.start || (start - vol.start) % bs != 0 || per == 0 {
+        return None;
+    }
+    let block_no = |off: u64| (off - vol.start) / bs;
+    let mut buf = vec![0u8; usize::try_from(bs).ok()?];
+    let read_block = |off: u64, buf: &mut [u8]| -> bool {
+        off.checked_add(bs).is_some_and(|e| e <= vol.end) && r.read_at(off, buf) == buf.len()
+    };
+    let mut runs = Vec::new();
+    let mut file_off = 12 * bs;
+    let mut pos = start.checked_add(file_off)?;
+    for k in 0.. {
+        if runs.len() + 1 >= max_runs {
+            break;
+        }
+        if k == 1 {
+            // The double-indirect block, then the first indirect block under it.
+            if !read_block(pos, &mut buf) || le32(&buf, 0) != block_no(pos + bs) {
+                break;
+            }
+            pos += bs;
+        }
+        if !read_block(pos, &mut buf) {
+            break;
+        }
+        let first = le32(&buf, 0);
+        if first != block_no(pos + bs) {
+            break;
+        }
+        let listed = (0..per)
+            .take_while(|&i| le32(&buf, (4 * i) as usize) == first + i)
+            .count() as u64;
+        if (listed..per).any(|i| le32(&buf, (4 * i) as usize) != 0) {
+            break;
+        }
+        runs.push((file_off, pos + bs));
+        file_off += listed * bs;
+        if listed < per {
+            return Some((runs, Some(file_off / bs)));
+        }
+        pos += bs + listed * bs;
+    }
+    (!runs.is_empty()).then_some((runs, None))
 }
 
 /// Reads the file systems of `r`: one at offset 0, else those of the
@@ -195,7 +285,13 @@ fn boot_sector(r: &dyn ByteReader, start: u64) -> Option<(&'static str, u64, u64
 fn superblock(r: &dyn ByteReader, start: u64) -> Option<(&'static str, u64, u64)> {
     let sb: [u8; 128] = read(r, start.checked_add(1024)?)?;
     if le16(&sb, 56) == 0xEF53 && le32(&sb, 24) <= 6 {
-        return Some(("ext2/3/4", 1024 << le32(&sb, 24), 0));
+        // INCOMPAT_EXTENTS: files are mapped by extents, else by block maps.
+        let fs = if le32(&sb, 0x60) & 0x40 != 0 {
+            "ext4"
+        } else {
+            "ext2/3"
+        };
+        return Some((fs, 1024 << le32(&sb, 24), 0));
     }
     if matches!(&sb[0..2], b"H+" | b"HX") {
         return Some(("HFS+", be32(&sb, 40), 0));
@@ -306,7 +402,16 @@ mod tests {
         img[1024 + 24] = 2;
         img[1024 + 56..1024 + 58].copy_from_slice(&0xEF53u16.to_le_bytes());
         let v = &detect(&img).volumes[0];
-        assert_eq!((v.fs, v.cluster, v.phase), ("ext2/3/4", 4096, 0));
+        assert_eq!((v.fs, v.cluster, v.phase), ("ext2/3", 4096, 0));
+        assert_eq!(v.block_map(), Some(4096));
+        img[1024 + 0x60] = 0x42; // INCOMPAT_EXTENTS | FILETYPE
+        let v = &detect(&img).volumes[0];
+        assert_eq!((v.fs, v.block_map()), ("ext4", None));
+        assert_eq!(
+            super::block_map_boundaries(4096, 10 << 20).collect::<Vec<_>>(),
+            vec![12 * 4096, (12 + 1024) * 4096, (12 + 2048) * 4096]
+        );
+        assert_eq!(super::block_map_boundaries(1024, 12 * 1024).count(), 0);
 
         let mut img = vec![0u8; 1 << 20];
         img[0x10040..0x10048].copy_from_slice(b"_BHRfS_M");

@@ -337,6 +337,7 @@ pub fn carve_scoped(
             }
             let _finished = Finished(&known);
             let bytes = ImageBytes::new(image);
+            let geo = geometry::detect(&bytes);
             for batch in rx {
                 let mut profile = Profile::default();
                 let pre = prevalidate(
@@ -348,6 +349,7 @@ pub fn carve_scoped(
                     workers,
                     &mut profile,
                     &known,
+                    &geo,
                 );
                 let through = batch.iter().rev().find_map(|e| match e {
                     Event::Progress(pos) => Some(*pos),
@@ -539,6 +541,26 @@ const PREVALIDATE_EVENTS: usize = 1 << 14;
 /// `workers` threads: `out[i]` is `Some(verdict)` for `batch[i]` when it was
 /// validated here.
 #[allow(clippy::too_many_arguments)]
+/// `verdict` (the validator's over contiguous bytes), or the verdict over
+/// the file as an ext2/3 volume's block map lays it out, when that one
+/// proves the file ([`fragments::block_map_verdict`]).
+fn with_block_map(
+    validator: &str,
+    bytes: &ImageBytes<'_>,
+    geo: &geometry::Geometry,
+    start: u64,
+    max_len: u64,
+    verdict: Option<validators::Verdict>,
+) -> Option<validators::Verdict> {
+    match (&verdict, geo.at(start)) {
+        (Some(v1), Some(vol)) if vol.block_map().is_some() => {
+            fragments::block_map_verdict(validator, bytes, vol, start, max_len, v1).or(verdict)
+        }
+        _ => verdict,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn prevalidate(
     batch: &[Event],
     catalogue: &Catalogue,
@@ -548,6 +570,7 @@ fn prevalidate(
     workers: usize,
     profile: &mut Profile,
     known: &fragments::KnownJpegs,
+    geo: &geometry::Geometry,
 ) -> Vec<Option<Option<validators::Verdict>>> {
     let jobs: Vec<(usize, u64, &str, u64)> = batch
         .iter()
@@ -573,16 +596,20 @@ fn prevalidate(
     fn timed<'v>(
         bytes: &ImageBytes<'_>,
         known: &fragments::KnownJpegs,
+        geo: &geometry::Geometry,
         (i, start, v, max_len): (usize, u64, &'v str, u64),
     ) -> Timed<'v> {
         let t0 = std::time::Instant::now();
         let verdict = validators::validate(v, bytes, start, Limits { max_len });
+        // (The contiguous verdict: what a fragment search's own validation
+        // of this header would give.)
         if v == "jpeg" {
             known.note(start, max_len, verdict.as_ref());
         }
+        let verdict = with_block_map(v, bytes, geo, start, max_len, verdict);
         (i, verdict, v, t0.elapsed().as_secs_f64())
     }
-    let run = |job| timed(bytes, known, job);
+    let run = |job| timed(bytes, known, geo, job);
     let mut record = |done: Vec<Timed>| {
         let mut per: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
         for (i, v, name, secs) in done {
@@ -864,8 +891,10 @@ fn carve_ordered(
     let mut resolved: Vec<(Candidate, extent::Extent)> = Vec::new();
     // >>> bifragment recovery (fragments.rs): state and the runs of proven joins.
     let mut frags = fragments::Fragments::new(opts.cluster_size);
+    // (Block maps are the file system's whatever cluster size is used.)
+    let geo = geometry::detect(&bytes);
     if opts.cluster_size.is_none() {
-        frags.geometry = geometry::detect(&bytes);
+        frags.geometry = geo.clone();
         totals.file_systems = frags.geometry.describe();
     }
     frags.share_jpegs(known);
@@ -978,6 +1007,9 @@ fn carve_ordered(
                                             &bytes,
                                             c.start,
                                             Limits { max_len },
+                                        );
+                                        let verdict = with_block_map(
+                                            v, &bytes, &geo, c.start, max_len, verdict,
                                         );
                                         totals.profile.add(
                                             "validate",
@@ -1121,6 +1153,16 @@ fn carve_ordered(
                 .profile
                 .add("fragment search ahead, not used", v, 1, secs);
         }
+    }
+    if frags.waited > 0.0 {
+        // Part of the carver's JPEG search time above: waiting for the
+        // validation stage to decode the JPEGs a gap past the head.
+        totals.profile.add(
+            "fragment search, carver waiting",
+            "jpeg",
+            frags.waits,
+            frags.waited,
+        );
     }
     rules.finish(image.len(), &mut resolved);
     emit_held(

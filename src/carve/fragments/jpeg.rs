@@ -271,7 +271,7 @@ pub(super) fn recover(
     head: &TwoRuns,
     max_len: u64,
     cl: u64,
-    given: Option<&Verdict>,
+    (given, block_map): (Option<&Verdict>, Option<u64>),
     b: &mut Budget,
 ) -> Option<Joined> {
     let (r, start, whole) = (head.r, head.a(), *head);
@@ -307,6 +307,22 @@ pub(super) fn recover(
                 .filter(|&s| s >= cl && s >= lowest && s > head.split())
         })
         .collect();
+    let mut splits = splits;
+    // In an ext2/3 volume the file goes on after an indirect block at its
+    // block-map boundaries. An indirect block is mostly zero bytes, and
+    // zero bits decode as flat blocks with many encoders' tables: the
+    // decode may run clean through it and into the real continuation,
+    // failing only at the end. The last boundary before the failure is a
+    // split too (PhotoRec's ext2 mode makes the same assumption; here
+    // the decode across the join proves it).
+    if let Some(bs) = block_map
+        && let Some(s) = crate::carve::geometry::block_map_boundaries(bs, d.fail_at.min(max_len))
+            .filter(|&s| s >= cl && s > head.split())
+            .last()
+        && !splits.contains(&s)
+    {
+        splits.push(s);
+    }
     if splits.is_empty() {
         return None;
     }
@@ -398,7 +414,7 @@ pub(super) fn recover(
             break;
         }
         b.via_crossing = true;
-        if let Some(mut f) = recover(&j, max_len, cl, None, b) {
+        if let Some(mut f) = recover(&j, max_len, cl, (None, block_map), b) {
             f.notes.insert(0, note);
             return Some(f);
         }
@@ -448,6 +464,20 @@ fn try_join<'a>(
         // Noise before s2 may decode a little way into the real tail
         // before the decoder notices: allow one more cluster (1 KiB at least).
         Some((_, d)) if d.damaged && d.fail_at <= noise_reach => {}
+        // Through the probe's window without a fault. Zeroed space does
+        // that (with many encoders' tables a run of zero bits is a run of
+        // flat blocks, and the decoder falls back in step with the tail):
+        // the MCU count decides, at the end of the file. What lies before
+        // s2 must not complete the file; if it does not, s2 is the only
+        // place the tail can start (the nudge test below checks it again).
+        Some((pv, d)) if !d.damaged && pv.status == Status::Partial && pv.length >= probe.len => {
+            let from_before = head.then(split, before, max_len)?;
+            match check(&from_before, snap, b) {
+                Some((fv, _)) if fv.status == Status::Complete => return None,
+                Some(_) => {}
+                None => return None,
+            }
+        }
         Some(_) => return None,
         None => {
             if !b.ok() {

@@ -444,6 +444,11 @@ pub struct Fragments {
     /// Seconds the searches that ran ahead took, and the carver waited for
     /// them (for the stage profile): `(validator, ahead, waited, used)`.
     pub ahead_profile: Vec<(&'static str, f64, f64, bool)>,
+    /// Seconds the carver's own JPEG searches waited for the validation
+    /// stage (for the stage profile).
+    pub waited: f64,
+    /// How many of them waited.
+    pub waits: u64,
 }
 
 /// The carver's end of the searches run ahead: jobs in submission (offset)
@@ -460,6 +465,8 @@ pub struct AheadJob {
     start: u64,
     max_len: u64,
     cluster: u64,
+    /// [`Fragments::block_map_for`].
+    block_map: Option<u64>,
     /// The candidate's verdict (the JPEG search waits for the validation
     /// stage to pass its end by a gap, as the carver's own search does, and
     /// starts from where its decode broke).
@@ -502,7 +509,7 @@ pub fn run_ahead(
         if job.validator == "jpeg"
             && let Some(k) = &claims.known
         {
-            k.wait_for(
+            let _ = k.wait_for(
                 job.start
                     .saturating_add(job.verdict.length)
                     .saturating_add(job.limits.max_gap),
@@ -514,7 +521,7 @@ pub fn run_ahead(
             r,
             job.start,
             job.max_len,
-            job.cluster,
+            (job.cluster, job.block_map),
             &job.limits,
             &mut claims,
             Some(&job.verdict),
@@ -552,6 +559,8 @@ impl Fragments {
             searches: 0,
             ahead: None,
             ahead_profile: Vec::new(),
+            waited: 0.0,
+            waits: 0,
         }
     }
 
@@ -599,6 +608,7 @@ impl Fragments {
             start,
             max_len,
             cluster: self.cluster_for(start),
+            block_map: self.block_map_for(start),
             verdict: verdict.clone(),
             limits: self.limits,
             claims,
@@ -649,6 +659,15 @@ impl Fragments {
 
     /// The cluster size to use for a candidate at `start`: `--cluster-size`,
     /// else the file system's holding `start`, else the estimate.
+    /// The block size when the file at `start` lies in an ext2/3 volume
+    /// (block maps) whose block is the cluster the search uses.
+    pub fn block_map_for(&self, start: u64) -> Option<u64> {
+        self.geometry
+            .at(start)
+            .and_then(super::geometry::Volume::block_map)
+            .filter(|&bs| bs == self.cluster_for(start))
+    }
+
     pub fn cluster_for(&self, start: u64) -> u64 {
         if let Some(c) = self.cluster_size {
             return c;
@@ -703,6 +722,17 @@ impl Fragments {
     ) -> (Option<Verdict>, Option<Vec<(u64, u64)>>) {
         self.claims
             .prune(start.saturating_sub(self.limits.max_gap.saturating_mul(2)));
+        // Laid out by the file system's block map (the validation stage
+        // found it): a proven multi-run file.
+        if let Some(v) = &verdict
+            && v.status == Status::Complete
+            && let Some(runs) = v.runs.clone()
+        {
+            for &(off, len) in &runs {
+                self.claims.claim(off, off.saturating_add(len));
+            }
+            return (verdict, Some(runs));
+        }
         let try_it = match &verdict {
             Some(v) if v.status == Status::Complete => {
                 if start >= self.complete_end {
@@ -742,7 +772,8 @@ impl Fragments {
         {
             // Its owner checks look at the JPEGs up to a gap past the head:
             // let the validation stage decode them, on every core.
-            k.wait_for(
+            self.waits += 1;
+            self.waited += k.wait_for(
                 start
                     .saturating_add(v.length)
                     .saturating_add(self.limits.max_gap),
@@ -753,7 +784,7 @@ impl Fragments {
             r,
             start,
             max_len,
-            cl,
+            (cl, self.block_map_for(start)),
             &self.limits,
             &mut self.claims,
             verdict.as_ref(),
@@ -864,18 +895,20 @@ impl KnownJpegs {
 
     /// Waits until the stage has validated the candidates below `pos`, or
     /// waits for the carver itself (it will not get further), or has ended.
-    pub fn wait_for(&self, pos: u64) {
+    /// Returns the seconds waited.
+    pub fn wait_for(&self, pos: u64) -> f64 {
         let t0 = Instant::now();
         let mut st = self.stage.lock().unwrap_or_else(|e| e.into_inner());
         while st.through < pos && !st.blocked && !st.finished {
             let Some(left) = MAX_STAGE_WAIT.checked_sub(t0.elapsed()) else {
-                return;
+                break;
             };
             st = match self.moved.wait_timeout(st, left) {
                 Ok((g, _)) => g,
                 Err(e) => e.into_inner().0,
             };
         }
+        t0.elapsed().as_secs_f64()
     }
 
     /// Records the validation stage's verdict for the JPEG header at `start`.
@@ -934,6 +967,53 @@ pub fn recover(
     )
 }
 
+/// The verdict of `validator` over the file at `start` laid out by an ext2/3
+/// block map ([`super::geometry::ext_block_map`]: the file system's own
+/// indirect blocks say where it goes on), when the contiguous verdict
+/// `contiguous` reaches past its 12th block or is not `Complete`, the
+/// validator calls the laid-out file `Complete`, and its length agrees with
+/// the number of blocks the last indirect block lists (when it lists fewer
+/// than it holds). The verdict carries the runs.
+pub fn block_map_verdict(
+    validator: &str,
+    r: &dyn ByteReader,
+    vol: &super::geometry::Volume,
+    start: u64,
+    max_len: u64,
+    contiguous: &Verdict,
+) -> Option<Verdict> {
+    let bs = vol.block_map()?;
+    let direct = 12 * bs;
+    if contiguous.status == Status::Complete && contiguous.length <= direct {
+        return None;
+    }
+    let (splits, blocks) = super::geometry::ext_block_map(r, vol, start, MAX_RUNS)?;
+    let mut view = TwoRuns::one(r, start, max_len);
+    for &(split, at) in &splits {
+        view = view.then(split, at, max_len)?;
+    }
+    let mut v = validators::validate(validator, &view, 0, Limits { max_len: view.len })?;
+    if v.status != Status::Complete
+        || v.length <= direct
+        || blocks.is_some_and(|n| v.length.div_ceil(bs) != n)
+    {
+        return None;
+    }
+    let runs = view.runs(v.length);
+    let holes: Vec<String> = runs
+        .windows(2)
+        .map(|w| format!("{}", w[0].0 + w[0].1))
+        .collect();
+    v.notes.push(format!(
+        "ext2/3 block map: the file goes on after its indirect block(s) at {} (each lists the blocks that follow it); carved without them in {} runs",
+        holes.join(", "),
+        runs.len()
+    ));
+    v.broke_at = None;
+    v.runs = Some(runs);
+    Some(v)
+}
+
 /// [`recover`], never taking a second fragment from a range in `claims`
 /// (which also keeps what the search learnt about other files).
 pub fn recover_with(
@@ -945,18 +1025,29 @@ pub fn recover_with(
     limits: &FragLimits,
     claims: &mut Claims,
 ) -> Attempt {
-    recover_given(validator, r, start, max_len, cluster, limits, claims, None)
+    recover_given(
+        validator,
+        r,
+        start,
+        max_len,
+        (cluster, None),
+        limits,
+        claims,
+        None,
+    )
 }
 
 /// [`recover_with`], given the validator's verdict for the candidate (a
-/// JPEG's says where its decode broke: not decoded again).
+/// JPEG's says where its decode broke: not decoded again) and, with the
+/// cluster size, the block size of an ext2/3 volume holding the file (its
+/// block-map boundaries are split points, [`super::geometry::block_map_boundaries`]).
 #[allow(clippy::too_many_arguments)]
 fn recover_given(
     validator: &str,
     r: &dyn ByteReader,
     start: u64,
     max_len: u64,
-    cluster: u64,
+    (cluster, block_map): (u64, Option<u64>),
     limits: &FragLimits,
     claims: &mut Claims,
     given: Option<&Verdict>,
@@ -971,7 +1062,7 @@ fn recover_given(
             &TwoRuns::one(r, start, max_len),
             max_len,
             cluster,
-            given,
+            (given, block_map),
             &mut b,
         ),
         _ => None,

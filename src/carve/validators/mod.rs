@@ -105,6 +105,10 @@ pub struct Verdict {
     /// reads past the first foreign byte before it fails). The fragment
     /// search starts from it instead of decoding the file again.
     pub broke_at: Option<u64>,
+    /// Set when the verdict is over a file the file system lays out in
+    /// several runs ([`crate::carve::fragments::block_map_verdict`]): the
+    /// runs in the image, `(offset, length)`, adding up to `length`.
+    pub runs: Option<Vec<(u64, u64)>>,
 }
 
 /// Per-candidate bounds given to a validator.
@@ -123,6 +127,7 @@ impl Verdict {
             subtype: None,
             notes: Vec::new(),
             broke_at: None,
+            runs: None,
         }
     }
 
@@ -134,6 +139,7 @@ impl Verdict {
             subtype: None,
             notes: vec![note.into()],
             broke_at: None,
+            runs: None,
         }
     }
 
@@ -145,6 +151,7 @@ impl Verdict {
             subtype: None,
             notes: vec![note.into()],
             broke_at: None,
+            runs: None,
         }
     }
 
