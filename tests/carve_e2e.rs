@@ -210,6 +210,36 @@ fn check_carving(fs: &str, seed: u32) {
             "{fs} seed {seed}: {t}: recovered {got} of {n} contiguous files"
         );
     }
+    // ext2: files written in one go lie as 12 blocks, their indirect block,
+    // the rest; the indirect block lists the blocks after it, and the file
+    // is carved without it (measured 42 of 43 on a 256 MiB image, 19 before
+    // block maps were read).
+    if fs == "ext2" {
+        let bs = truth["cluster_size"].as_u64().unwrap();
+        let mapped: Vec<&Value> = files
+            .iter()
+            .filter(|f| {
+                let fr = f["fragments"].as_array().unwrap();
+                fr.len() >= 2
+                    && fr[0][1].as_u64() == Some(12 * bs)
+                    && fr[1][0].as_u64() == fr[0][0].as_u64().map(|o| o + 13 * bs)
+            })
+            .collect();
+        let got = mapped
+            .iter()
+            .filter(|f| recovered.contains(f["sha256"].as_str().unwrap()))
+            .count();
+        eprintln!(
+            "{fs} seed {seed}: block-mapped files {got} of {}",
+            mapped.len()
+        );
+        assert!(!mapped.is_empty(), "no block-mapped file planted");
+        assert!(
+            got * 10 >= mapped.len() * 9,
+            "{fs} seed {seed}: recovered {got} of {} files laid out by a block map",
+            mapped.len()
+        );
+    }
     check_dfxml_matches_jsonl(&out, &report);
 }
 

@@ -104,6 +104,10 @@ pub fn block_map_boundaries(bs: u64, below: u64) -> impl Iterator<Item = u64> {
         .take_while(move |&o| o < below && o < u64::MAX / 2)
 }
 
+/// `(file offset, image offset)` of the runs after the first, and the
+/// file's length in blocks when known ([`ext_block_map`]).
+pub type BlockMap = (Vec<(u64, u64)>, Option<u64>);
+
 /// The runs of a file of an ext2/3 volume that starts at `start` (a block
 /// boundary), when its block map lies the way the allocator lays it out
 /// for a file written in one go into free space: 12 data blocks, the
@@ -124,10 +128,10 @@ pub fn ext_block_map(
     vol: &Volume,
     start: u64,
     max_runs: usize,
-) -> Option<(Vec<(u64, u64)>, Option<u64>)> {
+) -> Option<BlockMap> {
     let bs = vol.block_map()?;
     let per = bs / 4;
-    if start < vol.start || (start - vol.start) % bs != 0 || per == 0 {
+    if start < vol.start || !(start - vol.start).is_multiple_of(bs) || per == 0 {
         return None;
     }
     let block_no = |off: u64| (off - vol.start) / bs;
@@ -367,7 +371,7 @@ fn gpt(r: &dyn ByteReader) -> Vec<(u64, u64)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn fat32(img: &mut [u8], at: usize, spc: u8, reserved: u16, fat_size: u32) {
@@ -394,6 +398,102 @@ mod tests {
         assert!(v.on_boundary(data + 3 * 4096));
         assert!(!v.on_boundary(data + 3 * 4096 + 512));
         assert_eq!(g.at(5000), Some(v));
+    }
+
+    /// An ext2 volume (`bs`-byte blocks, no extents) in `len` bytes.
+    pub(crate) fn ext2_volume(bs: u64, len: usize) -> Vec<u8> {
+        let mut img = vec![0u8; len];
+        img[1024 + 24] = (bs / 1024).trailing_zeros() as u8;
+        img[1024 + 56..1024 + 58].copy_from_slice(&0xEF53u16.to_le_bytes());
+        img
+    }
+
+    /// Lays `data` out at block `first` the way ext2 does for a file written
+    /// in one go: 12 blocks, indirect block, its blocks, double-indirect
+    /// block, indirect block, its blocks... Returns the image offsets of the
+    /// metadata blocks.
+    pub(crate) fn lay_out_ext2(img: &mut [u8], bs: usize, first: usize, data: &[u8]) -> Vec<usize> {
+        let per = bs / 4;
+        let mut meta = Vec::new();
+        let mut pos = first * bs;
+        let mut chunks = data.chunks(bs).peekable();
+        let put = |img: &mut [u8], pos: &mut usize, c: &[u8]| {
+            img[*pos..*pos + c.len()].copy_from_slice(c);
+            *pos += bs;
+        };
+        for c in chunks.by_ref().take(12) {
+            put(img, &mut pos, c);
+        }
+        let mut k = 0;
+        while chunks.peek().is_some() {
+            if k == 1 {
+                let next = (pos / bs + 1) as u32;
+                img[pos..pos + 4].copy_from_slice(&next.to_le_bytes());
+                meta.push(pos);
+                pos += bs;
+            }
+            let ind = pos;
+            meta.push(ind);
+            pos += bs;
+            for (n, c) in chunks.by_ref().take(per).enumerate() {
+                let b = (pos / bs) as u32;
+                img[ind + 4 * n..ind + 4 * n + 4].copy_from_slice(&b.to_le_bytes());
+                put(img, &mut pos, c);
+            }
+            k += 1;
+        }
+        meta
+    }
+
+    #[test]
+    fn ext2_block_maps() {
+        use super::ext_block_map;
+        // 1 KiB blocks: 256 entries per indirect block.
+        let bs = 1024usize;
+        let data: Vec<u8> = (0..(12 + 256 + 10) * bs - 100)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let mut img = ext2_volume(1024, 1 << 20);
+        let meta = lay_out_ext2(&mut img, bs, 100, &data);
+        assert_eq!(meta.len(), 3, "indirect, double-indirect, indirect");
+        let vol = detect(&img).volumes[0].clone();
+        assert_eq!(vol.block_map(), Some(1024));
+        let start = 100 * bs as u64;
+        let (runs, blocks) = ext_block_map(&img, &vol, start, 4).unwrap();
+        let b = bs as u64;
+        assert_eq!(
+            runs,
+            vec![
+                (12 * b, start + 13 * b),
+                ((12 + 256) * b, start + (12 + 1 + 256 + 2) * b)
+            ]
+        );
+        assert_eq!(blocks, Some(12 + 256 + 10));
+        // Room for fewer runs: the map stops early, the length unknown.
+        assert_eq!(
+            ext_block_map(&img, &vol, start, 2),
+            Some((runs[..1].to_vec(), None))
+        );
+        // Not on a block boundary, or no indirect block where the 13th block goes.
+        assert_eq!(ext_block_map(&img, &vol, start + 512, 4), None);
+        assert_eq!(ext_block_map(&img, &vol, start + b, 4), None);
+        // An indirect block that does not list the block after it, lists
+        // blocks out of order, or holds anything after its list.
+        for (at, val) in [(0usize, 7u32), (8, 1), (4 * 255, 9)] {
+            let mut bad = img.clone();
+            let ind = meta[0];
+            bad[ind + at..ind + at + 4].copy_from_slice(&val.to_le_bytes());
+            assert_eq!(
+                ext_block_map(&bad, &vol, start, 4),
+                None,
+                "entry at {at} = {val}"
+            );
+        }
+        // ext4 (extents): no block maps.
+        let mut ext4 = img.clone();
+        ext4[1024 + 0x60] = 0x40;
+        let vol4 = detect(&ext4).volumes[0].clone();
+        assert_eq!(ext_block_map(&ext4, &vol4, start, 4), None);
     }
 
     #[test]

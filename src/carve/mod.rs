@@ -552,9 +552,10 @@ fn with_block_map(
     max_len: u64,
     verdict: Option<validators::Verdict>,
 ) -> Option<validators::Verdict> {
-    match (&verdict, geo.at(start)) {
-        (Some(v1), Some(vol)) if vol.block_map().is_some() => {
-            fragments::block_map_verdict(validator, bytes, vol, start, max_len, v1).or(verdict)
+    match geo.at(start) {
+        Some(vol) if vol.block_map().is_some() => {
+            fragments::block_map_verdict(validator, bytes, vol, start, max_len, verdict.as_ref())
+                .or(verdict)
         }
         _ => verdict,
     }

@@ -970,7 +970,8 @@ pub fn recover(
 /// The verdict of `validator` over the file at `start` laid out by an ext2/3
 /// block map ([`super::geometry::ext_block_map`]: the file system's own
 /// indirect blocks say where it goes on), when the contiguous verdict
-/// `contiguous` reaches past its 12th block or is not `Complete`, the
+/// `contiguous` reaches past its 12th block, is not `Complete` or is none
+/// (a structure read from past the indirect block: a TIFF's IFD), the
 /// validator calls the laid-out file `Complete`, and its length agrees with
 /// the number of blocks the last indirect block lists (when it lists fewer
 /// than it holds). The verdict carries the runs.
@@ -980,11 +981,11 @@ pub fn block_map_verdict(
     vol: &super::geometry::Volume,
     start: u64,
     max_len: u64,
-    contiguous: &Verdict,
+    contiguous: Option<&Verdict>,
 ) -> Option<Verdict> {
     let bs = vol.block_map()?;
     let direct = 12 * bs;
-    if contiguous.status == Status::Complete && contiguous.length <= direct {
+    if contiguous.is_some_and(|c| c.status == Status::Complete && c.length <= direct) {
         return None;
     }
     let (splits, blocks) = super::geometry::ext_block_map(r, vol, start, MAX_RUNS)?;
@@ -1607,5 +1608,49 @@ mod tests {
         // Out of order: the second piece ends at the header.
         let j = TwoRuns::new(&img, 50, 5, 40, 1000);
         assert_eq!(j.len(), 15);
+    }
+    /// A TIFF (its IFD at the end, past the indirect block) and a PNG laid
+    /// out by an ext2 block map: carved whole, in two runs, from the block
+    /// map; contiguous, neither is complete.
+    #[test]
+    fn block_mapped_files_are_validated_as_laid_out() {
+        use crate::carve::geometry::{self, tests::ext2_volume, tests::lay_out_ext2};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+        for (name, validator) in [("d-debian-half.tif", "tiff"), ("debian.png", "png")] {
+            let data = std::fs::read(dir.join(name)).unwrap();
+            let mut img = ext2_volume(4096, 1 << 20);
+            let meta = lay_out_ext2(&mut img, 4096, 10, &data);
+            assert_eq!(meta.len(), 1);
+            let vol = geometry::detect(&img).volumes[0].clone();
+            let start = 10 * 4096;
+            let max_len = img.len() as u64 - start;
+            let contiguous = validators::validate(validator, &img, start, Limits { max_len });
+            assert!(
+                contiguous
+                    .as_ref()
+                    .is_none_or(|v| v.status != Status::Complete),
+                "{name}: {contiguous:?}"
+            );
+            let v = block_map_verdict(validator, &img, &vol, start, max_len, contiguous.as_ref())
+                .unwrap_or_else(|| panic!("{name}: no verdict"));
+            assert_eq!((v.status, v.length), (Status::Complete, data.len() as u64));
+            let runs = v.runs.clone().unwrap();
+            assert_eq!(
+                runs,
+                vec![
+                    (start, 12 * 4096),
+                    (start + 13 * 4096, data.len() as u64 - 12 * 4096)
+                ]
+            );
+            let carved: Vec<u8> = runs
+                .iter()
+                .flat_map(|&(o, n)| img[o as usize..(o + n) as usize].to_vec())
+                .collect();
+            assert_eq!(carved, data, "{name}");
+            // Without the indirect block, nothing to follow.
+            let mut plain = img.clone();
+            plain[meta[0]..meta[0] + 4096].fill(0);
+            assert!(block_map_verdict(validator, &plain, &vol, start, max_len, None).is_none());
+        }
     }
 }
