@@ -209,11 +209,14 @@ impl Heads {
 fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Budget) -> bool {
     let from = s2.saturating_sub(MAX_BACK);
     let marker = |m: u8| (0xC0..=0xFE).contains(&m);
-    let near: Vec<u64> = if b
-        .claims
-        .sois
-        .cover(r, (SOI, heads.cl, heads.phase), marker, from, s2)
-    {
+    let near: Vec<u64> = if b.claims.sois.cover(
+        r,
+        b.claims.needles.as_deref(),
+        (SOI, heads.cl, heads.phase),
+        marker,
+        from,
+        s2,
+    ) {
         b.claims
             .sois
             .range(from, s2)

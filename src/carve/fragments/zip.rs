@@ -174,7 +174,11 @@ fn eocds(
     out: &mut Vec<u64>,
 ) {
     let any = |_: u8| true;
-    if b.claims.eocds.cover(r, (EOCD, 1, 0), any, from, to) {
+    let log = b.claims.needles.clone();
+    if b.claims
+        .eocds
+        .cover(r, log.as_deref(), (EOCD, 1, 0), any, from, to)
+    {
         let found = b.claims.eocds.range(from, to);
         if backwards {
             out.extend(found.rev().take(MAX_EOCDS));
