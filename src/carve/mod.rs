@@ -1182,15 +1182,13 @@ fn carve_ordered(
                 .add("fragment search ahead, not used", v, 1, secs);
         }
     }
-    if frags.waited > 0.0 {
-        // Part of the carver's JPEG search time above: waiting for the
-        // validation stage to decode the JPEGs a gap past the head.
-        totals.profile.add(
-            "fragment search, carver waiting",
-            "jpeg",
-            frags.waits,
-            frags.waited,
-        );
+    let (waits, waited) = frags.stage_waits();
+    if waits > 0 {
+        // Part of the JPEG search time above: owner checks waiting for the
+        // validation stage to decode the JPEG they ask about.
+        totals
+            .profile
+            .add("fragment search, waiting", "jpeg", waits, waited);
     }
     rules.finish(image.len(), &mut resolved);
     emit_held(

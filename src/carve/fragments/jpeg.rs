@@ -246,11 +246,17 @@ fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Bud
         let len = match b.claims.jpeg_heads.get(&p) {
             Some(&l) => l,
             None => {
+                // The validation stage's verdict, once it has passed the
+                // header (waiting for it: decoding here would do its work
+                // twice, on the carver's thread).
                 let l = b
                     .claims
                     .known
                     .as_ref()
-                    .and_then(|k| k.get(p))
+                    .and_then(|k| {
+                        k.wait_for(p.saturating_add(1));
+                        k.get(p)
+                    })
                     .unwrap_or_else(|| {
                         let w = TwoRuns::new(r, p, MAX_OWNER, p, MAX_OWNER);
                         let mut d = Damage::default();

@@ -559,11 +559,6 @@ pub struct Fragments {
     /// Seconds the searches that ran ahead took, and the carver waited for
     /// them (for the stage profile): `(validator, ahead, waited, used)`.
     pub ahead_profile: Vec<(&'static str, f64, f64, bool)>,
-    /// Seconds the carver's own JPEG searches waited for the validation
-    /// stage (for the stage profile).
-    pub waited: f64,
-    /// How many of them waited.
-    pub waits: u64,
 }
 
 /// The carver's end of the searches run ahead: jobs in submission (offset)
@@ -622,15 +617,6 @@ pub fn run_ahead(
         );
         claims.ranges = job.claims.ranges;
         claims.merged = job.claims.merged;
-        if job.validator == "jpeg"
-            && let Some(k) = &claims.known
-        {
-            let _ = k.wait_for(
-                job.start
-                    .saturating_add(job.verdict.length)
-                    .saturating_add(job.limits.max_gap),
-            );
-        }
         let t0 = Instant::now();
         let attempt = recover_given(
             job.validator,
@@ -675,8 +661,6 @@ impl Fragments {
             searches: 0,
             ahead: None,
             ahead_profile: Vec::new(),
-            waited: 0.0,
-            waits: 0,
         }
     }
 
@@ -824,6 +808,11 @@ impl Fragments {
         self.claims.known = Some(known);
     }
 
+    /// How many owner checks waited for the validation stage, and how long.
+    pub fn stage_waits(&self) -> (u64, f64) {
+        self.claims.known.as_ref().map_or((0, 0.0), |k| k.waited())
+    }
+
     /// Connects the searches to the scan's log of the indexed signatures.
     pub fn share_needles(&mut self, needles: Arc<ScanNeedles>) {
         self.claims.needles = Some(needles);
@@ -887,18 +876,6 @@ impl Fragments {
             if used {
                 return self.conclude(verdict, done.attempt);
             }
-        }
-        if validator == "jpeg"
-            && let (Some(k), Some(v)) = (&self.claims.known, &verdict)
-        {
-            // Its owner checks look at the JPEGs up to a gap past the head:
-            // let the validation stage decode them, on every core.
-            self.waits += 1;
-            self.waited += k.wait_for(
-                start
-                    .saturating_add(v.length)
-                    .saturating_add(self.limits.max_gap),
-            );
         }
         let a = recover_given(
             validator,
@@ -975,6 +952,10 @@ pub struct KnownJpegs {
     lengths: std::sync::Mutex<std::collections::BTreeMap<u64, u64>>,
     stage: std::sync::Mutex<Stage>,
     moved: std::sync::Condvar,
+    /// Waits that found the stage behind, and their nanoseconds (for the
+    /// stage profile).
+    waits: std::sync::atomic::AtomicU64,
+    waited_ns: std::sync::atomic::AtomicU64,
 }
 
 /// Where the validation stage stands.
@@ -1016,10 +997,10 @@ impl KnownJpegs {
 
     /// Waits until the stage has validated the candidates below `pos`, or
     /// waits for the carver itself (it will not get further), or has ended.
-    /// Returns the seconds waited.
-    pub fn wait_for(&self, pos: u64) -> f64 {
+    pub fn wait_for(&self, pos: u64) {
         let t0 = Instant::now();
         let mut st = self.stage.lock().unwrap_or_else(|e| e.into_inner());
+        let behind = st.through < pos && !st.blocked && !st.finished;
         while st.through < pos && !st.blocked && !st.finished {
             let Some(left) = MAX_STAGE_WAIT.checked_sub(t0.elapsed()) else {
                 break;
@@ -1029,7 +1010,20 @@ impl KnownJpegs {
                 Err(e) => e.into_inner().0,
             };
         }
-        t0.elapsed().as_secs_f64()
+        drop(st);
+        if behind {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.waits.fetch_add(1, Relaxed);
+            let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.waited_ns.fetch_add(ns, Relaxed);
+        }
+    }
+
+    /// How many waits found the stage behind, and the seconds they took.
+    pub fn waited(&self) -> (u64, f64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let ns = self.waited_ns.load(Relaxed);
+        (self.waits.load(Relaxed), ns as f64 / 1e9)
     }
 
     /// Records the validation stage's verdict for the JPEG header at `start`.
