@@ -206,7 +206,7 @@ pub const NEEDLES: [&[u8]; 2] = [&[0xFF, 0xD8, 0xFF], b"PK\x05\x06"];
 
 /// Most positions kept per signature by [`ScanNeedles`] (the lowest go
 /// first; searches below what is kept read the image themselves).
-const MAX_LOGGED: usize = 1 << 20;
+const MAX_LOGGED: usize = 1 << 18;
 
 /// Where the scan found the [`NEEDLES`], as it goes: the scan reports every
 /// occurrence of every catalogue pattern, so when a pattern is exactly a
