@@ -43,6 +43,23 @@ pub struct Volume {
     pub phase: u64,
     /// The file system, as the report names it.
     pub fs: &'static str,
+    /// FAT16/FAT32: where the allocation table lies.
+    pub fat: Option<Fat>,
+}
+
+/// A FAT16 or FAT32 volume's first allocation table: cluster `n` (from 2)
+/// lies at `data + (n − 2) × cluster`, and entry `n` of the table names the
+/// cluster after it in its file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fat {
+    /// Image offset of the first table.
+    pub table: u64,
+    /// Bits per entry: 16 or 32 (FAT12 is not followed).
+    pub width: u32,
+    /// Image offset of cluster 2.
+    pub data: u64,
+    /// Entries the table holds (clusters + 2, bounded by its size).
+    pub entries: u64,
 }
 
 impl Volume {
@@ -225,22 +242,38 @@ fn volume(r: &dyn ByteReader, start: u64, end: u64) -> Option<Volume> {
     if end <= start {
         return None;
     }
-    let (fs, cluster, data) = boot_sector(r, start)
-        .or_else(|| superblock(r, start))
-        .filter(|&(_, c, d)| {
+    let ((fs, cluster, data), fat) = boot_sector(r, start)
+        .or_else(|| superblock(r, start).map(|v| (v, None)))
+        .filter(|&((_, c, d), _)| {
             c.is_power_of_two() && (MIN_CLUSTER..=MAX_CLUSTER).contains(&c) && d < end - start
         })?;
+    let fat = fat.and_then(|(table, width, entries): (u64, u32, u64)| {
+        Some(Fat {
+            table: start.checked_add(table)?,
+            width,
+            data: start.checked_add(data)?,
+            entries,
+        })
+    });
     Some(Volume {
         start,
         end,
         cluster,
         phase: start.checked_add(data)? % cluster,
         fs,
+        fat,
     })
 }
 
-/// FAT, exFAT and NTFS: (name, cluster size, data area offset in the volume).
-fn boot_sector(r: &dyn ByteReader, start: u64) -> Option<(&'static str, u64, u64)> {
+/// `(table offset in the volume, bits per entry, entries)` of a FAT16/32 table.
+type FatTable = (u64, u32, u64);
+
+/// `(name, cluster size, data area offset in the volume)`.
+type FsShape = (&'static str, u64, u64);
+
+/// FAT, exFAT and NTFS: (name, cluster size, data area offset in the volume),
+/// and a FAT16/32 volume's table.
+fn boot_sector(r: &dyn ByteReader, start: u64) -> Option<(FsShape, Option<FatTable>)> {
     let b: [u8; 512] = read(r, start)?;
     if b[510..512] != [0x55, 0xAA] {
         return None;
@@ -250,7 +283,7 @@ fn boot_sector(r: &dyn ByteReader, start: u64) -> Option<(&'static str, u64, u64
         if !(9..=12).contains(&bps) || u32::from(bps) + u32::from(spc) > 25 {
             return None;
         }
-        return Some(("exFAT", 1 << (bps + spc), le32(&b, 88) << bps));
+        return Some((("exFAT", 1 << (bps + spc), le32(&b, 88) << bps), None));
     }
     let bps = le16(&b, 11);
     if !matches!(bps, 512 | 1024 | 2048 | 4096) {
@@ -262,7 +295,7 @@ fn boot_sector(r: &dyn ByteReader, start: u64) -> Option<(&'static str, u64, u64
             n @ 1..=0x80 => u64::from(n),
             n => 1u64.checked_shl(256 - u32::from(n))?,
         };
-        return Some(("NTFS", bps.checked_mul(spc)?, 0));
+        return Some((("NTFS", bps.checked_mul(spc)?, 0), None));
     }
     if !matches!(b[0], 0xEB | 0xE9) {
         return None;
@@ -282,7 +315,84 @@ fn boot_sector(r: &dyn ByteReader, start: u64) -> Option<(&'static str, u64, u64
     } else {
         "FAT12/16"
     };
-    Some((name, bps * spc, (reserved + fats * fat_size + root) * bps))
+    let first_data = reserved + fats * fat_size + root;
+    // The FAT type is the cluster count's (Microsoft's FAT specification).
+    let sectors = match le16(&b, 19) {
+        0 => le32(&b, 32),
+        n => n,
+    };
+    let clusters = sectors.saturating_sub(first_data) / spc;
+    let width = match clusters {
+        0..4085 => None,
+        4085..65525 => Some(16),
+        _ => Some(32),
+    };
+    let table = width.map(|w| {
+        let in_table = fat_size * bps * 8 / u64::from(w);
+        (reserved * bps, w, in_table.min(clusters + 2))
+    });
+    Some(((name, bps * spc, first_data * bps), table))
+}
+
+/// The clusters of the file whose first cluster starts at image offset
+/// `start`, as a FAT16/32 volume's table chains them, merged into runs
+/// `(image offset, length)` of whole clusters: `None` unless the chain ends
+/// (end-of-chain mark) within `max_len` bytes, every link is a cluster of
+/// the volume, and it makes 2 to `max_runs` runs. A free entry (a deleted
+/// file: its chain is cleared), a bad-cluster mark or a link out of range
+/// ends the answer; so does a loop (more links than `max_len` allows).
+pub fn fat_chain(
+    r: &dyn ByteReader,
+    vol: &Volume,
+    start: u64,
+    max_len: u64,
+    max_runs: usize,
+) -> Option<Vec<(u64, u64)>> {
+    let fat = vol.fat?;
+    let cl = vol.cluster;
+    if start < fat.data || !(start - fat.data).is_multiple_of(cl) {
+        return None;
+    }
+    let first = (start - fat.data) / cl + 2;
+    let (mask, eoc) = match fat.width {
+        16 => (0xFFFF, 0xFFF8),
+        _ => (0x0FFF_FFFF, 0x0FFF_FFF8),
+    };
+    let entry = |n: u64| -> Option<u64> {
+        let at = fat
+            .table
+            .checked_add(n.checked_mul(u64::from(fat.width / 8))?)?;
+        let mut b = [0u8; 4];
+        let w = (fat.width / 8) as usize;
+        (r.read_at(at, &mut b[..w]) == w).then(|| le32(&b, 0) & mask)
+    };
+    let most = max_len.div_ceil(cl).max(1);
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    let mut n = first;
+    for _ in 0..most {
+        if n < 2 || n >= fat.entries {
+            return None;
+        }
+        let off = fat.data + (n - 2) * cl;
+        match runs.last_mut() {
+            Some((o, len)) if *o + *len == off => *len += cl,
+            _ => {
+                if runs.len() == max_runs {
+                    return None;
+                }
+                runs.push((off, cl));
+            }
+        }
+        let next = entry(n)?;
+        if next >= eoc {
+            return (runs.len() >= 2).then_some(runs);
+        }
+        if next < 2 || next == eoc - 1 {
+            return None;
+        }
+        n = next;
+    }
+    None
 }
 
 /// ext2/3/4, HFS+, XFS and btrfs: (name, block size, 0).
@@ -398,6 +508,74 @@ pub(crate) mod tests {
         assert!(v.on_boundary(data + 3 * 4096));
         assert!(!v.on_boundary(data + 3 * 4096 + 512));
         assert_eq!(g.at(5000), Some(v));
+    }
+
+    #[test]
+    fn fat_cluster_chains() {
+        use super::fat_chain;
+        // FAT32: 512-byte clusters, 32 reserved sectors, 100-sector tables;
+        // 200 000 sectors declared (a FAT32 cluster count), 1 MiB present.
+        let mut img = vec![0u8; 1 << 20];
+        fat32(&mut img, 0, 1, 32, 100);
+        img[32..36].copy_from_slice(&200_000u32.to_le_bytes());
+        let vol = detect(&img).volumes[0].clone();
+        let fat = vol.fat.unwrap();
+        assert_eq!((fat.table, fat.width, fat.data), (32 * 512, 32, 232 * 512));
+        let set = |img: &mut [u8], n: u64, v: u32| {
+            let at = (fat.table + 4 * n) as usize;
+            img[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        };
+        let off = |n: u64| fat.data + (n - 2) * 512;
+        // 10 → 11 → 12 → 40 → 41 → end.
+        for (n, next) in [(10, 11), (11, 12), (12, 40), (40, 41), (41, 0x0FFF_FFFF)] {
+            set(&mut img, n, next);
+        }
+        let runs = fat_chain(&img, &vol, off(10), 1 << 20, 4).unwrap();
+        assert_eq!(runs, vec![(off(10), 3 * 512), (off(40), 2 * 512)]);
+        // Fewer runs allowed, a shorter window, not a cluster start.
+        assert_eq!(fat_chain(&img, &vol, off(10), 1 << 20, 1), None);
+        assert_eq!(fat_chain(&img, &vol, off(10), 4 * 512, 4), None);
+        assert_eq!(fat_chain(&img, &vol, off(10) + 100, 1 << 20, 4), None);
+        // Contiguous (one run): nothing to add.
+        assert_eq!(fat_chain(&img, &vol, off(40), 1 << 20, 4), None);
+        // A free entry (deleted file), a bad cluster, a link out of range, a loop.
+        for (n, v) in [(12u64, 0u32), (12, 0x0FFF_FFF7), (12, 1 << 20), (41, 10)] {
+            let mut bad = img.clone();
+            set(&mut bad, n, v);
+            assert_eq!(
+                fat_chain(&bad, &vol, off(10), 1 << 20, 4),
+                None,
+                "entry {n} = {v:#x}"
+            );
+        }
+        // FAT16: 16-bit entries after a fixed root directory.
+        let mut img = vec![0u8; 1 << 20];
+        fat32(&mut img, 0, 1, 4, 0);
+        img[17..19].copy_from_slice(&512u16.to_le_bytes());
+        img[19..21].copy_from_slice(&20_000u16.to_le_bytes());
+        img[22..24].copy_from_slice(&80u16.to_le_bytes());
+        let vol = detect(&img).volumes[0].clone();
+        let fat = vol.fat.unwrap();
+        assert_eq!((fat.table, fat.width), (4 * 512, 16));
+        assert_eq!(fat.data, (4 + 2 * 80 + 32) * 512);
+        let set16 = |img: &mut [u8], n: u64, v: u16| {
+            let at = (fat.table + 2 * n) as usize;
+            img[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        };
+        set16(&mut img, 5, 9);
+        set16(&mut img, 9, 0xFFFF);
+        let off16 = |n: u64| fat.data + (n - 2) * 512;
+        assert_eq!(
+            fat_chain(&img, &vol, off16(5), 1 << 20, 4),
+            Some(vec![(off16(5), 512), (off16(9), 512)])
+        );
+        // FAT12 (few clusters): not followed.
+        let mut img = vec![0u8; 1 << 20];
+        fat32(&mut img, 0, 1, 4, 0);
+        img[17..19].copy_from_slice(&512u16.to_le_bytes());
+        img[19..21].copy_from_slice(&2_000u16.to_le_bytes());
+        img[22..24].copy_from_slice(&8u16.to_le_bytes());
+        assert_eq!(detect(&img).volumes[0].fat, None);
     }
 
     /// An ext2 volume (`bs`-byte blocks, no extents) in `len` bytes.

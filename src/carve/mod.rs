@@ -564,9 +564,10 @@ const PREVALIDATE_EVENTS: usize = 1 << 14;
 /// validated here.
 #[allow(clippy::too_many_arguments)]
 /// `verdict` (the validator's over contiguous bytes), or the verdict over
-/// the file as an ext2/3 volume's block map lays it out, when that one
-/// proves the file ([`fragments::block_map_verdict`]).
-fn with_block_map(
+/// the file as its file system lays it out (an ext2/3 block map, a FAT
+/// cluster chain), when that one proves the file
+/// ([`fragments::fs_layout_verdict`]).
+fn with_fs_layout(
     validator: &str,
     bytes: &ImageBytes<'_>,
     geo: &geometry::Geometry,
@@ -575,8 +576,8 @@ fn with_block_map(
     verdict: Option<validators::Verdict>,
 ) -> Option<validators::Verdict> {
     match geo.at(start) {
-        Some(vol) if vol.block_map().is_some() => {
-            fragments::block_map_verdict(validator, bytes, vol, start, max_len, verdict.as_ref())
+        Some(vol) if vol.block_map().is_some() || vol.fat.is_some() => {
+            fragments::fs_layout_verdict(validator, bytes, vol, start, max_len, verdict.as_ref())
                 .or(verdict)
         }
         _ => verdict,
@@ -629,7 +630,7 @@ fn prevalidate(
         if v == "jpeg" {
             known.note(start, max_len, verdict.as_ref());
         }
-        let verdict = with_block_map(v, bytes, geo, start, max_len, verdict);
+        let verdict = with_fs_layout(v, bytes, geo, start, max_len, verdict);
         (i, verdict, v, t0.elapsed().as_secs_f64())
     }
     let run = |job| timed(bytes, known, geo, job);
@@ -1036,7 +1037,7 @@ fn carve_ordered(
                                             c.start,
                                             Limits { max_len },
                                         );
-                                        let verdict = with_block_map(
+                                        let verdict = with_fs_layout(
                                             v, &bytes, &geo, c.start, max_len, verdict,
                                         );
                                         totals.profile.add(

@@ -1082,15 +1082,20 @@ pub fn recover(
     )
 }
 
-/// The verdict of `validator` over the file at `start` laid out by an ext2/3
-/// block map ([`super::geometry::ext_block_map`]: the file system's own
-/// indirect blocks say where it goes on), when the contiguous verdict
-/// `contiguous` reaches past its 12th block, is not `Complete` or is none
-/// (a structure read from past the indirect block: a TIFF's IFD), the
-/// validator calls the laid-out file `Complete`, and its length agrees with
-/// the number of blocks the last indirect block lists (when it lists fewer
-/// than it holds). The verdict carries the runs.
-pub fn block_map_verdict(
+/// The verdict of `validator` over the file at `start` as its file system
+/// lays it out, when the file system says so and the validator proves it:
+///
+/// * ext2/3 block maps ([`super::geometry::ext_block_map`]: the indirect
+///   blocks list the blocks that follow them);
+/// * FAT16/32 cluster chains ([`super::geometry::fat_chain`]: an allocated
+///   file's chain in the allocation table).
+///
+/// Asked when the contiguous verdict `contiguous` reaches past the first
+/// run, is not `Complete` or is none (a structure read from past the first
+/// run: a TIFF's IFD). The validator must call the laid-out file `Complete`,
+/// with a length that ends in the last cluster the file system gives it
+/// (when it says where the file ends). The verdict carries the runs.
+pub fn fs_layout_verdict(
     validator: &str,
     r: &dyn ByteReader,
     vol: &super::geometry::Volume,
@@ -1098,32 +1103,59 @@ pub fn block_map_verdict(
     max_len: u64,
     contiguous: Option<&Verdict>,
 ) -> Option<Verdict> {
-    let bs = vol.block_map()?;
-    let direct = 12 * bs;
-    if contiguous.is_some_and(|c| c.status == Status::Complete && c.length <= direct) {
+    let cl = vol.cluster;
+    // `(file offset, image offset)` of the runs after the first, the first
+    // run's length, clusters of the file when known, and how to name it.
+    let (splits, first, clusters, what) = if let Some(bs) = vol.block_map() {
+        let (splits, blocks) = super::geometry::ext_block_map(r, vol, start, MAX_RUNS)?;
+        (
+            splits,
+            12 * bs,
+            blocks,
+            "ext2/3 block map: the file goes on after its indirect block(s)",
+        )
+    } else if vol.fat.is_some() {
+        let runs = super::geometry::fat_chain(r, vol, start, max_len, MAX_RUNS)?;
+        let mut at = 0;
+        let splits: Vec<(u64, u64)> = runs
+            .iter()
+            .map(|&(off, len)| {
+                let s = (at, off);
+                at += len;
+                s
+            })
+            .skip(1)
+            .collect();
+        let total = runs.iter().map(|r| r.1).sum::<u64>() / cl;
+        (
+            splits,
+            runs[0].1,
+            Some(total),
+            "FAT cluster chain: the allocation table links the file's clusters",
+        )
+    } else {
+        return None;
+    };
+    if contiguous.is_some_and(|c| c.status == Status::Complete && c.length <= first) {
         return None;
     }
-    let (splits, blocks) = super::geometry::ext_block_map(r, vol, start, MAX_RUNS)?;
     let mut view = TwoRuns::one(r, start, max_len);
     for &(split, at) in &splits {
         view = view.then(split, at, max_len)?;
     }
     let mut v = validators::validate(validator, &view, 0, Limits { max_len: view.len })?;
     if v.status != Status::Complete
-        || v.length <= direct
-        || blocks.is_some_and(|n| v.length.div_ceil(bs) != n)
+        || v.length <= first
+        || clusters.is_some_and(|n| v.length.div_ceil(cl) != n)
     {
         return None;
     }
     let runs = view.runs(v.length);
-    let holes: Vec<String> = runs
-        .windows(2)
-        .map(|w| format!("{}", w[0].0 + w[0].1))
-        .collect();
+    let at: Vec<String> = runs.iter().map(|&(o, n)| format!("{o}+{n}")).collect();
     v.notes.push(format!(
-        "ext2/3 block map: the file goes on after its indirect block(s) at {} (each lists the blocks that follow it); carved without them in {} runs",
-        holes.join(", "),
-        runs.len()
+        "{what}; carved in {} runs ({})",
+        runs.len(),
+        at.join(", ")
     ));
     v.broke_at = None;
     v.runs = Some(runs);
@@ -1746,7 +1778,7 @@ mod tests {
                     .is_none_or(|v| v.status != Status::Complete),
                 "{name}: {contiguous:?}"
             );
-            let v = block_map_verdict(validator, &img, &vol, start, max_len, contiguous.as_ref())
+            let v = fs_layout_verdict(validator, &img, &vol, start, max_len, contiguous.as_ref())
                 .unwrap_or_else(|| panic!("{name}: no verdict"));
             assert_eq!((v.status, v.length), (Status::Complete, data.len() as u64));
             let runs = v.runs.clone().unwrap();
@@ -1765,7 +1797,7 @@ mod tests {
             // Without the indirect block, nothing to follow.
             let mut plain = img.clone();
             plain[meta[0]..meta[0] + 4096].fill(0);
-            assert!(block_map_verdict(validator, &plain, &vol, start, max_len, None).is_none());
+            assert!(fs_layout_verdict(validator, &plain, &vol, start, max_len, None).is_none());
         }
     }
     /// The searches' index filled from the scan's log holds exactly what

@@ -106,7 +106,7 @@ pub struct Verdict {
     /// search starts from it instead of decoding the file again.
     pub broke_at: Option<u64>,
     /// Set when the verdict is over a file the file system lays out in
-    /// several runs ([`crate::carve::fragments::block_map_verdict`]): the
+    /// several runs ([`crate::carve::fragments::fs_layout_verdict`]): the
     /// runs in the image, `(offset, length)`, adding up to `length`.
     pub runs: Option<Vec<(u64, u64)>>,
 }
