@@ -11,7 +11,9 @@
 //! Two shapes failed the time bound before their fixes (PNGs claiming
 //! 2 GiB chunks: the fragment search; TIFF strip tables reaching the image
 //! end: O(image) reads per header), and looping OLE2 directories were
-//! called complete.
+//! called complete. FAT32 volumes whose one allocated chain holds a header
+//! at every cluster (or loops) bound the chain walk (`MAX_FAT_LINKS` in
+//! `src/carve/geometry.rs`).
 
 mod common;
 
@@ -241,6 +243,44 @@ fn mp4_huge() -> Vec<u8> {
 }
 
 /// Runs `carve` on `data`; checks the bounds; returns (seconds, peak RSS KiB, output bytes).
+
+/// A FAT32 volume (512-byte clusters) whose data area is one allocated
+/// file of `data` (every cluster of it chained to the next; with `looped`
+/// the last links back to the first): headers at every cluster of one long
+/// chain, each one walking it.
+fn fat32_chain(data: &[u8], looped: bool) -> Vec<u8> {
+    const FAT_SECTORS: usize = 256;
+    let data_at = (32 + 2 * FAT_SECTORS) * 512;
+    let mut img = vec![0u8; data_at + data.len()];
+    let b = &mut img[..512];
+    b[0] = 0xEB;
+    b[3..11].copy_from_slice(b"MSWIN4.1");
+    b[11..13].copy_from_slice(&le16(512));
+    b[13] = 1;
+    b[14..16].copy_from_slice(&le16(32));
+    b[16] = 2;
+    // A FAT32 cluster count (the image holds fewer: a truncated volume).
+    b[32..36].copy_from_slice(&le32(200_000));
+    b[36..40].copy_from_slice(&le32(FAT_SECTORS as u32));
+    b[510] = 0x55;
+    b[511] = 0xAA;
+    let clusters = (data.len() / 512) as u32;
+    let entries = (FAT_SECTORS * 512 / 4) as u32;
+    for n in 2..(clusters + 2).min(entries) {
+        let next = if n + 1 < (clusters + 2).min(entries) {
+            n + 1
+        } else if looped {
+            2
+        } else {
+            0x0FFF_FFFF
+        };
+        let at = 32 * 512 + 4 * n as usize;
+        img[at..at + 4].copy_from_slice(&le32(next));
+    }
+    img[data_at..].copy_from_slice(data);
+    img
+}
+
 fn carve_bounded(name: &str, data: &[u8], dir: &Path) -> (f64, i64, u64) {
     let img = dir.join(format!("{name}.dd"));
     std::fs::write(&img, data).unwrap();
@@ -352,6 +392,17 @@ fn hostile_shapes_carve_within_bounds() {
         ("tiff-loops", tile(&tiff_loop(), 4096, 16 * M)),
         ("sqlite-loops", tile(&sqlite_loop(), 16384, 8 * M)),
         ("mp4-huge-boxes", tile(&mp4_huge(), 32768, 8 * M)),
+        (
+            "fat32-dense-chain",
+            fat32_chain(&gpucarve::synth::dense_headers(&cat, 15 * M, 5), false),
+        ),
+        (
+            "fat32-looped-chain",
+            fat32_chain(
+                &gpucarve::synth::headers_in_noise(&cat, 15 * M, 512, 6),
+                true,
+            ),
+        ),
     ];
     for (name, data) in &shapes {
         carve_bounded(name, data, dir.path());

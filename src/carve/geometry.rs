@@ -334,6 +334,13 @@ fn boot_sector(r: &dyn ByteReader, start: u64) -> Option<(FsShape, Option<FatTab
     Some(((name, bps * spc, first_data * bps), table))
 }
 
+/// Bytes of a FAT read at a time by [`fat_chain`].
+const FAT_PIECE: u64 = 4096;
+/// Most links [`fat_chain`] follows (32 MiB of 4 KiB clusters, 4 MiB of
+/// 512-byte ones): the walk is a constant per candidate, so a region of
+/// headers at every cluster of one long chain costs linear time.
+const MAX_FAT_LINKS: u64 = 1 << 13;
+
 /// The clusters of the file whose first cluster starts at image offset
 /// `start`, as a FAT16/32 volume's table chains them, merged into runs
 /// `(image offset, length)` of whole clusters: `None` unless the chain ends
@@ -358,15 +365,31 @@ pub fn fat_chain(
         16 => (0xFFFF, 0xFFF8),
         _ => (0x0FFF_FFFF, 0x0FFF_FFF8),
     };
-    let entry = |n: u64| -> Option<u64> {
-        let at = fat
-            .table
-            .checked_add(n.checked_mul(u64::from(fat.width / 8))?)?;
-        let mut b = [0u8; 4];
-        let w = (fat.width / 8) as usize;
-        (r.read_at(at, &mut b[..w]) == w).then(|| le32(&b, 0) & mask)
+    // The table read a piece at a time: a chain's links are mostly
+    // consecutive entries.
+    let w = u64::from(fat.width / 8);
+    let mut piece = vec![0u8; FAT_PIECE as usize];
+    let mut piece_at = u64::MAX;
+    let mut entry = |n: u64| -> Option<u64> {
+        let at = fat.table.checked_add(n.checked_mul(w)?)?;
+        let base = at - at % FAT_PIECE;
+        if base != piece_at {
+            piece.resize(FAT_PIECE as usize, 0);
+            let got = r.read_at(base, &mut piece);
+            piece.truncate(got);
+            piece_at = base;
+        }
+        let i = (at - base) as usize;
+        let b = piece.get(i..i + w as usize)?;
+        Some(
+            match w {
+                2 => u64::from(u16::from_le_bytes([b[0], b[1]])),
+                _ => le32(b, 0),
+            } & mask,
+        )
     };
-    let most = max_len.div_ceil(cl).max(1);
+    // Bounded whatever the table holds: a constant per candidate.
+    let most = max_len.div_ceil(cl).clamp(1, MAX_FAT_LINKS);
     let mut runs: Vec<(u64, u64)> = Vec::new();
     let mut n = first;
     for _ in 0..most {
