@@ -242,8 +242,6 @@ fn mp4_huge() -> Vec<u8> {
     v
 }
 
-/// Runs `carve` on `data`; checks the bounds; returns (seconds, peak RSS KiB, output bytes).
-
 /// A FAT32 volume (512-byte clusters) whose data area is one allocated
 /// file of `data` (every cluster of it chained to the next; with `looped`
 /// the last links back to the first): headers at every cluster of one long
@@ -281,6 +279,7 @@ fn fat32_chain(data: &[u8], looped: bool) -> Vec<u8> {
     img
 }
 
+/// Runs `carve` on `data`; checks the bounds; returns (seconds, peak RSS KiB, output bytes).
 fn carve_bounded(name: &str, data: &[u8], dir: &Path) -> (f64, i64, u64) {
     let img = dir.join(format!("{name}.dd"));
     std::fs::write(&img, data).unwrap();
