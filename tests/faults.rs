@@ -201,6 +201,51 @@ fn eio_with_every_backend() {
     assert!(fs.other_calls().is_empty(), "{:?}", fs.other_calls());
 }
 
+/// A split raw set whose second segment has the bad sectors: the same
+/// carving as a raw file's (bad ranges listed at their offsets in the whole
+/// medium, exit status 3), where it used to stop at the first bad sector.
+#[test]
+fn eio_in_a_split_segment() {
+    const SPLIT: u64 = 256 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let img = image();
+    let (one, two) = img.split_at(SPLIT as usize);
+    let seg1 = dir.path().join("seg1.dd");
+    let seg2 = dir.path().join("seg2.dd");
+    std::fs::write(&seg1, one).unwrap();
+    std::fs::write(&seg2, two).unwrap();
+    let bad: Vec<(u64, u64)> = [BAD_ALONE, BAD_IN_MP4]
+        .iter()
+        .map(|&(a, b)| (a - SPLIT, b - SPLIT))
+        .collect();
+    let Some(fs) = BadFs::mount_as(
+        &seg2,
+        "image.002",
+        &[("image.001", &seg1)],
+        &bad,
+        dir.path(),
+    ) else {
+        return;
+    };
+    let first = fs.mountpoint.join("image.001");
+    let out = dir.path().join("out-split");
+    let o = common::run(&[
+        "carve",
+        first.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--keep",
+        "partial",
+        "-q",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "carve of a split set: {err}");
+    assert!(err.contains("could not be read"), "{err}");
+    let audit = std::fs::read_to_string(out.join("audit.txt")).unwrap();
+    assert!(audit.contains("split raw (2 segments)"), "{audit}");
+    check_carving(&out, true, "carve of a split set");
+}
+
 /// `--resume` (here of a finished carving, whose journal ends with its last
 /// checkpoint) still lists the unreadable ranges met before the checkpoint.
 #[test]

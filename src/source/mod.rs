@@ -143,7 +143,7 @@ pub struct Damage {
 struct RawMedia {
     file: File,
     len: u64,
-    unread: Mutex<Vec<Damage>>,
+    unread: BadSectors,
 }
 
 /// Granularity of the retry after a read error.
@@ -155,21 +155,37 @@ pub fn unreadable(e: &std::io::Error) -> bool {
     e.raw_os_error() == Some(libc::EIO)
 }
 
-impl RawMedia {
-    /// Reads `buf` at `offset` sector by sector after an error: unreadable
-    /// sectors read as zeros and are recorded. Returns the bytes delivered.
-    fn read_around(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+/// The sectors of a medium's files that could not be read, found by
+/// re-reading sector by sector after a read error ([`unreadable`]): they
+/// read as zeros and are listed in the medium's coordinates. Shared by the
+/// plain raw file and the segments of a split set.
+#[derive(Debug, Default)]
+pub(crate) struct BadSectors {
+    log: Mutex<Vec<Damage>>,
+}
+
+impl BadSectors {
+    /// Reads `buf` from `file` at `at` sector by sector (sectors of the
+    /// file): unreadable ones read as zeros and are recorded at `medium`
+    /// (where `at` lies in the medium) onwards. Returns the bytes delivered.
+    pub(crate) fn read_around(
+        &self,
+        file: &File,
+        at: u64,
+        medium: u64,
+        buf: &mut [u8],
+    ) -> std::io::Result<usize> {
         let mut done = 0usize;
         while done < buf.len() {
-            let pos = offset + done as u64;
+            let pos = at + done as u64;
             let step = ((pos / SECTOR + 1) * SECTOR - pos).min((buf.len() - done) as u64) as usize;
             let piece = &mut buf[done..done + step];
-            match buffered::pread_full(&self.file, pos, piece) {
+            match buffered::pread_full(file, pos, piece) {
                 Ok(k) if k == step => {}
                 Ok(k) => return Ok(done + k), // the end of the file
                 Err(e) if unreadable(&e) => {
                     piece.fill(0);
-                    self.note(pos, step as u64, &e);
+                    self.note(medium + done as u64, step as u64, &e);
                 }
                 Err(e) => return Err(e),
             }
@@ -181,7 +197,7 @@ impl RawMedia {
     /// Records `[offset, offset + len)` as unreadable, merged with its neighbours.
     fn note(&self, offset: u64, len: u64, e: &std::io::Error) {
         let reason = format!("unreadable: {e}");
-        let mut log = self.unread.lock().unwrap_or_else(|p| p.into_inner());
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
         let end = offset + len;
         if log
             .iter()
@@ -206,6 +222,11 @@ impl RawMedia {
         }
         *log = merged;
     }
+
+    /// The ranges recorded so far.
+    pub(crate) fn list(&self) -> Vec<Damage> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 impl Media for RawMedia {
@@ -215,7 +236,10 @@ impl Media for RawMedia {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = (self.len.saturating_sub(offset)).min(buf.len() as u64) as usize;
         match buffered::pread_full(&self.file, offset, &mut buf[..n]) {
-            Err(e) if unreadable(&e) => self.read_around(offset, &mut buf[..n]),
+            Err(e) if unreadable(&e) => {
+                self.unread
+                    .read_around(&self.file, offset, offset, &mut buf[..n])
+            }
             r => r,
         }
     }
@@ -226,10 +250,7 @@ impl Media for RawMedia {
         "raw".into()
     }
     fn damage(&self) -> Vec<Damage> {
-        self.unread
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.unread.list()
     }
 }
 
@@ -281,7 +302,7 @@ impl Image {
             media: Arc::new(RawMedia {
                 file,
                 len,
-                unread: Mutex::new(Vec::new()),
+                unread: BadSectors::default(),
             }),
             kind,
         })

@@ -173,6 +173,8 @@ struct Segment {
 pub struct SplitMedia {
     segments: Vec<Segment>,
     len: u64,
+    /// Sectors of the segments that could not be read (as a raw file's).
+    unread: super::BadSectors,
 }
 
 impl SplitMedia {
@@ -223,6 +225,7 @@ impl SplitMedia {
         Ok(SplitMedia {
             len: start,
             segments,
+            unread: Default::default(),
         })
     }
 
@@ -246,8 +249,17 @@ impl Media for SplitMedia {
             let s = &self.segments[i];
             let within = off - s.start;
             let want = ((s.len - within) as usize).min(buf.len() - done);
-            let got = pread_full(&s.file, within, &mut buf[done..done + want])
-                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", s.path.display())))?;
+            let piece = &mut buf[done..done + want];
+            // A bad sector in a segment reads as zeros and is listed, as on a
+            // raw file; other errors stop the read.
+            let got = match pread_full(&s.file, within, piece) {
+                Err(e) if super::unreadable(&e) => {
+                    self.unread
+                        .read_around(&s.file, within, s.start + within, piece)
+                }
+                r => r,
+            }
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", s.path.display())))?;
             done += got;
             off += got as u64;
             if got < want {
@@ -261,6 +273,10 @@ impl Media for SplitMedia {
 
     fn describe(&self) -> String {
         format!("split raw ({} segments)", self.segments.len())
+    }
+
+    fn damage(&self) -> Vec<super::Damage> {
+        self.unread.list()
     }
 }
 

@@ -13,13 +13,27 @@ pub struct BadFs {
     pub mountpoint: PathBuf,
     pub log: PathBuf,
     child: Child,
+    name: String,
 }
 
 impl BadFs {
     /// Serves `backing` as `MOUNTPOINT/image` (mountpoint inside `dir`), with
     /// reads that touch any of `bad` (`[start, end)`) failing with EIO.
     pub fn mount(backing: &Path, bad: &[(u64, u64)], dir: &Path) -> Option<BadFs> {
-        match Self::try_mount(backing, bad, dir) {
+        Self::mount_as(backing, "image", &[], bad, dir)
+    }
+
+    /// [`BadFs::mount`], serving `backing` as `MOUNTPOINT/NAME` and each of
+    /// `also` (name, file) beside it as it is (a split set's other segments).
+    #[allow(dead_code)]
+    pub fn mount_as(
+        backing: &Path,
+        name: &str,
+        also: &[(&str, &Path)],
+        bad: &[(u64, u64)],
+        dir: &Path,
+    ) -> Option<BadFs> {
+        match Self::try_mount(backing, name, also, bad, dir) {
             Ok(m) => Some(m),
             Err(why) => {
                 if super::required("GPUCARVE_REQUIRE_FUSE") {
@@ -31,7 +45,13 @@ impl BadFs {
         }
     }
 
-    fn try_mount(backing: &Path, bad: &[(u64, u64)], dir: &Path) -> Result<BadFs, String> {
+    fn try_mount(
+        backing: &Path,
+        name: &str,
+        also: &[(&str, &Path)],
+        bad: &[(u64, u64)],
+        dir: &Path,
+    ) -> Result<BadFs, String> {
         if !Path::new("/dev/fuse").exists() {
             return Err("no /dev/fuse".into());
         }
@@ -58,6 +78,14 @@ impl BadFs {
             .env("BADSECTORS_BACKING", backing)
             .env("BADSECTORS_RANGES", ranges.join(","))
             .env("BADSECTORS_LOG", &log)
+            .env("BADSECTORS_NAME", name)
+            .env(
+                "BADSECTORS_ALSO",
+                also.iter()
+                    .map(|(n, p)| format!("{n}={}", p.display()))
+                    .collect::<Vec<_>>()
+                    .join(":"),
+            )
             .stdout(Stdio::null())
             .stderr(
                 std::fs::File::create(&stderr)
@@ -70,6 +98,7 @@ impl BadFs {
             mountpoint,
             log,
             child,
+            name: name.to_string(),
         };
         let t = Instant::now();
         while t.elapsed() < Duration::from_secs(20) {
@@ -85,9 +114,9 @@ impl BadFs {
         Err("the FUSE mount did not appear within 20 s".into())
     }
 
-    /// The served image.
+    /// The served image (the file with the bad sectors).
     pub fn image(&self) -> PathBuf {
-        self.mountpoint.join("image")
+        self.mountpoint.join(&self.name)
     }
 
     /// The flags of every open of the image so far.

@@ -6,6 +6,9 @@ tests/integrity.rs (through tests/common/badfs.rs).
 
 Environment:
   BADSECTORS_BACKING  the backing file (served as MOUNTPOINT/image)
+  BADSECTORS_NAME     its name instead of `image` (e.g. `image.002`)
+  BADSECTORS_ALSO     more files served as they are, "NAME=PATH:NAME=PATH"
+                      (the other segments of a split set)
   BADSECTORS_RANGES   bad ranges, "START-END,START-END" (bytes, END exclusive)
   BADSECTORS_LOG      a file that gets one line per open: "open FLAGS"
                       (so tests can check that the image is opened read-only)
@@ -30,8 +33,13 @@ RANGES = [
     if r
 ]
 LOG = os.environ.get("BADSECTORS_LOG")
-SIZE = os.path.getsize(BACKING)
-FD = os.open(BACKING, os.O_RDONLY)
+NAME = os.environ.get("BADSECTORS_NAME", "image")
+# name -> (fd, size, mtime, has the bad ranges)
+FILES = {NAME: (os.open(BACKING, os.O_RDONLY), os.path.getsize(BACKING), int(os.path.getmtime(BACKING)), True)}
+for item in os.environ.get("BADSECTORS_ALSO", "").split(":"):
+    if "=" in item:
+        n, p = item.split("=", 1)
+        FILES[n] = (os.open(p, os.O_RDONLY), os.path.getsize(p), int(os.path.getmtime(p)), False)
 
 
 def log(line):
@@ -46,33 +54,37 @@ class BadSectors(fuse.Fuse):
         if path == "/":
             st.st_mode = stat.S_IFDIR | 0o755
             st.st_nlink = 2
-        elif path == "/image":
+        elif path[1:] in FILES:
+            _, size, mtime, _ = FILES[path[1:]]
             st.st_mode = stat.S_IFREG | 0o644
             st.st_nlink = 1
-            st.st_size = SIZE
-            st.st_mtime = int(os.path.getmtime(BACKING))
+            st.st_size = size
+            st.st_mtime = mtime
         else:
             return -errno.ENOENT
         return st
 
     def readdir(self, path, offset):
-        for name in (".", "..", "image"):
+        for name in [".", ".."] + sorted(FILES):
             yield fuse.Direntry(name)
 
     def open(self, path, flags):
         log("open %d" % flags)
-        if path != "/image":
+        if path[1:] not in FILES:
             return -errno.ENOENT
         if flags & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_APPEND):
             return -errno.EROFS
         return 0
 
     def read(self, path, size, offset):
+        if path[1:] not in FILES:
+            return -errno.ENOENT
+        fd, _, _, bad = FILES[path[1:]]
         end = offset + size
-        for a, b in RANGES:
+        for a, b in RANGES if bad else []:
             if offset < b and a < end:
                 return -errno.EIO
-        return os.pread(FD, size, offset)
+        return os.pread(fd, size, offset)
 
     def write(self, path, buf, offset):
         log("write %d %d" % (offset, len(buf)))
