@@ -52,6 +52,10 @@ const OTHER_TARGETS: &[Target] = &[
         run: |d| recover("zip", d),
     },
     Target {
+        name: "fs_layout",
+        run: fs_layout,
+    },
+    Target {
         name: "catalogue_toml",
         run: catalogue_toml,
     },
@@ -366,4 +370,72 @@ fn split_on<'a>(data: &'a [u8], sep: &[u8]) -> Vec<&'a [u8]> {
     }
     out.push(rest);
     out
+}
+
+/// The file systems' layouts (`carve::geometry`): volume detection, ext2/3
+/// block maps and FAT chains from the first clusters of each volume's data
+/// area, and the verdicts over them (the first byte picks the validator).
+/// Runs stay inside the image and the volume, add up to the verdict's
+/// length, and come in whole clusters where the file system says so.
+fn fs_layout(data: &[u8]) {
+    use gpucarve::carve::geometry;
+    let Some((&pick, _)) = data.split_first() else {
+        return;
+    };
+    let image = Slice(data);
+    let len = data.len() as u64;
+    let g = geometry::detect(&image);
+    let validator = ["jpeg", "png", "tiff", "zip", "bmp", "pdf"][usize::from(pick) % 6];
+    for vol in &g.volumes {
+        assert!(vol.start < vol.end && vol.end <= len.max(vol.end));
+        let first = vol.fat.map_or(vol.start, |f| f.data);
+        for k in 0..8u64 {
+            let Some(start) = first.checked_add(k.saturating_mul(vol.cluster)) else {
+                break;
+            };
+            if start >= len {
+                break;
+            }
+            if let Some(runs) = geometry::fat_chain(&image, vol, start, 1 << 20, 4) {
+                assert!((2..=4).contains(&runs.len()));
+                for &(o, n) in &runs {
+                    assert!(n > 0 && n.is_multiple_of(vol.cluster), "{runs:?}");
+                    assert!(o >= vol.start, "{runs:?}");
+                }
+            }
+            if let Some((splits, blocks)) = geometry::ext_block_map(&image, vol, start, 4) {
+                assert!(!splits.is_empty() && splits.len() <= 3);
+                assert!(splits.windows(2).all(|w| w[0].0 < w[1].0));
+                if let Some(b) = blocks {
+                    assert!(b > 12);
+                }
+            }
+            let contiguous = validators::validate(
+                validator,
+                &image,
+                start,
+                Limits {
+                    max_len: len - start,
+                },
+            );
+            if let Some(v) = fragments::fs_layout_verdict(
+                validator,
+                &image,
+                vol,
+                start,
+                len - start,
+                contiguous.as_ref(),
+            ) {
+                let runs = v.runs.clone().expect("a laid-out verdict carries its runs");
+                assert_eq!(runs.iter().map(|r| r.1).sum::<u64>(), v.length, "{runs:?}");
+                assert_eq!(runs.first().map(|r| r.0), Some(start));
+                for &(o, n) in &runs {
+                    assert!(
+                        o.checked_add(n).is_some_and(|e| e <= len),
+                        "{runs:?} in {len}"
+                    );
+                }
+            }
+        }
+    }
 }
