@@ -678,15 +678,8 @@ fn searches_run_ahead_give_the_carvers_own_results() {
         let mut reports = Vec::new();
         for ahead in ["1", "0"] {
             let out = dir.path().join(format!("{fs}-{seed}-ahead{ahead}"));
-            let o = common::bin()
+            let o = common::carve_cmd(&img, &out)
                 .env("GPUCARVE_SEARCH_AHEAD", ahead)
-                .args([
-                    "carve",
-                    img.to_str().unwrap(),
-                    "-o",
-                    out.to_str().unwrap(),
-                    "-q",
-                ])
                 .output()
                 .unwrap();
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

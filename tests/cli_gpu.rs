@@ -168,14 +168,7 @@ fn carving(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 }
 
 fn carve(image: &std::path::Path, out: &std::path::Path, args: &[&str], upload: &str) {
-    let o = common::bin()
-        .args([
-            "carve",
-            image.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-q",
-        ])
+    let o = common::carve_cmd(image, out)
         .args(args)
         .env("GPUCARVE_GPU_UPLOAD", upload)
         .output()

@@ -286,14 +286,7 @@ fn carve_bounded(name: &str, data: &[u8], dir: &Path) -> (f64, i64, u64) {
     let out = dir.join(format!("{name}-out"));
     let stderr_path = dir.join(format!("{name}.stderr"));
     let t0 = Instant::now();
-    let child = common::bin()
-        .args([
-            "carve",
-            img.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-q",
-        ])
+    let child = common::carve_cmd(&img, &out)
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&stderr_path).unwrap())
         .spawn()

@@ -54,17 +54,7 @@ fn run_ok(cmd: &mut Command) -> String {
 
 /// The same carving in one process, for comparison.
 fn single_carve(img: &Path, out: &Path, opts: &[&str]) {
-    run_ok(
-        common::bin()
-            .args([
-                "carve",
-                img.to_str().unwrap(),
-                "-o",
-                out.to_str().unwrap(),
-                "-q",
-            ])
-            .args(opts),
-    );
+    run_ok(common::carve_cmd(img, out).args(opts));
 }
 
 /// report.jsonl entries without ids (the merged ids must still run 1, 2, 3...).

@@ -12,6 +12,19 @@ pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_gpucarve"))
 }
 
+/// `gpucarve carve IMAGE -o OUT -q`, to add to.
+pub fn carve_cmd(image: &Path, out: &Path) -> Command {
+    let mut c = bin();
+    c.args([
+        "carve",
+        image.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    c
+}
+
 /// Runs gpucarve with `args`, returning its output.
 pub fn run(args: &[&str]) -> Output {
     bin()
