@@ -372,9 +372,10 @@ fn split_on<'a>(data: &'a [u8], sep: &[u8]) -> Vec<&'a [u8]> {
     out
 }
 
-/// The file systems' layouts (`carve::geometry`): volume detection, ext2/3
-/// block maps and FAT chains from the first clusters of each volume's data
-/// area, and the verdicts over them (the first byte picks the validator).
+/// The file systems' layouts (`carve::geometry`, `carve::extfs`): volume
+/// detection, ext inode tables, ext2/3 block maps and FAT chains from the
+/// first clusters of each volume's data area, and the verdicts over them
+/// (the first byte picks the validator).
 /// Runs stay inside the image and the volume, add up to the verdict's
 /// length, and come in whole clusters where the file system says so.
 fn fs_layout(data: &[u8]) {
@@ -388,6 +389,19 @@ fn fs_layout(data: &[u8]) {
     let validator = ["jpeg", "png", "tiff", "zip", "bmp", "pdf"][usize::from(pick) % 6];
     for vol in &g.volumes {
         assert!(vol.start < vol.end && vol.end <= len.max(vol.end));
+        if let Some(map) = gpucarve::carve::extfs::read(&image, vol) {
+            for (&first, f) in &map.files {
+                assert!(f.runs.len() >= 2, "{f:?}");
+                assert_eq!(f.runs[0].0, first);
+                assert_eq!(f.runs.iter().map(|r| r.1).sum::<u64>(), f.size, "{f:?}");
+                for &(o, n) in &f.runs {
+                    assert!(
+                        o >= vol.start && o.checked_add(n).is_some_and(|e| e <= vol.end),
+                        "{f:?}"
+                    );
+                }
+            }
+        }
         let first = vol.fat.map_or(vol.start, |f| f.data);
         for k in 0..8u64 {
             let Some(start) = first.checked_add(k.saturating_mul(vol.cluster)) else {

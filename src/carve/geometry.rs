@@ -45,6 +45,9 @@ pub struct Volume {
     pub fs: &'static str,
     /// FAT16/FAT32: where the allocation table lies.
     pub fat: Option<Fat>,
+    /// ext2/3/4: the fragmented files its inodes list
+    /// ([`super::extfs`], read by [`detect_with_files`]).
+    pub ext_files: Option<std::sync::Arc<super::extfs::FileMap>>,
 }
 
 /// A FAT16 or FAT32 volume's first allocation table: cluster `n` (from 2)
@@ -207,6 +210,17 @@ pub fn detect(r: &dyn ByteReader) -> Geometry {
     Geometry { volumes }
 }
 
+/// [`detect`], and the inode tables of its ext2/3/4 volumes read
+/// ([`super::extfs::read`]; once per carving: on a large volume this reads
+/// its inode tables, bounded by [`super::extfs::MAX_INODES`]).
+pub fn detect_with_files(r: &dyn ByteReader) -> Geometry {
+    let mut g = detect(r);
+    for v in &mut g.volumes {
+        v.ext_files = super::extfs::read(r, v).map(std::sync::Arc::new);
+    }
+    g
+}
+
 fn read<const N: usize>(r: &dyn ByteReader, off: u64) -> Option<[u8; N]> {
     let mut b = [0u8; N];
     (r.read_at(off, &mut b) == N).then_some(b)
@@ -262,6 +276,7 @@ fn volume(r: &dyn ByteReader, start: u64, end: u64) -> Option<Volume> {
         phase: start.checked_add(data)? % cluster,
         fs,
         fat,
+        ext_files: None,
     })
 }
 

@@ -42,6 +42,7 @@
 //! has 64 and 128 MiB of them (3.9 s and 6.9 s).
 
 pub mod extent;
+pub mod extfs;
 pub mod fragments;
 pub mod geometry;
 pub mod output;
@@ -340,6 +341,10 @@ pub fn carve_scoped(
         enabled[*k] = true;
     }
     let needles = std::sync::Arc::new(fragments::ScanNeedles::new(scan_start, enabled));
+    // The file systems (cluster sizes, FAT chains, ext inode tables), read
+    // once for the validation stage and the carver.
+    let geo = geometry::detect_with_files(&ImageBytes::new(image));
+    let geo = &geo;
     let result = std::thread::scope(|s| {
         let known_by_stage = known.clone();
         s.spawn(move || {
@@ -353,7 +358,6 @@ pub fn carve_scoped(
             }
             let _finished = Finished(&known);
             let bytes = ImageBytes::new(image);
-            let geo = geometry::detect(&bytes);
             for batch in rx {
                 let mut profile = Profile::default();
                 let pre = prevalidate(
@@ -365,7 +369,7 @@ pub fn carve_scoped(
                     workers,
                     &mut profile,
                     &known,
-                    &geo,
+                    geo,
                 );
                 let through = batch.iter().rev().find_map(|e| match e {
                     Event::Progress(pos) => Some(*pos),
@@ -403,7 +407,7 @@ pub fn carve_scoped(
                 &found,
                 &done,
                 &carved_to,
-                (known.clone(), needles.clone()),
+                (known.clone(), needles.clone(), geo),
             )
         });
         let mut sink = |b: &BlockSpec, matches: &[Match]| -> Result<(), String> {
@@ -576,7 +580,7 @@ fn with_fs_layout(
     verdict: Option<validators::Verdict>,
 ) -> Option<validators::Verdict> {
     match geo.at(start) {
-        Some(vol) if vol.block_map().is_some() || vol.fat.is_some() => {
+        Some(vol) if vol.block_map().is_some() || vol.fat.is_some() || vol.ext_files.is_some() => {
             fragments::fs_layout_verdict(validator, bytes, vol, start, max_len, verdict.as_ref())
                 .or(verdict)
         }
@@ -766,9 +770,10 @@ fn carve_events(
     found: &std::sync::atomic::AtomicU64,
     done: &std::sync::atomic::AtomicBool,
     carved_to: &std::sync::atomic::AtomicU64,
-    (known, needles): (
+    (known, needles, geo): (
         std::sync::Arc<fragments::KnownJpegs>,
         std::sync::Arc<fragments::ScanNeedles>,
+        &geometry::Geometry,
     ),
 ) -> Result<CarverTotals, CarveError> {
     let (etx, erx) = sync_channel::<Emit>(8);
@@ -798,7 +803,7 @@ fn carve_events(
             found,
             done,
             carved_to,
-            (known, needles),
+            (known, needles, geo),
             (jobs_tx, ahead_rx),
         );
         drop(etx);
@@ -902,9 +907,10 @@ fn carve_ordered(
     found: &std::sync::atomic::AtomicU64,
     done: &std::sync::atomic::AtomicBool,
     carved_to: &std::sync::atomic::AtomicU64,
-    (known, needles): (
+    (known, needles, geo): (
         std::sync::Arc<fragments::KnownJpegs>,
         std::sync::Arc<fragments::ScanNeedles>,
+        &geometry::Geometry,
     ),
     (ahead_jobs, ahead_done): (
         std::sync::mpsc::Sender<fragments::AheadJob>,
@@ -920,7 +926,6 @@ fn carve_ordered(
     // >>> bifragment recovery (fragments.rs): state and the runs of proven joins.
     let mut frags = fragments::Fragments::new(opts.cluster_size);
     // (Block maps are the file system's whatever cluster size is used.)
-    let geo = geometry::detect(&bytes);
     if opts.cluster_size.is_none() {
         frags.geometry = geo.clone();
         totals.file_systems = frags.geometry.describe();
@@ -1038,7 +1043,7 @@ fn carve_ordered(
                                             Limits { max_len },
                                         );
                                         let verdict = with_fs_layout(
-                                            v, &bytes, &geo, c.start, max_len, verdict,
+                                            v, &bytes, geo, c.start, max_len, verdict,
                                         );
                                         totals.profile.add(
                                             "validate",
@@ -1059,7 +1064,9 @@ fn carve_ordered(
                                 }
                                 let inside = complete_cover.strictly_covers(c.start);
                                 let (verdict, runs) = if inside {
-                                    (verdict, None)
+                                    // (A layout the file system gave stays.)
+                                    let runs = verdict.as_ref().and_then(|v| v.runs.clone());
+                                    (verdict, runs)
                                 } else {
                                     let t0 = std::time::Instant::now();
                                     let searches = frags.searches;
@@ -1075,6 +1082,17 @@ fn carve_ordered(
                                     }
                                     r
                                 };
+                                // What the file covers in the image: its runs, when
+                                // joined or laid out by the file system.
+                                let spans: Vec<(u64, u64)> = match (&runs, &verdict) {
+                                    (Some(r), _) => {
+                                        r.iter().map(|&(o, n)| (o, o.saturating_add(n))).collect()
+                                    }
+                                    (None, Some(vd)) => {
+                                        vec![(c.start, c.start.saturating_add(vd.length))]
+                                    }
+                                    (None, None) => Vec::new(),
+                                };
                                 if let Some(runs) = runs {
                                     joined_runs
                                         .insert((c.start, c.type_index), to_byte_runs(&runs));
@@ -1083,17 +1101,18 @@ fn carve_ordered(
                                 if let Some(vd) = &verdict
                                     && vd.length > 0
                                 {
-                                    let end = c.start.saturating_add(vd.length);
-                                    if v == "zip" {
-                                        zip_cover.insert(c.start, end);
-                                    }
-                                    // A container whose payload was not checked does not
-                                    // explain what lies in it (a fragmented MP4's `mdat`
-                                    // may hold other files' clusters).
-                                    if vd.status == Status::Complete
-                                        && validators::proves_content(v)
-                                    {
-                                        complete_cover.insert(c.start, end);
+                                    for &(a, end) in &spans {
+                                        if v == "zip" {
+                                            zip_cover.insert(a, end);
+                                        }
+                                        // A container whose payload was not checked does not
+                                        // explain what lies in it (a fragmented MP4's `mdat`
+                                        // may hold other files' clusters).
+                                        if vd.status == Status::Complete
+                                            && validators::proves_content(v)
+                                        {
+                                            complete_cover.insert(a, end);
+                                        }
                                     }
                                 }
                                 match verdict {

@@ -1104,6 +1104,23 @@ pub fn fs_layout_verdict(
     contiguous: Option<&Verdict>,
 ) -> Option<Verdict> {
     let cl = vol.cluster;
+    // An ext2/3/4 inode lists this file's blocks: the whole layout, and the
+    // exact size.
+    if let Some(f) = vol.ext_files.as_ref().and_then(|m| m.files.get(&start)) {
+        let view = RunsView::new(r, &f.runs);
+        let mut v = validators::validate(validator, &view, 0, Limits { max_len: view.len })?;
+        if v.status != Status::Complete || v.length != f.size || v.length > max_len {
+            return None;
+        }
+        v.notes.push(format!(
+            "ext inode: the file system lists this file's blocks ({} runs, {} bytes); carved along them",
+            f.runs.len(),
+            f.size
+        ));
+        v.broke_at = None;
+        v.runs = Some(f.runs.clone());
+        return Some(v);
+    }
     // `(file offset, image offset)` of the runs after the first, the first
     // run's length, clusters of the file when known, and how to name it.
     let (splits, first, clusters, what) = if let Some(bs) = vol.block_map() {
@@ -1160,6 +1177,55 @@ pub fn fs_layout_verdict(
     v.broke_at = None;
     v.runs = Some(runs);
     Some(v)
+}
+
+/// A file made of any number of runs of the image (`(offset, length)`, in
+/// file order), as a file system lists them.
+struct RunsView<'a> {
+    r: &'a dyn ByteReader,
+    /// `(file offset, image offset, length)`.
+    runs: Vec<(u64, u64, u64)>,
+    len: u64,
+}
+
+impl<'a> RunsView<'a> {
+    fn new(r: &'a dyn ByteReader, runs: &[(u64, u64)]) -> Self {
+        let mut at = 0u64;
+        let runs = runs
+            .iter()
+            .map(|&(img, n)| {
+                let v = (at, img, n);
+                at = at.saturating_add(n);
+                v
+            })
+            .collect();
+        RunsView { r, runs, len: at }
+    }
+}
+
+impl ByteReader for RunsView<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
+        let mut done = 0usize;
+        let mut i = self.runs.partition_point(|&(v, _, n)| v + n <= offset);
+        while done < buf.len() {
+            let Some(&(v, img, n)) = self.runs.get(i) else {
+                break;
+            };
+            let pos = offset + done as u64;
+            let within = pos - v;
+            let want = ((n - within) as usize).min(buf.len() - done);
+            let got = self.r.read_at(img + within, &mut buf[done..done + want]);
+            done += got;
+            if got < want {
+                break;
+            }
+            i += 1;
+        }
+        done
+    }
 }
 
 /// [`recover`], never taking a second fragment from a range in `claims`

@@ -1,0 +1,124 @@
+//! Files carved along the layout their file system records: ext2 block maps
+//! and ext4 extent trees read from the inode tables, on volumes made by
+//! e2fsprogs (`mkfs.ext2`, `mkfs.ext4`, `debugfs`) where a JPEG is
+//! fragmented on purpose (small files written, every other one removed, the
+//! JPEG written into the holes). The carved JPEG must equal the original
+//! byte for byte, in several runs, with the note that says why.
+//!
+//! Needs e2fsprogs: skipped with a note without it, and FAILS when
+//! `GPUCARVE_REQUIRE_TOOLS=1` (CI).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn have_e2fsprogs() -> bool {
+    let ok = ["mkfs.ext2", "debugfs"].iter().all(|t| {
+        Command::new(t)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok()
+    });
+    if !ok {
+        assert!(
+            !common::required("GPUCARVE_REQUIRE_TOOLS"),
+            "GPUCARVE_REQUIRE_TOOLS=1 but e2fsprogs is missing (apt-get install e2fsprogs)"
+        );
+        eprintln!("note: e2fsprogs not installed; test not run");
+    }
+    ok
+}
+
+/// A 16 MiB volume of `mkfs` (1 KiB blocks) holding `jpeg` as `big.jpg`,
+/// fragmented: 40 files of 20 000 bytes written, every other one removed,
+/// then the JPEG written.
+fn fragmented_volume(dir: &Path, mkfs: &str, extra: &[&str], jpeg: &Path) -> std::path::PathBuf {
+    let img = dir.join(format!("{mkfs}.img"));
+    let f = std::fs::File::create(&img).unwrap();
+    f.set_len(16 << 20).unwrap();
+    drop(f);
+    let st = Command::new(mkfs)
+        .args(["-q", "-F", "-b", "1024"])
+        .args(extra)
+        .arg(&img)
+        .status()
+        .unwrap();
+    assert!(st.success(), "{mkfs} failed");
+    let small = dir.join("small.bin");
+    std::fs::write(
+        &small,
+        (0..20_000u32)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let mut script = String::new();
+    for i in 1..=40 {
+        script += &format!("write {} s{i}\n", small.display());
+    }
+    for i in (1..=40).step_by(2) {
+        script += &format!("rm s{i}\n");
+    }
+    script += &format!("write {} big.jpg\n", jpeg.display());
+    let mut child = Command::new("debugfs")
+        .arg("-w")
+        .arg(&img)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "debugfs failed");
+    img
+}
+
+#[test]
+fn ext_inodes_give_the_layout_of_fragmented_files() {
+    if !have_e2fsprogs() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let jpeg = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples/d-debian.jpg");
+    let original = std::fs::read(&jpeg).unwrap();
+    // ext2: block map with an indirect block; ext4: an extent tree with an
+    // index node (more than four extents).
+    for (mkfs, extra) in [
+        ("mkfs.ext2", &[][..]),
+        ("mkfs.ext4", &["-O", "^has_journal"][..]),
+    ] {
+        let img = fragmented_volume(dir.path(), mkfs, extra, &jpeg);
+        let out = dir.path().join(format!("{mkfs}-out"));
+        let o = common::carve_cmd(&img, &out).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report = std::fs::read_to_string(out.join("report.jsonl")).unwrap();
+        let entry = report
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|r| r["length"] == original.len() as u64 && r["type"] == "jpeg")
+            .unwrap_or_else(|| panic!("{mkfs}: no JPEG of the original's size:\n{report}"));
+        assert_eq!(entry["status"], "complete", "{mkfs}: {entry}");
+        assert!(
+            entry["byte_runs"].as_array().unwrap().len() >= 3,
+            "{mkfs}: not fragmented? {entry}"
+        );
+        assert!(
+            entry["notes"].to_string().contains("ext inode"),
+            "{mkfs}: {entry}"
+        );
+        let carved = std::fs::read(out.join(entry["path"].as_str().unwrap())).unwrap();
+        assert!(
+            carved == original,
+            "{mkfs}: carved JPEG differs from the original"
+        );
+    }
+}
