@@ -24,7 +24,7 @@
 
 use std::collections::BTreeMap;
 
-use super::geometry::Volume;
+use super::geometry::{Volume, le16, le32};
 use super::validators::ByteReader;
 
 /// Most inodes read per volume.
@@ -58,17 +58,6 @@ pub struct FileMap {
     pub files: BTreeMap<u64, FileRuns>,
     /// Inodes read, for the audit.
     pub inodes: u64,
-}
-
-fn le16(b: &[u8], i: usize) -> u64 {
-    b.get(i..i + 2)
-        .map_or(0, |s| u64::from(u16::from_le_bytes([s[0], s[1]])))
-}
-
-fn le32(b: &[u8], i: usize) -> u64 {
-    b.get(i..i + 4).map_or(0, |s| {
-        u64::from(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-    })
 }
 
 /// What the superblock says.
@@ -308,14 +297,7 @@ fn indirect(
     depth: u32,
     b: &mut Blocks,
 ) -> Option<()> {
-    if block == 0 || block >= s.blocks {
-        return None;
-    }
-    b.read_meta()?;
-    let mut buf = vec![0u8; s.bs as usize];
-    if r.read_at(vol.start + block * s.bs, &mut buf) != buf.len() {
-        return None;
-    }
+    let buf = meta_block(r, vol, s, block, b)?;
     for i in 0..(s.bs / 4) as usize {
         if b.full() {
             break;
@@ -328,6 +310,24 @@ fn indirect(
         }
     }
     Some(())
+}
+
+/// Metadata block `block` of the volume (an indirect block, an extent-tree
+/// node), counted against the volume's budget; `None` when out of the
+/// volume, over budget or unreadable.
+fn meta_block(
+    r: &dyn ByteReader,
+    vol: &Volume,
+    s: &Super,
+    block: u64,
+    b: &mut Blocks,
+) -> Option<Vec<u8>> {
+    if block == 0 || block >= s.blocks {
+        return None;
+    }
+    b.read_meta()?;
+    let mut buf = vec![0u8; s.bs as usize];
+    (r.read_at(vol.start + block * s.bs, &mut buf) == buf.len()).then_some(buf)
 }
 
 /// ext4 extent tree: a header (`F30A`, entries, max, depth) and 12-byte
@@ -367,14 +367,7 @@ fn extents(
             b.push(start, len)?;
         } else {
             let child = (le16(node, x + 8) << 32) | le32(node, x + 4);
-            if child == 0 || child >= s.blocks {
-                return None;
-            }
-            b.read_meta()?;
-            let mut buf = vec![0u8; s.bs as usize];
-            if r.read_at(vol.start + child * s.bs, &mut buf) != buf.len() {
-                return None;
-            }
+            let buf = meta_block(r, vol, s, child, b)?;
             extents(r, vol, s, &buf, b, level + 1, nodes)?;
         }
     }

@@ -226,12 +226,14 @@ fn read<const N: usize>(r: &dyn ByteReader, off: u64) -> Option<[u8; N]> {
     (r.read_at(off, &mut b) == N).then_some(b)
 }
 
-fn le16(b: &[u8], i: usize) -> u64 {
+/// Little-endian u16 at `i` (0 past the end).
+pub(super) fn le16(b: &[u8], i: usize) -> u64 {
     b.get(i..i + 2)
         .map_or(0, |s| u64::from(u16::from_le_bytes([s[0], s[1]])))
 }
 
-fn le32(b: &[u8], i: usize) -> u64 {
+/// Little-endian u32 at `i` (0 past the end).
+pub(super) fn le32(b: &[u8], i: usize) -> u64 {
     b.get(i..i + 4).map_or(0, |s| {
         u64::from(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
     })
