@@ -12,7 +12,7 @@
 # Environment: SIZE (generated image, default 2GiB), REPEAT (default 3),
 #   BLOCKS (default 8MiB,32MiB). The GPU is the best device Vulkan lists
 #   (`gpucarve devices`; discrete first); VK_ICD_FILENAMES picks a driver.
-# Needs cargo and python3; a Vulkan driver for the GPU rows (`gpucarve
+# Needs cargo (or BIN=path/to/gpucarve) and python3; a Vulkan driver for the GPU rows (`gpucarve
 # devices` says what is missing). Run as root to add cold-cache rows
 # (COLD=1: drops the page cache before every run of the buffered backend).
 #
@@ -28,8 +28,11 @@ REPEAT=${REPEAT:-3}
 BLOCKS=${BLOCKS:-8MiB,32MiB}
 mkdir -p "$OUT"
 
-cargo build --release --quiet
-BIN=target/release/gpucarve
+# BIN: a gpucarve built elsewhere (a machine without cargo); else build here.
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet
+  BIN=target/release/gpucarve
+fi
 
 echo "== devices"
 "$BIN" devices | tee "$OUT/devices.txt" || true
