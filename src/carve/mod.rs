@@ -46,6 +46,7 @@ pub mod extfs;
 pub mod fragments;
 pub mod geometry;
 pub mod output;
+mod stage;
 pub mod validators;
 pub mod view;
 
@@ -345,8 +346,10 @@ pub fn carve_scoped(
     // once for the validation stage and the carver.
     let geo = geometry::detect_with_files(&ImageBytes::new(image));
     let geo = &geo;
+    let stage_complete = std::sync::atomic::AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let known_by_stage = known.clone();
+        let stage_complete = &stage_complete;
         s.spawn(move || {
             let known = known_by_stage;
             // However the stage ends (a panic included), no search waits for it.
@@ -357,41 +360,17 @@ pub fn carve_scoped(
                 }
             }
             let _finished = Finished(&known);
-            let bytes = ImageBytes::new(image);
-            for batch in rx {
-                let mut profile = Profile::default();
-                let pre = prevalidate(
-                    &batch,
-                    catalogue,
-                    &bytes,
-                    image.len(),
-                    own,
-                    workers,
-                    &mut profile,
-                    &known,
-                    geo,
-                );
-                let through = batch.iter().rev().find_map(|e| match e {
-                    Event::Progress(pos) => Some(*pos),
-                    _ => None,
-                });
-                if let Some(pos) = through {
-                    known.stage_through(pos);
-                }
-                let sent = match vtx.try_send((batch, pre, profile)) {
-                    Ok(()) => Ok(()),
-                    Err(std::sync::mpsc::TrySendError::Full(v)) => {
-                        // A search waiting for this stage must not wait now.
-                        known.stage_blocked(true);
-                        let sent = vtx.send(v).map_err(drop);
-                        known.stage_blocked(false);
-                        sent
-                    }
-                    Err(std::sync::mpsc::TrySendError::Disconnected(_)) => Err(()),
-                };
-                if sent.is_err() {
-                    break;
-                }
+            let cx = stage::Context {
+                catalogue,
+                bytes: ImageBytes::new(image),
+                image_len: image.len(),
+                own,
+                workers,
+                known: &known,
+                geo,
+            };
+            if stage::run(&cx, rx, vtx) {
+                stage_complete.store(true, std::sync::atomic::Ordering::Release);
             }
         });
         let carver = s.spawn(|| {
@@ -481,6 +460,17 @@ pub fn carve_scoped(
         let scanned = scanned?;
         Ok::<_, CarveError>((scanned, carved))
     });
+    // The carver ends when the validation stage does: had the stage stopped
+    // before passing on every batch, the carving would be silently short.
+    // (Unless the carver itself stopped early: past the end of its shard.)
+    if result.is_ok()
+        && !done.load(std::sync::atomic::Ordering::Relaxed)
+        && !stage_complete.load(std::sync::atomic::Ordering::Acquire)
+    {
+        return Err(CarveError::Internal(
+            "the validation stage stopped before the end of the scan".into(),
+        ));
+    }
     let (scan_stats, carved) = result?;
     summary.scan = scan_stats;
     summary.counts = carved.counts;
@@ -563,10 +553,6 @@ const LOOKAHEAD_BATCHES: usize = 8;
 /// whatever the density of headers in a block.
 const PREVALIDATE_EVENTS: usize = 1 << 14;
 
-/// Verdicts for the non-ZIP header candidates of `batch`, computed on
-/// `workers` threads: `out[i]` is `Some(verdict)` for `batch[i]` when it was
-/// validated here.
-#[allow(clippy::too_many_arguments)]
 /// `verdict` (the validator's over contiguous bytes), or the verdict over
 /// the file as its file system lays it out (an ext2/3 block map, a FAT
 /// cluster chain), when that one proves the file
@@ -586,107 +572,6 @@ fn with_fs_layout(
         }
         _ => verdict,
     }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn prevalidate(
-    batch: &[Event],
-    catalogue: &Catalogue,
-    bytes: &ImageBytes<'_>,
-    image_len: u64,
-    (own_start, own_end): (u64, u64),
-    workers: usize,
-    profile: &mut Profile,
-    known: &fragments::KnownJpegs,
-    geo: &geometry::Geometry,
-) -> Vec<Option<Option<validators::Verdict>>> {
-    let jobs: Vec<(usize, u64, &str, u64)> = batch
-        .iter()
-        .enumerate()
-        .filter_map(|(i, ev)| match ev {
-            Event::Header(c) if c.start >= own_start && c.start < own_end => {
-                let t = &catalogue.types[c.type_index];
-                let v = t.validator.as_deref().filter(|v| *v != "zip")?;
-                Some((
-                    i,
-                    c.start,
-                    v,
-                    t.max_size.min(image_len.saturating_sub(c.start)),
-                ))
-            }
-            _ => None,
-        })
-        .collect();
-    let mut out: Vec<Option<Option<validators::Verdict>>> = Vec::new();
-    out.resize_with(batch.len(), || None);
-    /// Event index, verdict, validator, seconds.
-    type Timed<'v> = (usize, Option<validators::Verdict>, &'v str, f64);
-    fn timed<'v>(
-        bytes: &ImageBytes<'_>,
-        known: &fragments::KnownJpegs,
-        geo: &geometry::Geometry,
-        (i, start, v, max_len): (usize, u64, &'v str, u64),
-    ) -> Timed<'v> {
-        let t0 = std::time::Instant::now();
-        let verdict = validators::validate(v, bytes, start, Limits { max_len });
-        // (The contiguous verdict: what a fragment search's own validation
-        // of this header would give.)
-        if v == "jpeg" {
-            known.note(start, max_len, verdict.as_ref());
-        }
-        let verdict = with_fs_layout(v, bytes, geo, start, max_len, verdict);
-        (i, verdict, v, t0.elapsed().as_secs_f64())
-    }
-    let run = |job| timed(bytes, known, geo, job);
-    let mut record = |done: Vec<Timed>| {
-        let mut per: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
-        for (i, v, name, secs) in done {
-            out[i] = Some(v);
-            let e = per.entry(name).or_insert((0, 0.0));
-            e.0 += 1;
-            e.1 += secs;
-        }
-        for (name, (n, secs)) in per {
-            profile.add("validate", name, n, secs);
-        }
-    };
-    if workers <= 1 || jobs.len() < 2 {
-        record(jobs.into_iter().map(run).collect());
-        return out;
-    }
-    // Workers take jobs a few at a time and keep their verdicts to themselves
-    // until the end: no lock per candidate. Few at a time: a batch holds a
-    // few dozen candidates worth validating, a handful of them large JPEGs,
-    // and 16 at a time gave them all to one worker (the stage ran on one
-    // core: 0.54 s of validation in 0.51 s on a 2-core ext4 image).
-    let take = (jobs.len() / (workers * 8)).clamp(1, 16);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: Vec<Vec<Timed>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers.min(jobs.len()))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let k = next.fetch_add(take, std::sync::atomic::Ordering::Relaxed);
-                        let Some(part) = jobs.get(k..(k + take).min(jobs.len())) else {
-                            break;
-                        };
-                        if part.is_empty() {
-                            break;
-                        }
-                        mine.extend(part.iter().copied().map(run));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    record(done.into_iter().flatten().collect());
-    out
 }
 
 /// Ranges `[start, end)` of structures validators walked, for asking in
