@@ -152,7 +152,16 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
                 ));
             }
             if g.status == "complete" && g.parent.is_none() {
-                parents.push((g.offset, g.offset + g.length, id));
+                // As the carver nests: inside the file's first run (a
+                // joined or laid-out file's later runs hold other data).
+                let end = g
+                    .byte_runs
+                    .first()
+                    .filter(|r| r.img_offset == g.offset)
+                    .map_or(g.offset.saturating_add(g.length), |r| {
+                        r.img_offset.saturating_add(r.len)
+                    });
+                parents.push((g.offset, end, id));
             }
             jsonl.file(&g).map_err(|e| e.to_string())?;
             dfxml.file(&g).map_err(|e| e.to_string())?;

@@ -390,6 +390,89 @@ fn resume_after_kill_9_gives_the_same_reports() {
     );
 }
 
+/// `merge` nests files as the carver does: inside a complete file's first
+/// run only. A file joined from fragments (here an ext2 image's block-mapped
+/// and fragmented files) spans, from its header to header + length, bytes
+/// of its later runs' neighbours: the carver does not make a header there
+/// its child, and neither may the merge (it did, giving `parent` where a
+/// single run gives none).
+#[test]
+fn shards_merged_nest_joined_files_like_one_run() {
+    let d = tempfile::tempdir().unwrap();
+    let Some(img) = common::mkimage(
+        d.path(),
+        "e2.img",
+        &[
+            "--fs",
+            "ext2",
+            "--size",
+            "48MiB",
+            "--seed",
+            "2",
+            "--fragmented-fraction",
+            "0.5",
+            "--fragment-counts",
+            "2,3",
+        ],
+    ) else {
+        return;
+    };
+    let run_carve = |out: &Path, shard: Option<&str>| {
+        let mut a = vec![
+            "carve",
+            img.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-q",
+        ];
+        if let Some(s) = shard {
+            a.extend(["--shard", s]);
+        }
+        carve(&a);
+    };
+    let single = d.path().join("single");
+    run_carve(&single, None);
+    let (p1, p2, merged) = (
+        d.path().join("p1"),
+        d.path().join("p2"),
+        d.path().join("merged"),
+    );
+    run_carve(&p1, Some("1/2"));
+    run_carve(&p2, Some("2/2"));
+    carve(&[
+        "merge",
+        p1.to_str().unwrap(),
+        p2.to_str().unwrap(),
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    let one = std::fs::read_to_string(single.join("report.jsonl")).unwrap();
+    // The case the test is about: a complete joined file whose span, not
+    // its first run, holds another file's header.
+    let files: Vec<serde_json::Value> = one
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let spans_another = files.iter().any(|f| {
+        let (off, len) = (f["offset"].as_u64().unwrap(), f["length"].as_u64().unwrap());
+        let first_end = off + f["byte_runs"][0]["len"].as_u64().unwrap();
+        f["status"] == "complete"
+            && files.iter().any(|g| {
+                let o = g["offset"].as_u64().unwrap();
+                o >= first_end && o < off + len
+            })
+    });
+    assert!(
+        spans_another,
+        "no joined file spans another header: the image no longer tests this"
+    );
+    assert_eq!(
+        one,
+        std::fs::read_to_string(merged.join("report.jsonl")).unwrap(),
+        "merged shards nest differently from one run"
+    );
+}
+
 #[test]
 fn four_shards_merged_equal_one_run() {
     let d = tempfile::tempdir().unwrap();

@@ -134,18 +134,19 @@ pub fn sha256(data: &[u8]) -> String {
 /// `dir/name`; None with a note where it cannot be built (python3 missing),
 /// a failure under `GPUCARVE_REQUIRE_SAMPLES=1`.
 pub fn raw_image(dir: &Path, name: &str, size: &str, seed: u32) -> Option<PathBuf> {
+    let seed = seed.to_string();
+    mkimage(dir, name, &["--fs", "raw", "--size", size, "--seed", &seed])
+}
+
+/// `corpora/mkimage.py ARGS --out dir/name --quiet`; None with a note where
+/// it cannot be built (python3 or the mkfs tools missing), a failure under
+/// `GPUCARVE_REQUIRE_SAMPLES=1`.
+pub fn mkimage(dir: &Path, name: &str, args: &[&str]) -> Option<PathBuf> {
     let out = dir.join(name);
     let o = Command::new("python3")
-        .args([
-            "corpora/mkimage.py",
-            "--fs",
-            "raw",
-            "--quiet",
-            "--size",
-            size,
-        ])
-        .arg("--seed")
-        .arg(seed.to_string())
+        .arg("corpora/mkimage.py")
+        .args(args)
+        .arg("--quiet")
         .arg("--out")
         .arg(&out)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -155,7 +156,7 @@ pub fn raw_image(dir: &Path, name: &str, size: &str, seed: u32) -> Option<PathBu
         other => {
             assert!(
                 !required("GPUCARVE_REQUIRE_SAMPLES"),
-                "corpora/mkimage.py --fs raw failed: {other:?}"
+                "corpora/mkimage.py {args:?} failed: {other:?}"
             );
             eprintln!("note: cannot build an image here ({other:?}); check not run");
             None
