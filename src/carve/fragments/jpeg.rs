@@ -75,15 +75,31 @@ fn check(j: &TwoRuns, snap: Option<&Snap>, b: &mut Budget) -> Option<(Verdict, D
 /// least one byte in 16 with its top bit set (not text), and at least 2 of
 /// the first 64.
 fn entropy_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u64) -> bool {
-    // Zeros and text fail on their first 64 bytes, most other foreign
-    // data in its first 512: look at those first.
-    let Some(head) = buf.get_mut(..64) else {
+    // One read of everything the tests below may look at: each needs all of
+    // it before it can pass, so a short read fails them alike.
+    let n = n.clamp(512, LOOK) as usize;
+    let Some(buf) = buf.get_mut(..n) else {
         return false;
     };
-    if !cache.read(s2, head) || head.iter().filter(|&&x| x >= 0x80).count() < 2 {
+    if !cache.read(s2, buf) {
         return false;
     }
-    (n <= 512 || ff_ok(cache, buf, s2)) && scan_like(cache, buf, s2, n)
+    // Zeros and text fail on their first 64 bytes, most other foreign
+    // data in its first 512: look at those first.
+    let (Some(head), Some(first)) = (buf.get(..64), buf.get(..512)) else {
+        return false;
+    };
+    if count_high(head) < 2 || (n > 512 && ff_rule(first).is_none()) {
+        return false;
+    }
+    let Some(body) = ff_rule(buf).and_then(|seen| buf.get(..seen)) else {
+        return false;
+    };
+    // A run of 64 equal bytes holds an aligned 32-byte chunk of one value.
+    if body.chunks_exact(32).any(|c| c.iter().all(|&x| x == c[0])) {
+        return false;
+    }
+    body.len() >= 16 && count_high(body) * 16 >= body.len()
 }
 
 /// The `FF` rule of [`entropy_like`]: `None` when an `FF` is followed by
@@ -100,31 +116,13 @@ fn ff_rule(buf: &[u8]) -> Option<usize> {
     Some(buf.len())
 }
 
-/// [`ff_rule`] on the first 512 bytes at `s2`.
-fn ff_ok(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64) -> bool {
-    match buf.get_mut(..512) {
-        Some(b) => cache.read(s2, b) && ff_rule(b).is_some(),
-        None => false,
-    }
-}
-
-fn scan_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u64) -> bool {
-    let n = n.clamp(512, LOOK) as usize;
-    let Some(buf) = buf.get_mut(..n) else {
-        return false;
-    };
-    if !cache.read(s2, buf) {
-        return false;
-    }
-    let Some(body) = ff_rule(buf).and_then(|seen| buf.get(..seen)) else {
-        return false;
-    };
-    // A run of 64 equal bytes holds an aligned 32-byte chunk of one value.
-    if body.chunks_exact(32).any(|c| c.iter().all(|&x| x == c[0])) {
-        return false;
-    }
-    let high = body.iter().filter(|&&x| x >= 0x80).count();
-    body.len() >= 16 && high * 16 >= body.len()
+/// Bytes with the top bit set, counted in byte-wide lanes (255 at a time,
+/// so no lane overflows): the count of `x >= 0x80` vectorised without
+/// widening every lane to 64 bits.
+fn count_high(b: &[u8]) -> usize {
+    b.chunks(255)
+        .map(|c| usize::from(c.iter().fold(0u8, |a, &x| a.wrapping_add(x >> 7))))
+        .sum()
 }
 
 /// Cluster-aligned JPEG headers (`FF D8 FF` and a segment marker) in the
