@@ -163,6 +163,8 @@ pub struct Attempt {
     /// none with no crossing recorded, its budget and the owner cap never
     /// reached. PNG and ZIP searches never consult the claims.
     pub reusable: bool,
+    /// Candidates tried and bytes read (what the search charged its budget).
+    pub spent: (u64, u64),
 }
 
 /// True for the validators this module can recover.
@@ -554,6 +556,9 @@ pub struct Fragments {
     complete_end: u64,
     /// Searches run so far (for the carving's stage profile).
     pub searches: u64,
+    /// Candidates tried and bytes read by all searches so far, against
+    /// [`image_budget`].
+    pub image_spent: (u64, u64),
     /// Searches run ahead of the carver on their own thread ([`run_ahead`]).
     ahead: Option<AheadQueue>,
     /// Seconds the searches that ran ahead took, and the carver waited for
@@ -646,6 +651,23 @@ fn ahead_name(validator: &str) -> Option<&'static str> {
     }
 }
 
+/// What all the fragment searches of one carving may spend together:
+/// `(candidates, bytes)` for an image of `len` bytes. Each search has its
+/// own limits ([`FragLimits`]), but an image can hold a header every
+/// cluster: hostile PNGs claiming a 1 MiB chunk, one every 4 KiB, made each
+/// search CRC hundreds of MiB (2 MiB of them took 7.9 s; a GiB would take
+/// hours). The whole carving's search work is therefore linear in the
+/// image: 4 M candidates plus 64 per 4 KiB of image, and 256 MiB read plus
+/// 8 bytes per byte of image. A search that would go past it is limited to
+/// what is left; once it is spent, the searches left are not run, and say
+/// so.
+pub fn image_budget(len: u64) -> (u64, u64) {
+    (
+        (4 << 20) + 64 * (len / 4096),
+        (256 << 20) + len.saturating_mul(8),
+    )
+}
+
 /// Most complete-file starts remembered for the estimate.
 const MAX_STARTS: usize = 1 << 16;
 
@@ -659,6 +681,7 @@ impl Fragments {
             starts: Vec::new(),
             complete_end: 0,
             searches: 0,
+            image_spent: (0, 0),
             ahead: None,
             ahead_profile: Vec::new(),
         }
@@ -865,8 +888,37 @@ impl Fragments {
             return (verdict, None);
         }
         self.searches += 1;
-        if let Some((done, waited)) = self.take_ahead(validator, start) {
-            let used = done.attempt.reusable
+        // What is left of the image's budget bounds this search.
+        let (cands, bytes) = image_budget(r.len());
+        let left = (
+            cands.saturating_sub(self.image_spent.0),
+            bytes.saturating_sub(self.image_spent.1),
+        );
+        let ahead = self.take_ahead(validator, start);
+        if left.0 == 0 || left.1 == 0 {
+            let note = format!(
+                "fragment search ({validator}) not run: the searches of this carving have spent their budget ({cands} candidates, {bytes} bytes for this image)"
+            );
+            return self.conclude(
+                verdict,
+                Attempt {
+                    joined: None,
+                    note,
+                    reusable: true,
+                    spent: (0, 0),
+                },
+            );
+        }
+        let mut limits = self.limits;
+        limits.max_candidates = limits.max_candidates.min(left.0);
+        limits.max_bytes = limits.max_bytes.min(left.1);
+        if let Some((done, waited)) = ahead {
+            // Run with the image's whole allowance: the carver's own search,
+            // limited to what is left, finds the same only if it never
+            // needed more than that.
+            let used = done.attempt.spent.0 <= left.0
+                && done.attempt.spent.1 <= left.1
+                && done.attempt.reusable
                 && match &done.attempt.joined {
                     Some(j) if validator == "jpeg" => self.claims.allows(j),
                     _ => true,
@@ -874,6 +926,7 @@ impl Fragments {
             self.ahead_profile
                 .push((ahead_name(validator).unwrap_or(""), done.secs, waited, used));
             if used {
+                self.charge(done.attempt.spent);
                 return self.conclude(verdict, done.attempt);
             }
         }
@@ -883,11 +936,18 @@ impl Fragments {
             start,
             max_len,
             (cl, self.block_map_for(start)),
-            &self.limits,
+            &limits,
             &mut self.claims,
             verdict.as_ref(),
         );
+        self.charge(a.spent);
         self.conclude(verdict, a)
+    }
+
+    /// Adds a search's spending to the image's.
+    fn charge(&mut self, (cands, bytes): (u64, u64)) {
+        self.image_spent.0 = self.image_spent.0.saturating_add(cands);
+        self.image_spent.1 = self.image_spent.1.saturating_add(bytes);
     }
 
     /// The verdict and runs a search's answer gives (a join is claimed).
@@ -1303,6 +1363,7 @@ fn recover_given(
             b.cands
         ),
         reusable,
+        spent: (b.cands, b.bytes),
     }
 }
 
