@@ -164,10 +164,14 @@ fn direct_reads_reach_the_gpu_without_a_host_copy_and_match_the_cpu() {
                 assert!(st.stages.summed(s) >= st.stages.busy(s), "{what}: {s:?}");
             }
             // The reader fills free staging buffers while the device
-            // searches earlier blocks: reading overlaps compute.
+            // searches earlier blocks: reading overlaps compute. Asserted
+            // where compute is a real share of the time (lavapipe in CI);
+            // on a real GPU the shader's time on a 64 KiB block is a few
+            // microseconds (an H200: compute ~1% busy), and whether a read
+            // falls inside one of them is chance (it failed 1 run in 2 there).
             let sum: f64 = Stage::ALL.iter().map(|&s| busy(s)).sum();
             assert!(st.overlap_fraction() <= sum, "{what}");
-            if matches!(io, IoMode::Direct | IoMode::Uring) {
+            if matches!(io, IoMode::Direct | IoMode::Uring) && busy(Stage::Compute) > 0.05 {
                 assert!(st.overlap_fraction() > 0.0, "{what}: no overlap");
             }
         }
