@@ -418,17 +418,12 @@ fn shards_merged_nest_joined_files_like_one_run() {
         return;
     };
     let run_carve = |out: &Path, shard: Option<&str>| {
-        let mut a = vec![
-            "carve",
-            img.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-q",
-        ];
+        let mut c = common::carve_cmd(&img, out);
         if let Some(s) = shard {
-            a.extend(["--shard", s]);
+            c.args(["--shard", s]);
         }
-        carve(&a);
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     };
     let single = d.path().join("single");
     run_carve(&single, None);

@@ -346,11 +346,9 @@ pub fn carve_scoped(
     // once for the validation stage and the carver.
     let geo = geometry::detect_with_files(&ImageBytes::new(image));
     let geo = &geo;
-    let stage_complete = std::sync::atomic::AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let known_by_stage = known.clone();
-        let stage_complete = &stage_complete;
-        s.spawn(move || {
+        let stage = s.spawn(move || {
             let known = known_by_stage;
             // However the stage ends (a panic included), no search waits for it.
             struct Finished<'k>(&'k fragments::KnownJpegs);
@@ -363,15 +361,12 @@ pub fn carve_scoped(
             let cx = stage::Context {
                 catalogue,
                 bytes: ImageBytes::new(image),
-                image_len: image.len(),
                 own,
                 workers,
                 known: &known,
                 geo,
             };
-            if stage::run(&cx, rx, vtx) {
-                stage_complete.store(true, std::sync::atomic::Ordering::Release);
-            }
+            stage::run(&cx, rx, vtx)
         });
         let carver = s.spawn(|| {
             carve_events(
@@ -458,19 +453,18 @@ pub fn carve_scoped(
         // A carver error (disk full) explains a scan stopped by "the carver stopped".
         let carved = carved?;
         let scanned = scanned?;
+        // The carver ends when the validation stage does: had the stage
+        // stopped (or panicked) before passing on every batch, the carving
+        // would be silently short. (Unless the carver itself stopped early:
+        // past the end of its shard.)
+        let stage_complete = stage.join().unwrap_or(false);
+        if !stage_complete && !done.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(CarveError::Internal(
+                "the validation stage stopped before the end of the scan".into(),
+            ));
+        }
         Ok::<_, CarveError>((scanned, carved))
     });
-    // The carver ends when the validation stage does: had the stage stopped
-    // before passing on every batch, the carving would be silently short.
-    // (Unless the carver itself stopped early: past the end of its shard.)
-    if result.is_ok()
-        && !done.load(std::sync::atomic::Ordering::Relaxed)
-        && !stage_complete.load(std::sync::atomic::Ordering::Acquire)
-    {
-        return Err(CarveError::Internal(
-            "the validation stage stopped before the end of the scan".into(),
-        ));
-    }
     let (scan_stats, carved) = result?;
     summary.scan = scan_stats;
     summary.counts = carved.counts;

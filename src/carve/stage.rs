@@ -26,7 +26,7 @@ use std::time::Instant;
 use super::ImageBytes;
 use super::{Event, Profile, Validated, fragments, geometry, validators, with_fs_layout};
 use crate::catalogue::Catalogue;
-use validators::Limits;
+use validators::{ByteReader, Limits};
 
 /// Batches validated at once.
 const DEPTH: usize = 3;
@@ -60,7 +60,6 @@ struct InFlight {
 pub(super) struct Context<'a> {
     pub catalogue: &'a Catalogue,
     pub bytes: ImageBytes<'a>,
-    pub image_len: u64,
     /// The part of the image this carving owns (candidates outside it are
     /// not validated).
     pub own: (u64, u64),
@@ -208,7 +207,7 @@ fn job_list<'v>(cx: &Context<'v>, batch: &[Event]) -> Vec<Job<'v>> {
                     i,
                     c.start,
                     v,
-                    t.max_size.min(cx.image_len.saturating_sub(c.start)),
+                    t.max_size.min(cx.bytes.len().saturating_sub(c.start)),
                 ))
             }
             _ => None,

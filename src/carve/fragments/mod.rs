@@ -558,7 +558,7 @@ pub struct Fragments {
     pub searches: u64,
     /// Candidates tried and bytes read by all searches so far, against
     /// [`image_budget`].
-    pub image_spent: (u64, u64),
+    image_spent: (u64, u64),
     /// Searches run ahead of the carver on their own thread ([`run_ahead`]).
     ahead: Option<AheadQueue>,
     /// Seconds the searches that ran ahead took, and the carver waited for
@@ -894,6 +894,7 @@ impl Fragments {
             cands.saturating_sub(self.image_spent.0),
             bytes.saturating_sub(self.image_spent.1),
         );
+        // (An answer run ahead is taken off the queue even when not used.)
         let ahead = self.take_ahead(validator, start);
         if left.0 == 0 || left.1 == 0 {
             let note = format!(

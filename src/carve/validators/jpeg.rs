@@ -1447,7 +1447,7 @@ fn decode_scan(
 /// has them: on x86-64 without them (the baseline target) every
 /// `count_ones` of the progressive refinement's masks is a dozen
 /// instructions, and `trailing_zeros` a branch (measured: progressive files
-/// decode about 18% faster with them). The same integer operations either
+/// decode about 16% faster with them). The same integer operations either
 /// way: the verdicts are identical.
 fn scan_body_best(
     b: &mut Bits,
