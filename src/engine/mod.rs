@@ -149,6 +149,11 @@ pub fn build_engines(
             primary: cpu()?,
             fallback: None,
         }),
+        // No GPU device node: the CPU engine, without loading Vulkan.
+        EngineChoice::Auto if !gpu::may_have_gpu() => Ok(EngineSet {
+            primary: cpu()?,
+            fallback: None,
+        }),
         EngineChoice::Auto => match gpu(gpu::DeviceChoice::Auto, false) {
             Ok(g) => Ok(EngineSet {
                 primary: Box::new(g),
