@@ -46,13 +46,29 @@ const LOOK: u64 = 4096;
 /// again. Charges the budget the bytes the validator got through (the
 /// window is usually far larger than the file).
 fn check(j: &TwoRuns, snap: Option<&Snap>, b: &mut Budget) -> Option<(Verdict, Damage)> {
+    check_charged(j, snap, b, false)
+}
+
+/// [`check`], charged as the decode from the file's start it stands for
+/// when `whole` (the head a search follows past a proven crossing: the
+/// budget, and so the result, never depends on which snapshots were at
+/// hand).
+fn check_charged(
+    j: &TwoRuns,
+    snap: Option<&Snap>,
+    b: &mut Budget,
+    whole: bool,
+) -> Option<(Verdict, Damage)> {
     if !b.ok() {
         return None;
     }
     let mut d = Damage::default();
     let src = Src::new(j, 0, Limits { max_len: j.len });
     let (v, from) = match snap {
-        Some(sn) if sn.split() == j.split() => (vj::validate_resume(src, &mut d, sn), sn.at()),
+        Some(sn) if sn.split() == j.split() => (
+            vj::validate_resume(src, &mut d, sn),
+            if whole { 0 } else { sn.at() },
+        ),
         _ => (vj::validate_probe(src, &mut d), 0),
     };
     let used = v
@@ -273,15 +289,26 @@ fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Bud
 }
 
 /// Recovers the JPEG whose proven part is `head` (from its header; the
-/// last run open-ended), recursively while runs are left.
+/// last run open-ended), recursively while runs are left. `prior`: the
+/// decoder's snapshots at the splits (and a cluster before them) the
+/// searches before this one took, by position in the file (those up to
+/// `head`'s last split hold for `head`: it is the file they were taken
+/// over up to there). `decoded`: the verdict of the whole of `head`, when
+/// the search that proved its crossing decoded it.
 pub(super) fn recover(
     head: &TwoRuns,
     max_len: u64,
     cl: u64,
     (given, block_map): (Option<&Verdict>, Option<u64>),
     b: &mut Budget,
+    (prior, decoded): (&Snaps, Option<(Verdict, Damage)>),
 ) -> Option<Joined> {
     let (r, start, whole) = (head.r, head.a(), *head);
+    // Following a crossing: the head is decoded from its last split's
+    // snapshot on, not from its start.
+    let from = (head.count() > 1)
+        .then(|| prior.get(&head.split()).and_then(Option::as_ref))
+        .flatten();
     // The verdict the validation stage gave the same bytes, with where the
     // decode broke, is what a validation here would give: charged alike,
     // not decoded again.
@@ -298,7 +325,17 @@ pub(super) fn recover(
             };
             (v.clone(), d)
         }
-        _ => check(&whole, None, b)?,
+        // Decoded already: charged as that decode was.
+        _ => match decoded {
+            Some((v, d)) => {
+                let used = v.length.max(d.fail_at).min(whole.len);
+                if !b.ok() || !b.bytes(used.max(1)) {
+                    return None;
+                }
+                (v, d)
+            }
+            None => check_charged(&whole, from, b, true)?,
+        },
     };
     if v.status != Status::Partial || !d.damaged || v.length < 2 {
         return None;
@@ -341,22 +378,37 @@ pub(super) fn recover(
     let mut d = Damage::default();
     let src = Src::new(&whole, 0, Limits { max_len: whole.len });
     let mut wanted = splits.clone();
-    if head.count() == 1 {
-        wanted.extend(splits.iter().filter_map(|s| s.checked_sub(cl)));
-    }
-    let (_, got) = vj::validate_capture_all(src, &mut d, &wanted);
-    let mut snaps: HashMap<u64, Option<Snap>> = HashMap::new();
+    wanted.extend(
+        splits
+            .iter()
+            .filter_map(|s| s.checked_sub(cl))
+            .filter(|&s| head.count() == 1 || s > head.split()),
+    );
+    let (_, got) = match from {
+        Some(sn) => vj::validate_capture_from(src, &mut d, sn, &wanted),
+        None => vj::validate_capture_all(src, &mut d, &wanted),
+    };
+    // The snapshots before this head's last split hold for it (it equals
+    // the file they were taken over up to there); later ones do not.
+    let mut snaps: Snaps = prior
+        .iter()
+        .filter(|&(&at, _)| at <= head.split())
+        .map(|(&at, sn)| (at, sn.clone()))
+        .collect();
     for (i, (&split, sn)) in wanted.iter().zip(got).enumerate() {
         if i < splits.len() && !b.bytes(split) {
             return None;
         }
-        snaps.entry(split).or_insert(sn);
+        let slot = snaps.entry(split).or_insert(None);
+        if slot.is_none() {
+            *slot = sn;
+        }
     }
     let lim = b.lim.max_bytes.min(MAX_DECODED);
     let mut cache = Cache::new(r);
     let mut look = [0u8; LOOK as usize];
     let mut heads = Heads::new(start, cl);
-    let mut crossings: Vec<(TwoRuns, String)> = Vec::new();
+    let mut crossings: Vec<Crossing> = Vec::new();
     let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
         let split = splits[i];
         if b.claims.covers(s2) || b.claims.starts_within(head.b(), head.map(split)) {
@@ -416,12 +468,12 @@ pub(super) fn recover(
         b.lim.max_candidates = b.lim.max_candidates.min(cands);
         b.lim.max_bytes = b.lim.max_bytes.min(bytes);
     }
-    for (j, note) in crossings {
+    for (j, note, decoded) in crossings {
         if !b.ok() {
             break;
         }
         b.via_crossing = true;
-        if let Some(mut f) = recover(&j, max_len, cl, (None, block_map), b) {
+        if let Some(mut f) = recover(&j, max_len, cl, (None, block_map), b, (&snaps, decoded)) {
             f.notes.insert(0, note);
             return Some(f);
         }
@@ -429,18 +481,24 @@ pub(super) fn recover(
     None
 }
 
-/// `Ok`: the join proves the whole file; `Err((join, note))`: the decode
-/// runs valid across the join well past where noise before the candidate
-/// may reach (see the test of the cluster before it) but fails again
-/// later, and the join may take one more run.
-#[allow(clippy::type_complexity)]
+/// Decoder snapshots by position in the file (see [`recover`]).
+type Snaps = HashMap<u64, Option<Snap>>;
+
+/// A join proven across its start that breaks again later: the join, the
+/// note, and its whole verdict when the test decoded it.
+type Crossing<'a> = (TwoRuns<'a>, String, Option<(Verdict, Damage)>);
+
+/// `Ok`: the join proves the whole file; `Err`: the decode runs valid
+/// across the join well past where noise before the candidate may reach
+/// (see the test of the cluster before it) but fails again later, and the
+/// join may take one more run.
 fn try_join<'a>(
     head: &TwoRuns<'a>,
     (split, s2, cl): (u64, u64, u64),
     max_len: u64,
-    snaps: &HashMap<u64, Option<Snap>>,
+    snaps: &Snaps,
     b: &mut Budget,
-) -> Option<Result<Joined, (TwoRuns<'a>, String)>> {
+) -> Option<Result<Joined, Crossing<'a>>> {
     let r = head.r;
     let snap = snaps.get(&split).and_then(Option::as_ref);
     // Where the decode of a candidate's join must still be valid for
@@ -493,9 +551,13 @@ fn try_join<'a>(
         }
     }
     let mut v = None;
+    let mut decoded = None;
     if !crossing {
         let (full, d) = check(&j, snap, b)?;
         crossing = full.status != Status::Complete && crosses(&d);
+        if crossing {
+            decoded = Some((full.clone(), d));
+        }
         v = Some(full);
     }
     if crossing {
@@ -503,7 +565,7 @@ fn try_join<'a>(
             "fragment {} proven by a JPEG entropy decode valid across its start for more than two clusters; split at {split}, fragment at {s2}",
             j.count()
         );
-        return Some(Err((j, note)));
+        return Some(Err((j, note, decoded)));
     }
     let v = v?;
     if v.status != Status::Complete || v.length < split.saturating_add(MIN_TAIL) {
@@ -514,25 +576,20 @@ fn try_join<'a>(
     // file's own then decodes as well. Every boundary must be placed: the
     // same file with a boundary one cluster earlier or later must fail.
     // (Not charged to the search's budget, spent by then: at most two
-    // decodes per boundary of the one join accepted. The head's first
-    // boundary moved back or on keeps the head's bytes before `split − cl`
-    // or `split`: decoded from the snapshot there.)
+    // decodes per boundary of the one join accepted. Boundary `i` at `v`
+    // moved back or on keeps the file's bytes before `v − cl` or `v`:
+    // decoded from the snapshot there, which the search of that boundary
+    // took.)
     for i in 1..j.count() {
+        let v = j.at[i].0;
         for back in [true, false] {
             let Some(alt) = j.nudged(i, back, cl) else {
                 continue;
             };
             let mut d = Damage::default();
             let src = Src::new(&alt, 0, Limits { max_len: alt.len });
-            let from = if back {
-                split.checked_sub(cl)
-            } else {
-                Some(split)
-            };
-            let sn = from
-                .filter(|_| i == 1 && head.count() == 1)
-                .and_then(|f| snaps.get(&f))
-                .and_then(Option::as_ref);
+            let from = if back { v.checked_sub(cl) } else { Some(v) };
+            let sn = from.and_then(|f| snaps.get(&f)).and_then(Option::as_ref);
             let v = match sn {
                 Some(sn) => vj::validate_resume(src, &mut d, sn),
                 None => vj::validate_probe(src, &mut d),

@@ -1339,6 +1339,7 @@ fn recover_given(
             cluster,
             (given, block_map),
             &mut b,
+            (&Default::default(), None),
         ),
         _ => None,
     };

@@ -202,6 +202,44 @@ pub fn validate_capture_all(
     (v, snaps)
 }
 
+/// [`validate_capture_all`] of a window whose bytes before `snap`'s split
+/// are those the snapshot was taken over, resumed there: the same verdict,
+/// and for every split at or after where the snapshot resumes (its
+/// [`Snap::at`]) the same snapshot, without decoding the bytes before it
+/// again; `None` for a split before that. (A search that follows a file
+/// into its next fragment captures the longer head from the last split's
+/// snapshot, not from the file's start.)
+pub fn validate_capture_from(
+    src: Src,
+    d: &mut Damage,
+    snap: &Snap,
+    splits: &[u64],
+) -> (Option<Verdict>, Vec<Option<Snap>>) {
+    let mut wants: Vec<u64> = splits.iter().copied().filter(|&s| s >= snap.at).collect();
+    wants.sort_unstable();
+    wants.dedup();
+    let ctl = SnapCtl {
+        got: vec![None; wants.len()],
+        wants,
+        // The scans before the snapshot's are skipped, not decoded: their
+        // ends are the snapshot's.
+        scan_ends: snap.scan_ends.clone(),
+        resume: Some(snap.clone()),
+        ..SnapCtl::default()
+    };
+    let mut tables = Tables::new(MAX_BLOCKS, ctl, false);
+    let v = walk_inner(src, d, &mut tables);
+    let ctl = &mut tables.snap;
+    let snaps = splits
+        .iter()
+        .map(|s| {
+            let i = ctl.wants.binary_search(s).ok()?;
+            ctl.got.get_mut(i)?.take()
+        })
+        .collect();
+    (v, snaps)
+}
+
 /// [`validate_probe`] of a window whose bytes before `snap`'s split are those
 /// the snapshot was taken over: equal verdict, without decoding them again.
 pub fn validate_resume(src: Src, d: &mut Damage, snap: &Snap) -> Option<Verdict> {
@@ -2441,6 +2479,65 @@ pub(crate) mod tests {
                             "split {split} of {n}"
                         );
                         compared += usize::from(one.is_some());
+                    }
+                }
+            }
+        }
+        assert!(compared >= 40, "only {compared} snapshots compared");
+    }
+
+    /// A capture resumed from a snapshot takes, for every later split, the
+    /// snapshot a capture from the file's start takes, with the same
+    /// verdict: over the file itself and over its head followed by other
+    /// bytes (what the fragment search captures when it follows a file
+    /// into a further fragment).
+    #[test]
+    fn capture_resumed_from_a_snapshot_equals_one_from_the_start() {
+        use super::{Damage, Src, validate_capture, validate_capture_all, validate_capture_from};
+        use crate::carve::validators::testutil::{NO_LIMIT, Slice};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+        let mut files = vec![sample(), progressive()];
+        for name in ["d-debian.jpg", "debian_logo.jpg", "IMG-20191006-WA0002.jpg"] {
+            files.push(std::fs::read(dir.join(name)).unwrap());
+        }
+        let mut compared = 0;
+        for f in &files {
+            let n = f.len() as u64;
+            for first in [n / 7, n / 3, n / 2] {
+                let sl = Slice(f);
+                let (_, from) =
+                    validate_capture(Src::new(&sl, 0, NO_LIMIT), &mut Damage::default(), first);
+                let Some(from) = from else { continue };
+                // The file, and its head up to `first` then a later part of itself.
+                let later = (first as usize + 8192).min(f.len());
+                let windows = [f.clone(), [&f[..first as usize], &f[later..]].concat()];
+                for w in &windows {
+                    let sl = Slice(w);
+                    let src = Src::new(&sl, 0, NO_LIMIT);
+                    let m = w.len() as u64;
+                    let asked = [
+                        m / 2 + 4096,
+                        first + 1,
+                        m.saturating_sub(100),
+                        first,
+                        m / 2,
+                        from.at() - 1,
+                    ];
+                    let (mut d0, mut d1) = (Damage::default(), Damage::default());
+                    let (v0, all) = validate_capture_all(src, &mut d0, &asked);
+                    let (v1, resumed) = validate_capture_from(src, &mut d1, &from, &asked);
+                    assert_eq!((&v0, d0), (&v1, d1), "{first} of {n}");
+                    for ((split, a), b) in asked.iter().zip(&all).zip(&resumed) {
+                        if *split < from.at() {
+                            assert!(b.is_none());
+                            continue;
+                        }
+                        assert_eq!(
+                            format!("{a:?}"),
+                            format!("{b:?}"),
+                            "split {split}, from {first} of {n}"
+                        );
+                        compared += usize::from(a.is_some());
                     }
                 }
             }
