@@ -67,13 +67,21 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut pos: u64 = 8;
     let mut last: Option<(u64, Result<u64, &'static str>)> = None;
     let mut eofs = 0u32;
+    // The last `%PDF-` after the header and before `last`'s end (every
+    // byte up to there is read by the searches for the `%%EOF`s).
+    let mut last_header = None;
     for _ in 0..MAX_EOFS {
-        let Some(p) = src.find(b"%%EOF", pos, src.len(), &mut scratch) else {
+        let (Some(p), header) =
+            src.find_with_last(b"%%EOF", b"%PDF-", pos, src.len(), &mut scratch)
+        else {
             break;
         };
-        if last.is_some() && src.find(b"%PDF-", pos, p, &mut scratch).is_some() {
+        if last.is_some() && header.is_some() {
             // A new document starts before this %%EOF.
             break;
+        }
+        if header.is_some() {
+            last_header = header;
         }
         let mut end = p + 5;
         match src.bytes::<2>(end) {
@@ -104,7 +112,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         // The %%EOF is not this file's (fragmented or cut, and the scan ran
         // into another PDF): stop at that PDF's header (the last one before
         // the %%EOF) if there is one.
-        match src.rfind(b"%PDF-", 8, end, &mut scratch) {
+        match last_header {
             Some(h) => Verdict::partial(h, format!("{why}; another PDF header at {h}")),
             None => Verdict::partial(end, why),
         }

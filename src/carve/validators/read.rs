@@ -238,6 +238,67 @@ impl<'a> Src<'a> {
         None
     }
 
+    /// [`Src::find`] of `needle`, also telling where the last occurrence of
+    /// `other` (as long as `needle`) lies wholly in `[from, found)`: one
+    /// read of the bytes for both (a validator that asks both of the same
+    /// long stretch would otherwise read it twice or three times).
+    pub fn find_with_last<const N: usize>(
+        &self,
+        needle: &[u8; N],
+        other: &[u8; N],
+        from: u64,
+        to: u64,
+        scratch: &mut Vec<u8>,
+    ) -> (Option<u64>, Option<u64>) {
+        let to = to.min(self.len);
+        let mut last = None;
+        if N == 0 || N >= CHUNK || from >= to {
+            return (None, None);
+        }
+        let overlap = (N - 1) as u64;
+        let first = needle[0];
+        let mut pos = from;
+        let mut piece = (N * 2).clamp(4096, CHUNK);
+        while pos < to {
+            let want = usize::try_from(to - pos).map_or(piece, |w| w.min(piece));
+            piece = (piece * 2).min(CHUNK);
+            if scratch.len() < want {
+                scratch.resize(want, 0);
+            }
+            let Some(buf) = scratch.get_mut(..want) else {
+                return (None, None);
+            };
+            let got = self.read(pos, buf).min(want);
+            if got < N {
+                return (None, None);
+            }
+            let buf = &buf[..got];
+            // Both start with the same byte in the use this serves (`%`);
+            // otherwise each is looked for at every one of its own first byte.
+            let hits: Box<dyn Iterator<Item = usize>> = if other[0] == first {
+                Box::new(memchr::memchr_iter(first, buf))
+            } else {
+                Box::new(memchr::memchr2_iter(first, other[0], buf))
+            };
+            for i in hits {
+                let Some(w) = buf.get(i..i + N) else {
+                    break;
+                };
+                if w == needle {
+                    return (Some(pos + i as u64), last);
+                }
+                if w == other {
+                    last = Some(pos + i as u64);
+                }
+            }
+            if pos + (got as u64) >= to {
+                return (None, None);
+            }
+            pos += got as u64 - overlap;
+        }
+        (None, None)
+    }
+
     /// Like [`Src::find`] but returns the last occurrence in `[from, to)`.
     pub fn rfind(&self, needle: &[u8], from: u64, to: u64, scratch: &mut Vec<u8>) -> Option<u64> {
         let to = to.min(self.len);
@@ -720,6 +781,33 @@ mod tests {
             s.rfind(b"%%EOF", CHUNK as u64, 2 * CHUNK as u64 + 9, &mut sc),
             None
         );
+    }
+
+    proptest::proptest! {
+        /// One pass equals the two searches it replaces: the first
+        /// `needle` in the range, and the last `other` wholly before it,
+        /// across chunk edges and short windows.
+        #[test]
+        fn find_with_last_equals_find_then_rfind(
+            marks in proptest::collection::vec((0usize..3 * CHUNK, proptest::bool::ANY), 0..12),
+            len in 1usize..3 * CHUNK + 64,
+            from in 0u64..3 * CHUNK as u64,
+            to in 0u64..4 * CHUNK as u64,
+        ) {
+            let mut d: Vec<u8> = (0..len).map(|i| if i % 97 == 0 { b'%' } else { (i % 251) as u8 }).collect();
+            for (at, eof) in marks {
+                let m: &[u8; 5] = if eof { b"%%EOF" } else { b"%PDF-" };
+                if at + 5 <= d.len() {
+                    d[at..at + 5].copy_from_slice(m);
+                }
+            }
+            let s = src(&d, 0, u64::MAX);
+            let mut sc = Vec::new();
+            let first = s.find(b"%%EOF", from, to, &mut sc);
+            let before = first.and_then(|p| s.rfind(b"%PDF-", from, p, &mut sc));
+            let got = s.find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc);
+            proptest::prop_assert_eq!(got, (first, before));
+        }
     }
 
     #[test]
