@@ -1053,7 +1053,36 @@ impl<'s, 'b> Bits<'s, 'b> {
         self.i = self.i.saturating_sub(1);
     }
 
+    /// Tops the accumulator up: the common case (eight bytes buffered,
+    /// none of them `FF`) inline, the rest in [`Bits::fill_slow`].
+    #[inline(always)]
     fn fill(&mut self) {
+        if self.n <= 56
+            && !self.marker
+            && !self.cut
+            && self.i + 8 <= self.len
+            && let Some(w) = self.buf.get(self.i..self.i + 8)
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            let w = u64::from_be_bytes(a);
+            let cnt = (56 - self.n) / 8 + 1;
+            let bits = 8 * cnt;
+            let top = w >> (64 - bits) << (64 - bits);
+            let x = !top;
+            let ff = x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080;
+            if ff == 0 {
+                self.acc |= top >> self.n;
+                self.n += bits;
+                self.i += cnt as usize;
+                return;
+            }
+        }
+        self.fill_slow();
+    }
+
+    #[inline(never)]
+    fn fill_slow(&mut self) {
         if self.n <= 56 && !self.marker && !self.cut {
             if self.len - self.i < 8 {
                 self.refill();
@@ -1182,7 +1211,7 @@ impl<'s, 'b> Bits<'s, 'b> {
     /// needed), at most `max_dc` of them: the same as [`Bits::decode`] then
     /// [`Bits::skip`], in one step when the table has the code, no fill
     /// falls between the two and the real bits suffice.
-    #[inline]
+    #[inline(always)]
     fn dc(&mut self, h: &Huff, max_dc: u8) -> Result<(), ScanErr> {
         if self.n < 16 {
             self.fill();
