@@ -657,8 +657,8 @@ fn three_and_four_fragment_files_are_recovered_without_false_joins() {
     );
 }
 
-/// Fragment searches run ahead of the carver (on a thread of their own,
-/// with the claims of an earlier moment) give exactly the carving the
+/// Fragment searches run ahead of the carver (on one thread or several at
+/// once, with the claims of an earlier moment) give exactly the carving the
 /// carver's own searches give: same files, runs, statuses, notes and hashes.
 /// Images with many fragmented files, whose searches meet claims made
 /// after they were asked for.
@@ -676,7 +676,7 @@ fn searches_run_ahead_give_the_carvers_own_results() {
             return;
         };
         let mut reports = Vec::new();
-        for ahead in ["1", "0"] {
+        for ahead in ["3", "1", "0"] {
             let out = dir.path().join(format!("{fs}-{seed}-ahead{ahead}"));
             let o = common::carve_cmd(&img, &out)
                 .env("GPUCARVE_SEARCH_AHEAD", ahead)
@@ -684,7 +684,7 @@ fn searches_run_ahead_give_the_carvers_own_results() {
                 .unwrap();
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
             let audit = std::fs::read_to_string(out.join("audit.txt")).unwrap();
-            if ahead == "1" {
+            if ahead != "0" {
                 // "fragment search ahead  jpeg  N  secs": searches did run ahead.
                 used += audit
                     .lines()
@@ -696,7 +696,14 @@ fn searches_run_ahead_give_the_carvers_own_results() {
             }
             reports.push(std::fs::read_to_string(out.join("report.jsonl")).unwrap());
         }
-        assert_eq!(reports[0], reports[1], "{fs}-{seed}: reports differ");
+        assert_eq!(
+            reports[0], reports[2],
+            "{fs}-{seed}: reports differ (3 searchers)"
+        );
+        assert_eq!(
+            reports[1], reports[2],
+            "{fs}-{seed}: reports differ (1 searcher)"
+        );
     }
     assert!(used > 0, "no search ran ahead");
 }

@@ -656,21 +656,23 @@ fn carve_events(
     ),
 ) -> Result<CarverTotals, CarveError> {
     let (etx, erx) = sync_channel::<Emit>(8);
-    // Fragment searches run ahead of the carver on their own thread (the
-    // carver checks that each answer is the one it would have found).
+    // Fragment searches run ahead of the carver on threads of their own
+    // (the carver checks that each answer is the one it would have found).
     let (jobs_tx, jobs_rx) = std::sync::mpsc::channel();
-    let (ahead_tx, ahead_rx) = std::sync::mpsc::channel();
+    let jobs_rx = std::sync::Mutex::new(jobs_rx);
+    let joins = fragments::AheadJoins::default();
+    let searchers = search_ahead();
     std::thread::scope(|s| {
         let emitter = s.spawn(move || emit_loop(erx, image, out, opts.hashes, report));
-        let known_ahead = (Some(known.clone()), Some(needles.clone()));
-        let ahead = search_ahead();
-        s.spawn(move || {
-            if !ahead {
-                drop(jobs_rx);
-                return;
-            }
-            fragments::run_ahead(&ImageBytes::new(image), known_ahead, jobs_rx, ahead_tx)
-        });
+        for _ in 0..searchers {
+            let known_ahead = (Some(known.clone()), Some(needles.clone()));
+            let (jobs_rx, joins) = (&jobs_rx, &joins);
+            s.spawn(move || {
+                fragments::run_ahead(&ImageBytes::new(image), known_ahead, jobs_rx, joins)
+            });
+        }
+        // With no searching thread, the carver asks for none.
+        let jobs_tx = (searchers > 0).then_some(jobs_tx);
         let carved = carve_ordered(
             rx,
             image,
@@ -683,7 +685,7 @@ fn carve_events(
             done,
             carved_to,
             (known, needles, geo),
-            (jobs_tx, ahead_rx),
+            jobs_tx,
         );
         drop(etx);
         let emitted = emitter
@@ -700,17 +702,19 @@ fn carve_events(
     })
 }
 
-/// Whether fragment searches run ahead of the carver on a thread of their
-/// own: with 4 cores or more (on 2, the scan and the validation stage keep
-/// both busy, and a search run ahead whose answer the carver cannot use,
-/// about one in four on the generated images, is work done twice:
-/// measured slower). `GPUCARVE_SEARCH_AHEAD=1` or `0` decides instead (the
-/// tests run both ways and compare).
-fn search_ahead() -> bool {
-    match std::env::var("GPUCARVE_SEARCH_AHEAD").as_deref() {
-        Ok("1") => true,
-        Ok("0") => false,
-        _ => std::thread::available_parallelism().is_ok_and(|n| n.get() >= 4),
+/// How many threads search fragments ahead of the carver: one per core
+/// from 4 cores, none on fewer (on 2, the scan and the validation stage
+/// keep both busy). `GPUCARVE_SEARCH_AHEAD=N` decides instead (the tests
+/// run with 0 and more and compare).
+fn search_ahead() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match std::env::var("GPUCARVE_SEARCH_AHEAD")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        Some(n) => n.min(64),
+        None if cores >= 4 => cores,
+        None => 0,
     }
 }
 
@@ -791,10 +795,7 @@ fn carve_ordered(
         std::sync::Arc<fragments::ScanNeedles>,
         &geometry::Geometry,
     ),
-    (ahead_jobs, ahead_done): (
-        std::sync::mpsc::Sender<fragments::AheadJob>,
-        Receiver<fragments::AheadDone>,
-    ),
+    ahead_jobs: Option<std::sync::mpsc::Sender<fragments::AheadJob>>,
 ) -> Result<CarverTotals, CarveError> {
     let bytes = ImageBytes::new(image);
     let mut totals = CarverTotals::default();
@@ -811,7 +812,9 @@ fn carve_ordered(
     }
     frags.share_jpegs(known);
     frags.share_needles(needles);
-    frags.attach_ahead(ahead_jobs, ahead_done);
+    if let Some(jobs) = ahead_jobs {
+        frags.attach_ahead(jobs);
+    }
     let mut joined_runs: BTreeMap<(u64, usize), Vec<ByteRun>> = BTreeMap::new();
     // <<< bifragment recovery
     // Decided candidates wait here until no earlier one can still come, so
@@ -848,15 +851,63 @@ fn carve_ordered(
     // Batches taken from the validation stage before their turn: their
     // fragment searches start on the searches' thread at once.
     let mut lookahead: std::collections::VecDeque<Validated> = Default::default();
-    let ask = |frags: &mut fragments::Fragments, batch: &Validated| {
-        for (ev, pre) in batch.0.iter().zip(&batch.1) {
-            if let (Event::Header(c), Some(Some(verdict))) = (ev, pre)
-                && c.start >= own_start
-                && c.start < own_end
-            {
-                let t = &catalogue.types[c.type_index];
-                if let Some(v) = &t.validator {
-                    let max_len = t.max_size.min(image.len().saturating_sub(c.start));
+    // What the carver will claim before each search asked ahead, as far as
+    // the verdicts tell: complete files not inside another one. ZIP
+    // candidates (which the stage leaves to the carver) are validated here,
+    // once, when searches run ahead: their verdicts go with the batch, as
+    // the stage's do (validators are pure functions of the image).
+    let mut predicted_cover = Coverage::default();
+    let mut predicted_zips = Coverage::default();
+    let mut ask = |frags: &mut fragments::Fragments, batch: &mut Validated| {
+        if !frags.asks_ahead() {
+            return;
+        }
+        let (events, pre, profile) = batch;
+        for (ev, pre) in events.iter().zip(pre.iter_mut()) {
+            let Event::Header(c) = ev else { continue };
+            if c.start < own_start || c.start >= own_end {
+                continue;
+            }
+            let t = &catalogue.types[c.type_index];
+            let Some(v) = &t.validator else { continue };
+            let behind = c.start.saturating_sub(max_header_offset);
+            predicted_cover.forget_before(behind);
+            predicted_zips.forget_before(behind);
+            let max_len = t.max_size.min(image.len().saturating_sub(c.start));
+            if v == "zip" {
+                // An entry of an archive walked before: not a file (the
+                // carver's test, on the verdicts it is expected to have).
+                if predicted_zips.strictly_covers(c.start) {
+                    continue;
+                }
+                if pre.is_none() {
+                    let t0 = std::time::Instant::now();
+                    let verdict = validators::validate(v, &bytes, c.start, Limits { max_len });
+                    *pre = Some(with_fs_layout(v, &bytes, geo, c.start, max_len, verdict));
+                    profile.add("validate", v, 1, t0.elapsed().as_secs_f64());
+                }
+                if let Some(Some(z)) = pre.as_ref()
+                    && z.length > 0
+                {
+                    predicted_zips.insert(c.start, c.start.saturating_add(z.length));
+                }
+            }
+            if let Some(Some(verdict)) = pre.as_ref() {
+                if predicted_cover.strictly_covers(c.start) {
+                    continue;
+                }
+                if verdict.status == Status::Complete && verdict.length > 0 {
+                    let spans = verdict
+                        .runs
+                        .clone()
+                        .unwrap_or_else(|| vec![(c.start, verdict.length)]);
+                    for (a, n) in spans {
+                        frags.predict_claim(a, a.saturating_add(n));
+                        if validators::proves_content(v) {
+                            predicted_cover.insert(a, a.saturating_add(n));
+                        }
+                    }
+                } else {
                     frags.ask_ahead(v, c.start, max_len, verdict);
                 }
             }
@@ -864,13 +915,13 @@ fn carve_ordered(
     };
     loop {
         if lookahead.is_empty() {
-            let Ok(batch) = rx.recv() else { break };
-            ask(&mut frags, &batch);
+            let Ok(mut batch) = rx.recv() else { break };
+            ask(&mut frags, &mut batch);
             lookahead.push_back(batch);
         }
         while lookahead.len() < LOOKAHEAD_BATCHES {
-            let Ok(batch) = rx.try_recv() else { break };
-            ask(&mut frags, &batch);
+            let Ok(mut batch) = rx.try_recv() else { break };
+            ask(&mut frags, &mut batch);
             lookahead.push_back(batch);
         }
         let Some(batch) = lookahead.pop_front() else {

@@ -252,7 +252,6 @@ fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Bud
         // stage or earlier searches had got.
         if !heads.asked.contains(&p) {
             if heads.asked.len() as u64 >= MAX_OWNERS {
-                b.capped = true;
                 return false;
             }
             heads.asked.insert(p);
@@ -411,7 +410,7 @@ pub(super) fn recover(
     let mut crossings: Vec<Crossing> = Vec::new();
     let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
         let split = splits[i];
-        if b.claims.covers(s2) || b.claims.starts_within(head.b(), head.map(split)) {
+        if b.covers(s2) || b.starts_within(head.b(), head.map(split)) {
             return None;
         }
         let good = *b
@@ -445,7 +444,6 @@ pub(super) fn recover(
         match try_join(head, (split, s2, cl), max_len, &snaps, b)? {
             Ok(found) => Some(found),
             Err(c) => {
-                b.crossed = true;
                 if crossings.len() < MAX_CROSSINGS {
                     crossings.push(c);
                 }
@@ -472,7 +470,6 @@ pub(super) fn recover(
         if !b.ok() {
             break;
         }
-        b.via_crossing = true;
         if let Some(mut f) = recover(&j, max_len, cl, (None, block_map), b, (&snaps, decoded)) {
             f.notes.insert(0, note);
             return Some(f);

@@ -152,20 +152,34 @@ pub struct Attempt {
     pub joined: Option<Joined>,
     /// Candidates tried, why it stopped (for the report).
     pub note: String,
-    /// What a search run ahead with fewer claims than the carver holds when
-    /// it reaches the file ([`Claims::window`] of an earlier moment) tells:
-    /// claims only exclude candidates, and a candidate counts against the
-    /// budget whether excluded or not, so that search meets every candidate
-    /// the carver's would, with the same outcome, or excludes fewer. Its
-    /// result is the carver's when it found a join without following a
-    /// crossing (and the carver's claims exclude neither the join's second
-    /// start nor a start inside its first run: [`Claims::allows`]), or found
-    /// none with no crossing recorded, its budget and the owner cap never
-    /// reached. PNG and ZIP searches never consult the claims.
+    /// False when the wall-time cap stopped the search (a result that
+    /// depends on the machine, never taken from a search run ahead).
     pub reusable: bool,
+    /// A search run ahead of the carver ([`run_ahead`]): every question it
+    /// asked the claims, with the answer it got (`None` when it asked more
+    /// than [`MAX_ASKED`]). The search is a pure function of the image, the
+    /// validation stage's verdicts and these answers, so the carver takes
+    /// its result when its own claims answer every question the same
+    /// ([`Claims::answers`]) and its budget holds what the search spent:
+    /// the result is then the one the carver's own search would give,
+    /// whatever the claims were when it ran. PNG and ZIP searches ask none.
+    pub asked: Option<Vec<Asked>>,
     /// Candidates tried and bytes read (what the search charged its budget).
     pub spent: (u64, u64),
 }
+
+/// A question a fragment search asked the claims, and the answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Asked {
+    /// [`Claims::covers`]
+    Covers(u64, bool),
+    /// [`Claims::starts_within`]
+    StartsWithin(u64, u64, bool),
+}
+
+/// Most questions recorded per search run ahead (beyond, its answer is not
+/// checkable and the carver searches again).
+const MAX_ASKED: usize = 1 << 20;
 
 /// True for the validators this module can recover.
 pub fn supported(validator: &str) -> bool {
@@ -200,6 +214,9 @@ pub struct Claims {
     known: Option<Arc<KnownJpegs>>,
     /// The scan's positions of the indexed signatures.
     needles: Option<Arc<ScanNeedles>>,
+    /// Searches with these claims record the questions they ask
+    /// ([`Attempt::asked`]): those run ahead of the carver.
+    log_asks: bool,
 }
 
 /// The signatures the searches index ([`PosIndex`]): the JPEG SOI and the
@@ -523,16 +540,12 @@ impl Claims {
             .is_some_and(|(_, &end)| end > pos)
     }
 
-    /// True when these claims allow a top-level JPEG join (the checks the
-    /// JPEG search makes of a candidate: its second start is not inside a
-    /// claimed range, and no claimed range starts inside its first run).
-    fn allows(&self, j: &Joined) -> bool {
-        match j.runs[..] {
-            [(a, split), (s2, _)] => {
-                !self.covers(s2) && !self.starts_within(a, a.saturating_add(split))
-            }
-            _ => false,
-        }
+    /// True when these claims give every answer `asked` records.
+    pub fn answers(&self, asked: &[Asked]) -> bool {
+        asked.iter().all(|q| match *q {
+            Asked::Covers(p, a) => self.covers(p) == a,
+            Asked::StartsWithin(x, y, a) => self.starts_within(x, y) == a,
+        })
     }
 
     /// True when a claimed range starts inside `(a, b)`.
@@ -561,6 +574,14 @@ pub struct Fragments {
     image_spent: (u64, u64),
     /// Searches run ahead of the carver on their own thread ([`run_ahead`]).
     ahead: Option<AheadQueue>,
+    /// What the carver is expected to claim before it reaches the searches
+    /// asked ahead (complete files the validation stage found between the
+    /// carver and them): start → end. A search run ahead takes them as
+    /// claims; a wrong guess only makes the carver search again
+    /// ([`Attempt::asked`]).
+    predicted: std::collections::BTreeMap<u64, u64>,
+    /// Start of the last candidate the carver decided.
+    carver_at: u64,
     /// Seconds the searches that ran ahead took, and the carver waited for
     /// them (for the stage profile): `(validator, ahead, waited, used)`.
     pub ahead_profile: Vec<(&'static str, f64, f64, bool)>,
@@ -570,8 +591,9 @@ pub struct Fragments {
 /// order, answered in the same order.
 struct AheadQueue {
     jobs: std::sync::mpsc::Sender<AheadJob>,
-    done: std::sync::mpsc::Receiver<AheadDone>,
-    pending: std::collections::VecDeque<(u64, &'static str)>,
+    /// The searches asked for, in offset order, each with where its answer
+    /// comes.
+    pending: std::collections::VecDeque<(u64, &'static str, std::sync::mpsc::Receiver<AheadDone>)>,
 }
 
 /// A fragment search asked for before the carver reaches its file.
@@ -587,8 +609,11 @@ pub struct AheadJob {
     /// starts from where its decode broke).
     verdict: Verdict,
     limits: FragLimits,
-    /// The carver's claims around the file when it was asked.
+    /// The carver's claims around the file when it was asked (and those
+    /// it is expected to make before it gets there).
     claims: Claims,
+    /// Where the answer goes.
+    reply: std::sync::mpsc::Sender<AheadDone>,
 }
 
 /// A search run ahead, and how long it took.
@@ -601,27 +626,49 @@ pub struct AheadDone {
 /// to the carver).
 const MAX_AHEAD_CLAIMS: usize = 4096;
 
-/// The searches' own thread: runs each job with the claims it carries (and
-/// its own caches, which are pure functions of the image) and answers in
-/// order, until the carver hangs up.
+/// Joins found by the searches run ahead: header → runs.
+pub type AheadJoins = std::sync::Mutex<std::collections::BTreeMap<u64, Vec<(u64, u64)>>>;
+
+/// A searching thread (one of several): takes the jobs in turn and runs
+/// each with the claims it carries, plus the joins the searches run ahead
+/// have found before it (the carver claims each when it takes that answer,
+/// before it reaches later files), and its own caches (pure functions of
+/// the image); until the carver hangs up. A search that ran while an
+/// earlier one, not finished yet, was to claim what it looked at is not
+/// taken: the carver checks every answer ([`Attempt::asked`]).
 pub fn run_ahead(
     r: &dyn ByteReader,
     (known, needles): (Option<Arc<KnownJpegs>>, Option<Arc<ScanNeedles>>),
-    jobs: std::sync::mpsc::Receiver<AheadJob>,
-    done: std::sync::mpsc::Sender<AheadDone>,
+    jobs: &std::sync::Mutex<std::sync::mpsc::Receiver<AheadJob>>,
+    joins: &AheadJoins,
 ) {
     let mut claims = Claims {
         known,
         needles,
+        log_asks: true,
         ..Claims::default()
     };
-    for job in jobs {
-        claims.prune(
-            job.start
-                .saturating_sub(job.limits.max_gap.saturating_mul(2)),
-        );
+    loop {
+        let next = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv();
+        let Ok(job) = next else {
+            return;
+        };
+        let behind = job
+            .start
+            .saturating_sub(job.limits.max_gap.saturating_mul(2));
+        claims.prune(behind);
         claims.ranges = job.claims.ranges;
         claims.merged = job.claims.merged;
+        {
+            let mut found = joins.lock().unwrap_or_else(|e| e.into_inner());
+            // (Far enough behind that no job still to start looks there.)
+            *found = found.split_off(&behind.saturating_sub(job.limits.max_gap.saturating_mul(2)));
+            for runs in found.range(behind..job.start).map(|(_, r)| r) {
+                for &(off, len) in runs {
+                    claims.claim(off, off.saturating_add(len));
+                }
+            }
+        }
         let t0 = Instant::now();
         let attempt = recover_given(
             job.validator,
@@ -634,19 +681,25 @@ pub fn run_ahead(
             Some(&job.verdict),
         );
         let secs = t0.elapsed().as_secs_f64();
-        if done.send(AheadDone { attempt, secs }).is_err() {
-            break;
+        if let Some(j) = &attempt.joined {
+            joins
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(job.start, j.runs.clone());
         }
+        // (The carver may have passed the file by: no one waits then.)
+        let _ = job.reply.send(AheadDone { attempt, secs });
     }
 }
 
-/// The name of a validator whose searches may run ahead of the carver (its
-/// verdict comes from the validation stage: not ZIP's, which the carver
-/// decides).
+/// The name of a validator whose searches may run ahead of the carver
+/// (given its verdict: the validation stage's, or for ZIP the carver's
+/// own, taken when it asks).
 fn ahead_name(validator: &str) -> Option<&'static str> {
     match validator {
         "png" => Some("png"),
         "jpeg" => Some("jpeg"),
+        "zip" => Some("zip"),
         _ => None,
     }
 }
@@ -683,21 +736,35 @@ impl Fragments {
             searches: 0,
             image_spent: (0, 0),
             ahead: None,
+            predicted: Default::default(),
+            carver_at: 0,
             ahead_profile: Vec::new(),
         }
     }
 
+    /// Expects the carver to claim `[start, end)` when it gets there (see
+    /// [`Fragments::predicted`]); ignored once it is past `start`.
+    pub fn predict_claim(&mut self, start: u64, end: u64) {
+        if self.ahead.is_some()
+            && start >= self.carver_at
+            && self.predicted.len() < MAX_AHEAD_CLAIMS
+        {
+            let e = self.predicted.entry(start).or_insert(end);
+            *e = (*e).max(end);
+        }
+    }
+
     /// Connects the carver to a [`run_ahead`] thread.
-    pub fn attach_ahead(
-        &mut self,
-        jobs: std::sync::mpsc::Sender<AheadJob>,
-        done: std::sync::mpsc::Receiver<AheadDone>,
-    ) {
+    pub fn attach_ahead(&mut self, jobs: std::sync::mpsc::Sender<AheadJob>) {
         self.ahead = Some(AheadQueue {
             jobs,
-            done,
             pending: Default::default(),
         });
+    }
+
+    /// True when searches run ahead of the carver.
+    pub fn asks_ahead(&self) -> bool {
+        self.ahead.is_some()
     }
 
     /// Asks for the search [`Fragments::after_validate`] would run for this
@@ -718,14 +785,20 @@ impl Fragments {
         let Some(q) = &self.ahead else {
             return;
         };
+        let (reply, answer) = std::sync::mpsc::channel();
         let gap = self.limits.max_gap;
-        let Some(claims) = self.claims.window(
+        let (lo, hi) = (
             start.saturating_sub(gap),
             start.saturating_add(max_len).saturating_add(gap),
-            MAX_AHEAD_CLAIMS,
-        ) else {
+        );
+        let Some(mut claims) = self.claims.window(lo, hi, MAX_AHEAD_CLAIMS) else {
             return;
         };
+        for (&a, &b) in self.predicted.range(self.carver_at..start) {
+            if b > lo && a < hi {
+                claims.claim(a, b);
+            }
+        }
         let job = AheadJob {
             validator: name,
             start,
@@ -735,11 +808,12 @@ impl Fragments {
             verdict: verdict.clone(),
             limits: self.limits,
             claims,
+            reply,
         };
         if q.jobs.send(job).is_ok()
             && let Some(q) = &mut self.ahead
         {
-            q.pending.push_back((start, name));
+            q.pending.push_back((start, name, answer));
         }
     }
 
@@ -747,18 +821,18 @@ impl Fragments {
     /// asked for (answers to candidates the carver passed by are dropped).
     fn take_ahead(&mut self, validator: &str, start: u64) -> Option<(AheadDone, f64)> {
         let q = self.ahead.as_mut()?;
-        while let Some(&(s, v)) = q.pending.front() {
+        while let Some(&(s, v, _)) = q.pending.front() {
             if s > start || (s == start && v != validator) {
                 return None;
             }
-            q.pending.pop_front();
-            let t0 = Instant::now();
-            let done = q.done.recv().ok()?;
-            let waited = t0.elapsed().as_secs_f64();
-            if s == start {
-                return Some((done, waited));
+            let (_, _, answer) = q.pending.pop_front()?;
+            if s < start {
+                // Passed by: not waited for.
+                continue;
             }
-            self.ahead_profile.push((v, done.secs, waited, false));
+            let t0 = Instant::now();
+            let done = answer.recv().ok()?;
+            return Some((done, t0.elapsed().as_secs_f64()));
         }
         None
     }
@@ -855,6 +929,10 @@ impl Fragments {
     ) -> (Option<Verdict>, Option<Vec<(u64, u64)>>) {
         self.claims
             .prune(start.saturating_sub(self.limits.max_gap.saturating_mul(2)));
+        self.carver_at = self.carver_at.max(start);
+        if !self.predicted.is_empty() {
+            self.predicted = self.predicted.split_off(&self.carver_at);
+        }
         // Laid out by the file system's block map (the validation stage
         // found it): a proven multi-run file.
         if let Some(v) = &verdict
@@ -906,6 +984,7 @@ impl Fragments {
                     joined: None,
                     note,
                     reusable: true,
+                    asked: Some(Vec::new()),
                     spent: (0, 0),
                 },
             );
@@ -920,10 +999,11 @@ impl Fragments {
             let used = done.attempt.spent.0 <= left.0
                 && done.attempt.spent.1 <= left.1
                 && done.attempt.reusable
-                && match &done.attempt.joined {
-                    Some(j) if validator == "jpeg" => self.claims.allows(j),
-                    _ => true,
-                };
+                && done
+                    .attempt
+                    .asked
+                    .as_deref()
+                    .is_some_and(|q| self.claims.answers(q));
             self.ahead_profile
                 .push((ahead_name(validator).unwrap_or(""), done.secs, waited, used));
             if used {
@@ -1350,14 +1430,7 @@ fn recover_given(
     } else {
         "no join proven"
     };
-    let reusable = !b.timed_out
-        && (validator != "jpeg"
-            || !b.capped
-                && match joined {
-                    Some(_) => !b.via_crossing,
-                    None => !b.exhausted && !b.crossed,
-                });
-    // (Bytes checked are not reported: a search run ahead checks more.)
+    let reusable = !b.timed_out;
     Attempt {
         joined,
         note: format!(
@@ -1365,6 +1438,7 @@ fn recover_given(
             b.cands
         ),
         reusable,
+        asked: b.asked.take(),
         spent: (b.cands, b.bytes),
     }
 }
@@ -1379,16 +1453,13 @@ struct Budget<'c> {
     exhausted: bool,
     /// The wall-time cap was reached (a result that depends on the machine).
     timed_out: bool,
-    /// A JPEG crossing was recorded (see [`Attempt::reusable`]).
-    crossed: bool,
-    /// The join was found by following a crossing.
-    via_crossing: bool,
-    /// The JPEG owner cap was reached.
-    capped: bool,
+    /// The claims' questions and answers, when recorded ([`Attempt::asked`]).
+    asked: Option<Vec<Asked>>,
 }
 
 impl<'c> Budget<'c> {
     fn new(lim: FragLimits, claims: &'c mut Claims) -> Self {
+        let log = claims.log_asks;
         Budget {
             lim,
             claims,
@@ -1397,9 +1468,35 @@ impl<'c> Budget<'c> {
             t0: Instant::now(),
             exhausted: false,
             timed_out: false,
-            crossed: false,
-            via_crossing: false,
-            capped: false,
+            asked: log.then(Vec::new),
+        }
+    }
+
+    /// [`Claims::covers`], recorded when the questions are.
+    fn covers(&mut self, pos: u64) -> bool {
+        let a = self.claims.covers(pos);
+        self.ask(Asked::Covers(pos, a));
+        a
+    }
+
+    /// [`Claims::starts_within`], recorded when the questions are.
+    fn starts_within(&mut self, x: u64, y: u64) -> bool {
+        let a = self.claims.starts_within(x, y);
+        self.ask(Asked::StartsWithin(x, y, a));
+        a
+    }
+
+    fn ask(&mut self, q: Asked) {
+        if let Some(log) = &mut self.asked {
+            // (The same question for every candidate of one split: once.)
+            if log.last() == Some(&q) {
+                return;
+            }
+            if log.len() >= MAX_ASKED {
+                self.asked = None;
+                return;
+            }
+            log.push(q);
         }
     }
     fn out_of_time(&mut self) -> bool {
@@ -1858,6 +1955,56 @@ mod zip;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A search run ahead records the claims' answers it relied on; the
+    /// carver's claims that answer them all alike give the same result
+    /// (taken), and claims that answer one differently may not (the
+    /// carver searches again): here a claim over the true second fragment,
+    /// made after the search ran, leaves its join unprovable.
+    #[test]
+    fn a_search_run_ahead_is_taken_only_when_the_claims_answer_alike() {
+        const CL: u64 = 512;
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples/d-debian.jpg");
+        let j = std::fs::read(path).unwrap();
+        let split = 100 * CL as usize;
+        let (a, b) = (8 * CL, 8 * CL + split as u64 + 37 * CL);
+        let mut img: Vec<u8> = (0..1u64 << 20)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 13) as u8)
+            .collect();
+        img[a as usize..a as usize + split].copy_from_slice(&j[..split]);
+        img[b as usize..b as usize + j.len() - split].copy_from_slice(&j[split..]);
+        let max_len = img.len() as u64 - a;
+        let limits = FragLimits::default();
+        let run = |claims: &mut Claims| {
+            recover_given("jpeg", &img, a, max_len, (CL, None), &limits, claims, None)
+        };
+        let mut ahead = Claims {
+            log_asks: true,
+            ..Claims::default()
+        };
+        let got = run(&mut ahead);
+        let joined = got.joined.clone().expect("the join is found");
+        assert_eq!(
+            joined.runs,
+            vec![(a, split as u64), (b, (j.len() - split) as u64)]
+        );
+        let asked = got.asked.clone().expect("questions recorded");
+        assert!(asked.contains(&Asked::Covers(b, false)), "{asked:?}");
+        // A claim no question touched: answered alike, and the carver's own
+        // search finds the same.
+        let mut far = Claims::default();
+        far.claim(900 * CL, 901 * CL);
+        assert!(far.answers(&asked));
+        let own = run(&mut far);
+        assert_eq!((own.joined, own.spent), (Some(joined.clone()), got.spent));
+        // The second fragment claimed meanwhile: answered otherwise, and the
+        // carver's own search does not find that join.
+        let mut taken = Claims::default();
+        taken.claim(b, b + 4 * CL);
+        assert!(!taken.answers(&asked));
+        assert_ne!(run(&mut taken).joined, Some(joined));
+    }
 
     #[test]
     fn cluster_estimate() {
