@@ -661,7 +661,7 @@ fn carve_events(
     let (jobs_tx, jobs_rx) = std::sync::mpsc::channel();
     let jobs_rx = std::sync::Mutex::new(jobs_rx);
     let joins = fragments::AheadJoins::default();
-    let searchers = search_ahead();
+    let (searchers, after_stage) = search_ahead();
     std::thread::scope(|s| {
         let emitter = s.spawn(move || emit_loop(erx, image, out, opts.hashes, report));
         for _ in 0..searchers {
@@ -672,7 +672,7 @@ fn carve_events(
             });
         }
         // With no searching thread, the carver asks for none.
-        let jobs_tx = (searchers > 0).then_some(jobs_tx);
+        let jobs_tx = (searchers > 0).then_some((jobs_tx, after_stage));
         let carved = carve_ordered(
             rx,
             image,
@@ -702,19 +702,22 @@ fn carve_events(
     })
 }
 
-/// How many threads search fragments ahead of the carver: one per core
-/// from 4 cores, none on fewer (on 2, the scan and the validation stage
-/// keep both busy). `GPUCARVE_SEARCH_AHEAD=N` decides instead (the tests
-/// run with 0 and more and compare).
-fn search_ahead() -> usize {
+/// How many threads search fragments ahead of the carver, and whether
+/// only once the validation stage has ended: one per core; on fewer than
+/// 4 cores only after the stage (before, the scan and the stage keep every
+/// core busy, and searches asked then mostly wait for the stage). None on
+/// one core. `GPUCARVE_SEARCH_AHEAD=N` asks for N threads, asked for all
+/// along (the tests run with 0 and more and compare).
+fn search_ahead() -> (usize, bool) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     match std::env::var("GPUCARVE_SEARCH_AHEAD")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
-        Some(n) => n.min(64),
-        None if cores >= 4 => cores,
-        None => 0,
+        Some(n) => (n.min(64), false),
+        None if cores >= 4 => (cores, false),
+        None if cores >= 2 => (cores, true),
+        None => (0, false),
     }
 }
 
@@ -795,7 +798,7 @@ fn carve_ordered(
         std::sync::Arc<fragments::ScanNeedles>,
         &geometry::Geometry,
     ),
-    ahead_jobs: Option<std::sync::mpsc::Sender<fragments::AheadJob>>,
+    ahead_jobs: Option<(std::sync::mpsc::Sender<fragments::AheadJob>, bool)>,
 ) -> Result<CarverTotals, CarveError> {
     let bytes = ImageBytes::new(image);
     let mut totals = CarverTotals::default();
@@ -810,10 +813,14 @@ fn carve_ordered(
         frags.geometry = geo.clone();
         totals.file_systems = frags.geometry.describe();
     }
+    let stage = known.clone();
     frags.share_jpegs(known);
     frags.share_needles(needles);
-    if let Some(jobs) = ahead_jobs {
+    // Whether searches are asked for ahead only once the stage has ended.
+    let mut after_stage = false;
+    if let Some((jobs, once_stage_ends)) = ahead_jobs {
         frags.attach_ahead(jobs);
+        after_stage = once_stage_ends;
     }
     let mut joined_runs: BTreeMap<(u64, usize), Vec<ByteRun>> = BTreeMap::new();
     // <<< bifragment recovery
@@ -913,20 +920,30 @@ fn carve_ordered(
             }
         }
     };
+    // Batches of `lookahead` before this one have been asked about.
+    let mut asked_upto = 0usize;
     loop {
         if lookahead.is_empty() {
-            let Ok(mut batch) = rx.recv() else { break };
-            ask(&mut frags, &mut batch);
+            let Ok(batch) = rx.recv() else { break };
             lookahead.push_back(batch);
         }
         while lookahead.len() < LOOKAHEAD_BATCHES {
-            let Ok(mut batch) = rx.try_recv() else { break };
-            ask(&mut frags, &mut batch);
+            let Ok(batch) = rx.try_recv() else { break };
             lookahead.push_back(batch);
+        }
+        // Searches are asked for ahead once their verdicts are here (on
+        // fewer than 4 cores, once the validation stage has ended: before,
+        // it keeps every core busy).
+        if !after_stage || stage.is_finished() {
+            while let Some(batch) = lookahead.get_mut(asked_upto) {
+                ask(&mut frags, batch);
+                asked_upto += 1;
+            }
         }
         let Some(batch) = lookahead.pop_front() else {
             break;
         };
+        asked_upto = asked_upto.saturating_sub(1);
         // The candidates arrive validated (validators are pure functions, run
         // on every core by the validation stage while this thread searches
         // fragments and emits); the ordered pass only looks verdicts up. ZIP

@@ -1136,6 +1136,14 @@ impl KnownJpegs {
         self.update(|st| st.finished = true);
     }
 
+    /// True once the stage has ended.
+    pub fn is_finished(&self) -> bool {
+        self.stage
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .finished
+    }
+
     /// Waits until the stage has validated the candidates below `pos`, or
     /// waits for the carver itself (it will not get further), or has ended.
     pub fn wait_for(&self, pos: u64) {
