@@ -365,6 +365,7 @@ pub fn carve_scoped(
                 workers,
                 known: &known,
                 geo,
+                memo: Default::default(),
             };
             stage::run(&cx, rx, vtx)
         });

@@ -66,6 +66,8 @@ pub(super) struct Context<'a> {
     pub workers: usize,
     pub known: &'a fragments::KnownJpegs,
     pub geo: &'a geometry::Geometry,
+    /// Sequential JPEG scans already decoded in this carving.
+    pub memo: std::sync::Arc<validators::jpeg::ScanMemo>,
 }
 
 /// Runs the stage until the scan's batches end or the carver stops taking
@@ -218,7 +220,11 @@ fn job_list<'v>(cx: &Context<'v>, batch: &[Event]) -> Vec<Job<'v>> {
 /// One candidate's verdict, timed.
 fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     let t0 = Instant::now();
-    let verdict = validators::validate(v, &cx.bytes, start, Limits { max_len });
+    // (The memo holds offsets of this image: only for its own validation,
+    // not the file-system layout's below.)
+    let verdict = validators::jpeg::with_memo(&cx.memo, || {
+        validators::validate(v, &cx.bytes, start, Limits { max_len })
+    });
     // (The contiguous verdict: what a fragment search's own validation of
     // this header would give.)
     if v == "jpeg" {

@@ -1472,6 +1472,152 @@ const MULTI_MIN_BLOCKS: u64 = 256;
 /// Blocks decoded at most per candidate, over all scans.
 pub const MAX_BLOCKS: u64 = 1 << 28;
 
+/// Sequential scans decoded once per carving: a picture stored several
+/// times (copies in several folders, caches, backups) has the same
+/// entropy-coded data in every copy, and decoding it again gives the same
+/// answer. Each decode's outcome is kept with where its bytes lie; a later
+/// scan with the same frame, tables, restart interval and scan header
+/// (compared as a SHA-256 of all of them) whose bytes, read again, equal
+/// every byte the earlier decode depended on gets that outcome without
+/// decoding. Exact: the decode is a function of those and nothing else (the
+/// blocks budget is checked and charged the same way), and the bytes are
+/// compared, not hashed. Only for validations of the image itself (the
+/// validation stage's, [`with_memo`]); progressive scans, which depend on the
+/// scans before them, are decoded every time.
+///
+/// Bounded: at most [`MEMO_ENTRIES`] outcomes (forgotten all at once when
+/// full); a lookup of a scan never seen costs a 4 KiB checksum.
+#[derive(Default)]
+pub struct ScanMemo {
+    map: std::sync::Mutex<MemoMap>,
+    /// Scans answered from the memo, and their bytes.
+    hits: std::sync::atomic::AtomicU64,
+    hit_bytes: std::sync::atomic::AtomicU64,
+}
+
+/// (Checksum of the first 4 KiB of entropy-coded data, digest of the
+/// decoding parameters) → outcomes.
+type MemoMap = std::collections::HashMap<(u32, [u8; 32]), Vec<MemoEntry>>;
+
+/// Most outcomes a [`ScanMemo`] keeps.
+const MEMO_ENTRIES: usize = 1 << 14;
+
+/// Bytes of entropy-coded data the memo's checksum covers.
+const MEMO_PREFIX: usize = 4096;
+
+/// Bytes past the decoder's stopping point included in what a failed
+/// decode depends on (the reader may have looked at one byte past what it
+/// consumed; a scan that ended consumed its marker and looked no further).
+const MEMO_SLACK: u64 = 2;
+
+#[derive(Clone, Copy)]
+struct MemoEntry {
+    /// Offset in the image of the scan's first byte.
+    at: u64,
+    /// Bytes from there that the outcome depends on.
+    depends: u64,
+    /// The scan's outcome, offsets from its first byte: the marker that ends
+    /// it, or the error with where good data ended and where the decoder
+    /// stopped.
+    outcome: Result<u64, (&'static str, u64, u64)>,
+}
+
+thread_local! {
+    /// The memo of the validation running on this thread, if any.
+    static MEMO: std::cell::RefCell<Option<std::sync::Arc<ScanMemo>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` (a validation of the image whose reads `memo`'s offsets are
+/// of) with `memo` answering its sequential JPEG scans.
+pub fn with_memo<R>(memo: &std::sync::Arc<ScanMemo>, f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            MEMO.with(|m| m.borrow_mut().take());
+        }
+    }
+    MEMO.with(|m| *m.borrow_mut() = Some(memo.clone()));
+    let _reset = Reset;
+    f()
+}
+
+/// The decoding parameters of a sequential scan, as a SHA-256 digest.
+fn memo_params(t: &Tables, f: &Frame, s: &Scan) -> Option<[u8; 32]> {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update([f.precision]);
+    h.update(f.width.to_le_bytes());
+    h.update(f.height.to_le_bytes());
+    h.update(t.restart.to_le_bytes());
+    for &(id, hh, vv) in &f.comps {
+        h.update([id]);
+        h.update(hh.to_le_bytes());
+        h.update(vv.to_le_bytes());
+    }
+    h.update([0xFF, s.ss, s.se, s.ah]);
+    for &(ci, td, ta) in &s.comps {
+        h.update((ci as u32).to_le_bytes());
+        for table in [t.dc.get(td)?.as_deref()?, t.ac.get(ta)?.as_deref()?] {
+            for v in table
+                .maxcode
+                .iter()
+                .chain(&table.valptr)
+                .chain(&table.mincode)
+            {
+                h.update(v.to_le_bytes());
+            }
+            h.update(table.vals);
+        }
+    }
+    Some(h.finalize().into())
+}
+
+impl ScanMemo {
+    /// Scans answered from the memo so far, and the bytes not decoded again.
+    pub fn hits(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.hits.load(Relaxed), self.hit_bytes.load(Relaxed))
+    }
+
+    /// The key of the scan at window offset `start`.
+    fn key(src: &Src, start: u64, t: &Tables, f: &Frame, s: &Scan) -> Option<(u32, [u8; 32])> {
+        let mut head = [0u8; MEMO_PREFIX];
+        let n = src.read(start, &mut head).min(MEMO_PREFIX);
+        Some((crc32fast::hash(&head[..n]), memo_params(t, f, s)?))
+    }
+
+    /// A kept outcome whose bytes the scan at `start` repeats.
+    fn find(&self, key: &(u32, [u8; 32]), src: &Src, start: u64) -> Option<MemoEntry> {
+        let at = src.abs(start);
+        let found: Vec<MemoEntry> = self
+            .map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)?
+            .clone();
+        // (Compared outside the lock: other threads go on meanwhile.)
+        let hit = found
+            .into_iter()
+            .find(|e| e.at != at && src.same_as(start, e.at, e.depends))?;
+        use std::sync::atomic::Ordering::Relaxed;
+        self.hits.fetch_add(1, Relaxed);
+        self.hit_bytes.fetch_add(hit.depends, Relaxed);
+        Some(hit)
+    }
+
+    fn keep(&self, key: (u32, [u8; 32]), entry: MemoEntry) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.values().map(Vec::len).sum::<usize>() >= MEMO_ENTRIES {
+            map.clear();
+        }
+        let list = map.entry(key).or_default();
+        if list.len() < 8 && !list.iter().any(|e| e.at == entry.at) {
+            list.push(entry);
+        }
+    }
+}
+
 /// Decodes one scan starting at the cursor; on success the cursor is at the
 /// marker that ends the scan. Errors carry the offset where good data ends
 /// (the start of the failing MCU row or restart interval) and the offset
@@ -1501,13 +1647,77 @@ fn decode_scan(
         }
         None => Bits::new(c.src(), start, buf, *kept),
     };
+    // A sequential scan decoded before in this carving (same parameters,
+    // same bytes): its outcome, charged as a decode.
+    let memo = (resume.is_none() && t.snap.wants.is_empty() && f.kind == FrameKind::Sequential)
+        .then(|| MEMO.with(|m| m.borrow().clone()))
+        .flatten()
+        .filter(|_| t.budget >= scan_blocks(f, s))
+        .and_then(|m| Some((ScanMemo::key(&c.src(), start, t, f, s)?, m)));
+    if let Some((key, m)) = &memo
+        && let Some(e) = m.find(key, &c.src(), start)
+    {
+        t.budget -= scan_blocks(f, s);
+        return match e.outcome {
+            Ok(end) => {
+                c.seek(start + end);
+                Ok(())
+            }
+            Err((why, good, fail)) => Err((ScanErr::Bad(why), start + good, start + fail)),
+        };
+    }
     let init = resume.map(|r| (r.mcu, r.eobrun, r.rst, r.good));
     let r = scan_body_best(&mut b, start, t, f, s, init);
     *kept = b.buffered();
     let fail = b.at();
+    if let Some((key, m)) = memo {
+        let outcome = match &r {
+            Ok(end) => Some(Ok(end - start)),
+            Err((ScanErr::Bad(why), good)) => Some(Err((*why, good - start, fail - start))),
+            // (Cut by the window: depends on where the window ends.)
+            Err((ScanErr::Cut, _)) => None,
+        };
+        // (An outcome that may have seen the window's end is not kept.)
+        let slack = if r.is_ok() { 0 } else { MEMO_SLACK };
+        let depends = fail.saturating_add(slack).saturating_sub(start);
+        if let Some(outcome) = outcome
+            && start.saturating_add(depends) <= c.src().len()
+        {
+            m.keep(
+                key,
+                MemoEntry {
+                    at: c.src().abs(start),
+                    depends,
+                    outcome,
+                },
+            );
+        }
+    }
     let at = r.map_err(|(e, good)| (e, good, fail))?;
     c.seek(at);
     Ok(())
+}
+
+/// Blocks a scan decodes (what [`scan_body`] charges the budget).
+fn scan_blocks(f: &Frame, s: &Scan) -> u64 {
+    let interleaved = s.comps.len() > 1;
+    let (mcux, mcuy) = if interleaved {
+        (
+            u64::from(f.width).div_ceil(8 * u64::from(f.hmax)),
+            u64::from(f.height).div_ceil(8 * u64::from(f.vmax)),
+        )
+    } else {
+        f.blocks(s.comps[0].0)
+    };
+    let per_mcu: u64 = if interleaved {
+        s.comps
+            .iter()
+            .map(|&(ci, _, _)| u64::from(f.comps[ci].1 * f.comps[ci].2))
+            .sum()
+    } else {
+        1
+    };
+    mcux * mcuy * per_mcu
 }
 
 /// [`scan_body`], compiled for the CPU's bit-counting instructions when it
@@ -2593,6 +2803,76 @@ pub(crate) mod tests {
             }
         }
         assert!(compared >= 40, "only {compared} snapshots compared");
+    }
+
+    /// The scan memo gives every verdict a decode gives: a copy of a
+    /// baseline file with other header bytes (the same scan) is answered
+    /// from the memo; copies with one byte of the scan changed (anywhere,
+    /// the end marker included), cut short by the window, or followed by
+    /// other bytes get the verdict their own decode gives.
+    #[test]
+    fn memoised_scans_give_the_verdicts_of_a_decode() {
+        use super::{ScanMemo, Src, validate, with_memo};
+        use crate::carve::validators::testutil::{NO_LIMIT, Slice};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+        let f = std::fs::read(dir.join("debian_logo.jpg")).unwrap();
+        let sos = (0..f.len() - 1)
+            .find(|&i| f[i] == 0xFF && f[i + 1] == 0xDA)
+            .unwrap();
+        let body = sos + 2 + usize::from(u16::from_be_bytes([f[sos + 2], f[sos + 3]]));
+        let mut copy = f[..2].to_vec();
+        copy.extend_from_slice(&[0xFF, 0xFE, 0, 6, b'c', b'o', b'p', b'y']);
+        copy.extend_from_slice(&f[2..]);
+        let mut variants = vec![f.clone(), copy.clone()];
+        for at in [
+            body,
+            body + 1,
+            body + 777,
+            (body + f.len()) / 2,
+            f.len() - 3,
+            f.len() - 2,
+            f.len() - 1,
+        ] {
+            for x in [0x00, 0x5A, 0xFF] {
+                let mut v = f.clone();
+                if v[at] != x {
+                    v[at] = x;
+                    variants.push(v);
+                }
+            }
+        }
+        let mut junk_after = f.clone();
+        junk_after.extend_from_slice(&[0x12; 300]);
+        variants.push(junk_after);
+        let slot = 64 << 10;
+        let mut img = vec![0x33u8; slot * (variants.len() + 1)];
+        for (i, v) in variants.iter().enumerate() {
+            img[i * slot..i * slot + v.len()].copy_from_slice(v);
+        }
+        // Last, a copy the image cuts inside its scan.
+        let cut_at = img.len() - (f.len() - body) / 2 - body;
+        img.truncate(cut_at + body + (f.len() - body) / 2);
+        let kept = img.len() - cut_at;
+        img[cut_at..].copy_from_slice(&f[..kept]);
+        let memo = std::sync::Arc::new(ScanMemo::default());
+        let sl = Slice(&img);
+        let starts = (0..variants.len())
+            .map(|i| (i * slot) as u64)
+            .chain([cut_at as u64]);
+        for start in starts {
+            let src = Src::new(&sl, start, NO_LIMIT);
+            let plain = validate(src);
+            let memoised = with_memo(&memo, || validate(src));
+            assert_eq!(memoised, plain, "variant at {start}");
+        }
+        let (hits, bytes) = memo.hits();
+        // The copy with a comment added, and the file followed by other bytes.
+        assert!(hits >= 2, "{hits} scans answered from the memo");
+        assert!(bytes as usize >= f.len() - body, "{bytes} bytes");
+        // And without a memo, nothing is kept or answered.
+        let before = memo.hits();
+        let _ = validate(Src::new(&sl, slot as u64, NO_LIMIT));
+        assert_eq!(memo.hits(), before);
     }
 
     /// C source of a small libjpeg encoder used by [`libjpeg_variants`].

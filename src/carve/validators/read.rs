@@ -79,6 +79,36 @@ impl<'a> Src<'a> {
         self.len
     }
 
+    /// Offset in the reader of window offset `off`.
+    pub fn abs(&self, off: u64) -> u64 {
+        self.base.saturating_add(off)
+    }
+
+    /// True when the `len` bytes at window offset `off` all lie in the window
+    /// and equal the reader's `len` bytes at `other` (an offset in the
+    /// reader, not the window), every one of them read.
+    pub fn same_as(&self, off: u64, other: u64, len: u64) -> bool {
+        if off.checked_add(len).is_none_or(|end| end > self.len) {
+            return false;
+        }
+        let (mut a, mut b) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
+        let mut done = 0u64;
+        while done < len {
+            let n = usize::try_from(len - done).map_or(CHUNK, |r| r.min(CHUNK));
+            let (x, y) = (&mut a[..n], &mut b[..n]);
+            if !self.read_exact(off + done, x)
+                || other
+                    .checked_add(done)
+                    .is_none_or(|o| self.r.read_at(o, y) != n)
+                || x != y
+            {
+                return false;
+            }
+            done += n as u64;
+        }
+        true
+    }
+
     /// True when the window is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
