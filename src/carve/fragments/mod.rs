@@ -157,7 +157,7 @@ pub struct Attempt {
     pub reusable: bool,
     /// A search run ahead of the carver ([`run_ahead`]): every question it
     /// asked the claims, with the answer it got (`None` when it asked more
-    /// than [`MAX_ASKED`]). The search is a pure function of the image, the
+    /// than 2^20 questions). The search is a pure function of the image, the
     /// validation stage's verdicts and these answers, so the carver takes
     /// its result when its own claims answer every question the same
     /// ([`Claims::answers`]) and its budget holds what the search spent:
