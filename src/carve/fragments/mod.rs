@@ -742,8 +742,9 @@ impl Fragments {
         }
     }
 
-    /// Expects the carver to claim `[start, end)` when it gets there (see
-    /// [`Fragments::predicted`]); ignored once it is past `start`.
+    /// Expects the carver to claim `[start, end)` when it gets there (a
+    /// search asked ahead takes it as a claim); ignored once it is past
+    /// `start`.
     pub fn predict_claim(&mut self, start: u64, end: u64) {
         if self.ahead.is_some()
             && start >= self.carver_at

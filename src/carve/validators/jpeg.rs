@@ -1485,8 +1485,8 @@ pub const MAX_BLOCKS: u64 = 1 << 28;
 /// validation stage's, [`with_memo`]); progressive scans, which depend on the
 /// scans before them, are decoded every time.
 ///
-/// Bounded: at most [`MEMO_ENTRIES`] outcomes (forgotten all at once when
-/// full); a lookup of a scan never seen costs a 4 KiB checksum.
+/// Bounded: at most 16 Ki outcomes (forgotten all at once when full); a
+/// lookup of a scan never seen costs a 4 KiB checksum.
 #[derive(Default)]
 pub struct ScanMemo {
     map: std::sync::Mutex<MemoMap>,
