@@ -7,7 +7,7 @@ use super::DIRECT_ALIGN;
 
 /// A zero-initialised, page-aligned byte buffer of fixed size.
 ///
-/// Large buffers ([`MAPPED_FROM`] bytes or more, aligned to a page) are
+/// Large buffers (1 MiB or more, aligned to a page) are
 /// anonymous mappings: the kernel hands out zeroed pages as they are first
 /// touched, in huge pages where it can, instead of the allocator zeroing
 /// every byte up front (the scan's block buffers: 25 ms of every carving's
