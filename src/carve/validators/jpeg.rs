@@ -1057,28 +1057,42 @@ impl<'s, 'b> Bits<'s, 'b> {
     /// none of them `FF`) inline, the rest in [`Bits::fill_slow`].
     #[inline(always)]
     fn fill(&mut self) {
-        if self.n <= 56
-            && !self.marker
-            && !self.cut
-            && self.i + 8 <= self.len
-            && let Some(w) = self.buf.get(self.i..self.i + 8)
-        {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(w);
-            let w = u64::from_be_bytes(a);
-            let cnt = (56 - self.n) / 8 + 1;
-            let bits = 8 * cnt;
-            let top = w >> (64 - bits) << (64 - bits);
-            let x = !top;
-            let ff = x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080;
-            if ff == 0 {
-                self.acc |= top >> self.n;
-                self.n += bits;
-                self.i += cnt as usize;
-                return;
-            }
+        if self.n <= 56 && !self.marker && !self.cut && self.fill_eight() {
+            return;
         }
         self.fill_slow();
+    }
+
+    /// Takes the whole bytes that fit from the next eight buffered ones, at
+    /// once, when none of them is `FF`; false (nothing taken) otherwise.
+    #[inline(always)]
+    fn fill_eight(&mut self) -> bool {
+        let Some(w) = self
+            .buf
+            .get(self.i..self.i + 8)
+            .filter(|_| self.i + 8 <= self.len)
+        else {
+            return false;
+        };
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        let w = u64::from_be_bytes(a);
+        // Whole bytes that fit: the byte-by-byte loop of `fill_slow` stops
+        // once more than 56 bits are held.
+        let cnt = (56 - self.n) / 8 + 1;
+        let bits = 8 * cnt;
+        let top = w >> (64 - bits) << (64 - bits);
+        // Any FF among those bytes (a zero byte of !top; the bytes not
+        // taken are FF there, so never zero)?
+        let x = !top;
+        let ff = x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080;
+        if ff != 0 {
+            return false;
+        }
+        self.acc |= top >> self.n;
+        self.n += bits;
+        self.i += cnt as usize;
+        true
     }
 
     #[inline(never)]
@@ -1087,27 +1101,8 @@ impl<'s, 'b> Bits<'s, 'b> {
             if self.len - self.i < 8 {
                 self.refill();
             }
-            if self.i + 8 <= self.len
-                && let Some(w) = self.buf.get(self.i..self.i + 8)
-            {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(w);
-                let w = u64::from_be_bytes(a);
-                // Whole bytes that fit: the byte-by-byte loop below stops
-                // once more than 56 bits are held.
-                let cnt = (56 - self.n) / 8 + 1;
-                let bits = 8 * cnt;
-                let top = w >> (64 - bits) << (64 - bits);
-                // Any FF among those bytes (a zero byte of !top; the bytes
-                // not taken are FF there, so never zero)?
-                let x = !top;
-                let ff = x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080;
-                if ff == 0 {
-                    self.acc |= top >> self.n;
-                    self.n += bits;
-                    self.i += cnt as usize;
-                    return;
-                }
+            if self.fill_eight() {
+                return;
             }
         }
         while self.n <= 56 {
@@ -2661,6 +2656,18 @@ pub(crate) mod tests {
         check_real("jpeg", &real_files(&d, &[".jpg", ".jpeg"], 30));
     }
 
+    /// The files the snapshot tests decode: the hand-made baseline and
+    /// progressive samples, and three real pictures (progressive and
+    /// baseline, with and without chroma subsampling).
+    fn snapshot_files() -> Vec<Vec<u8>> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+        let mut files = vec![sample(), progressive()];
+        for name in ["d-debian.jpg", "debian_logo.jpg", "IMG-20191006-WA0002.jpg"] {
+            files.push(std::fs::read(dir.join(name)).unwrap());
+        }
+        files
+    }
+
     /// Resuming from a snapshot gives the verdict (and damage) of a whole
     /// validation, for windows equal to the captured file before the split:
     /// the file itself, its head followed by noise, by a later part of
@@ -2669,11 +2676,7 @@ pub(crate) mod tests {
     fn resume_from_a_snapshot_equals_a_whole_validation() {
         use super::{Damage, Src, validate, validate_capture, validate_probe, validate_resume};
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
-        let mut files = vec![sample(), progressive()];
-        for name in ["d-debian.jpg", "debian_logo.jpg", "IMG-20191006-WA0002.jpg"] {
-            files.push(std::fs::read(dir.join(name)).unwrap());
-        }
+        let files = snapshot_files();
         let mut snaps = 0;
         for f in &files {
             let step = (f.len() / 7).max(1);
@@ -2712,11 +2715,7 @@ pub(crate) mod tests {
     fn capturing_several_splits_equals_one_at_a_time() {
         use super::{Damage, Src, validate_capture, validate_capture_all};
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
-        let mut files = vec![sample(), progressive()];
-        for name in ["d-debian.jpg", "debian_logo.jpg", "IMG-20191006-WA0002.jpg"] {
-            files.push(std::fs::read(dir.join(name)).unwrap());
-        }
+        let files = snapshot_files();
         let mut compared = 0;
         for f in &files {
             let sl = Slice(f);
@@ -2755,11 +2754,7 @@ pub(crate) mod tests {
     fn capture_resumed_from_a_snapshot_equals_one_from_the_start() {
         use super::{Damage, Src, validate_capture, validate_capture_all, validate_capture_from};
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
-        let mut files = vec![sample(), progressive()];
-        for name in ["d-debian.jpg", "debian_logo.jpg", "IMG-20191006-WA0002.jpg"] {
-            files.push(std::fs::read(dir.join(name)).unwrap());
-        }
+        let files = snapshot_files();
         let mut compared = 0;
         for f in &files {
             let n = f.len() as u64;
