@@ -545,8 +545,15 @@ type Validated = (
 );
 
 /// Validated batches the carver takes ahead of their turn (their fragment
-/// searches run meanwhile on the searches' thread).
-const LOOKAHEAD_BATCHES: usize = 8;
+/// searches run meanwhile on the searching threads): at most this many,
+/// holding at most [`LOOKAHEAD_EVENTS`] events (a sparse image's batches
+/// hold a few events each, a dense one's a full piece). 32 rather than 8:
+/// when the validation stage ends, the searches of the image's last
+/// stretch are asked for at once (ext4 464 → 412 ms).
+const LOOKAHEAD_BATCHES: usize = 32;
+
+/// Most events held in the carver's look-ahead (four full pieces).
+const LOOKAHEAD_EVENTS: usize = 4 * PREVALIDATE_EVENTS;
 
 /// Header events validated together: bounds the verdicts held at once
 /// whatever the density of headers in a block.
@@ -932,7 +939,9 @@ fn carve_ordered(
             let Ok(batch) = rx.recv() else { break };
             lookahead.push_back(batch);
         }
-        while lookahead.len() < LOOKAHEAD_BATCHES {
+        while lookahead.len() < LOOKAHEAD_BATCHES
+            && lookahead.iter().map(|b| b.0.len()).sum::<usize>() < LOOKAHEAD_EVENTS
+        {
             let Ok(batch) = rx.try_recv() else { break };
             lookahead.push_back(batch);
         }
