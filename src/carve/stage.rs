@@ -222,7 +222,7 @@ fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     let t0 = Instant::now();
     // (The memo holds offsets of this image: only for its own validation,
     // not the file-system layout's below.)
-    let verdict = validators::jpeg::with_memo(&cx.memo, || {
+    let verdict = validators::jpeg::with_memo(&cx.memo, &cx.bytes, || {
         validators::validate(v, &cx.bytes, start, Limits { max_len })
     });
     // (The contiguous verdict: what a fragment search's own validation of

@@ -1518,21 +1518,28 @@ struct MemoEntry {
 }
 
 thread_local! {
-    /// The memo of the validation running on this thread, if any.
-    static MEMO: std::cell::RefCell<Option<std::sync::Arc<ScanMemo>>> =
+    /// The memo of the validation running on this thread, if any, and the
+    /// reader (by [`Src::reader_id`]) its offsets are of.
+    static MEMO: std::cell::RefCell<Option<(std::sync::Arc<ScanMemo>, usize)>> =
         const { std::cell::RefCell::new(None) };
 }
 
-/// Runs `f` (a validation of the image whose reads `memo`'s offsets are
-/// of) with `memo` answering its sequential JPEG scans.
-pub fn with_memo<R>(memo: &std::sync::Arc<ScanMemo>, f: impl FnOnce() -> R) -> R {
+/// Runs `f`, a validation of `image`, with `memo` answering its sequential
+/// JPEG scans; a memo is only ever used with one image's reader (windows of
+/// another reader, such as a joined view, decode as without it).
+pub fn with_memo<R>(
+    memo: &std::sync::Arc<ScanMemo>,
+    image: &dyn super::ByteReader,
+    f: impl FnOnce() -> R,
+) -> R {
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {
             MEMO.with(|m| m.borrow_mut().take());
         }
     }
-    MEMO.with(|m| *m.borrow_mut() = Some(memo.clone()));
+    let id = image as *const dyn super::ByteReader as *const () as usize;
+    MEMO.with(|m| *m.borrow_mut() = Some((memo.clone(), id)));
     let _reset = Reset;
     f()
 }
@@ -1647,6 +1654,8 @@ fn decode_scan(
     let memo = (resume.is_none() && t.snap.wants.is_empty() && f.kind == FrameKind::Sequential)
         .then(|| MEMO.with(|m| m.borrow().clone()))
         .flatten()
+        .filter(|(_, id)| *id == c.src().reader_id())
+        .map(|(m, _)| m)
         .filter(|_| t.budget >= scan_blocks(f, s))
         .and_then(|m| Some((ScanMemo::key(&c.src(), start, t, f, s)?, m)));
     if let Some((key, m)) = &memo
@@ -2857,16 +2866,22 @@ pub(crate) mod tests {
         for start in starts {
             let src = Src::new(&sl, start, NO_LIMIT);
             let plain = validate(src);
-            let memoised = with_memo(&memo, || validate(src));
+            let memoised = with_memo(&memo, &sl, || validate(src));
             assert_eq!(memoised, plain, "variant at {start}");
         }
         let (hits, bytes) = memo.hits();
         // The copy with a comment added, and the file followed by other bytes.
         assert!(hits >= 2, "{hits} scans answered from the memo");
         assert!(bytes as usize >= f.len() - body, "{bytes} bytes");
-        // And without a memo, nothing is kept or answered.
+        // And without a memo, nothing is kept or answered; nor for a window
+        // of another reader (the memo's offsets are of the image's).
         let before = memo.hits();
         let _ = validate(Src::new(&sl, slot as u64, NO_LIMIT));
+        let copy_of_image = img.clone();
+        let other = Slice(&copy_of_image);
+        let _ = with_memo(&memo, &sl, || {
+            validate(Src::new(&other, slot as u64, NO_LIMIT))
+        });
         assert_eq!(memo.hits(), before);
     }
 

@@ -79,6 +79,12 @@ impl<'a> Src<'a> {
         self.len
     }
 
+    /// Which reader this window reads (its address: equal for windows of
+    /// one reader while it lives).
+    pub fn reader_id(&self) -> usize {
+        self.r as *const dyn ByteReader as *const () as usize
+    }
+
     /// Offset in the reader of window offset `off`.
     pub fn abs(&self, off: u64) -> u64 {
         self.base.saturating_add(off)
