@@ -1477,14 +1477,16 @@ pub const MAX_BLOCKS: u64 = 1 << 28;
 /// decoding. Exact: the decode is a function of those and nothing else (the
 /// blocks budget is checked and charged the same way), and the bytes are
 /// compared, not hashed. Only for validations of the image itself (the
-/// validation stage's, [`with_memo`]); progressive scans, which depend on the
-/// scans before them, are decoded every time.
+/// validation stage's, [`with_memo`]). A progressive scan also depends on
+/// what the scans before it left (which coefficients are non-zero): its
+/// outcome is kept with that history before it and after it, and taken only
+/// when the history is equal too.
 ///
 /// Bounded: at most 16 Ki outcomes (forgotten all at once when full); a
 /// lookup of a scan never seen costs a 4 KiB checksum.
 #[derive(Default)]
 pub struct ScanMemo {
-    map: std::sync::Mutex<MemoMap>,
+    map: std::sync::Mutex<(MemoMap, usize)>,
     /// Scans answered from the memo, and their bytes.
     hits: std::sync::atomic::AtomicU64,
     hit_bytes: std::sync::atomic::AtomicU64,
@@ -1505,7 +1507,7 @@ const MEMO_PREFIX: usize = 4096;
 /// consumed; a scan that ended consumed its marker and looked no further).
 const MEMO_SLACK: u64 = 2;
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct MemoEntry {
     /// Offset in the image of the scan's first byte.
     at: u64,
@@ -1515,7 +1517,16 @@ struct MemoEntry {
     /// it, or the error with where good data ended and where the decoder
     /// stopped.
     outcome: Result<u64, (&'static str, u64, u64)>,
+    /// A progressive scan's coefficient history before it (which the
+    /// outcome also depends on) and after it (what it leaves).
+    history: Option<std::sync::Arc<(History, History)>>,
 }
+
+/// [`Tables::history`].
+type History = Option<Vec<Vec<u64>>>;
+
+/// Most bytes of coefficient history a [`ScanMemo`] keeps.
+const MEMO_HISTORY_BYTES: usize = 64 << 20;
 
 thread_local! {
     /// The memo of the validation running on this thread, if any, and the
@@ -1582,26 +1593,45 @@ impl ScanMemo {
         (self.hits.load(Relaxed), self.hit_bytes.load(Relaxed))
     }
 
-    /// The key of the scan at window offset `start`.
+    /// The key of the scan at window offset `start` (with a progressive
+    /// scan's history before it).
     fn key(src: &Src, start: u64, t: &Tables, f: &Frame, s: &Scan) -> Option<(u32, [u8; 32])> {
         let mut head = [0u8; MEMO_PREFIX];
         let n = src.read(start, &mut head).min(MEMO_PREFIX);
-        Some((crc32fast::hash(&head[..n]), memo_params(t, f, s)?))
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&head[..n]);
+        for comp in t.history.iter().flatten() {
+            for w in comp {
+                crc.update(&w.to_le_bytes());
+            }
+        }
+        Some((crc.finalize(), memo_params(t, f, s)?))
     }
 
-    /// A kept outcome whose bytes the scan at `start` repeats.
-    fn find(&self, key: &(u32, [u8; 32]), src: &Src, start: u64) -> Option<MemoEntry> {
+    /// A kept outcome whose bytes (and history) the scan at `start` repeats.
+    fn find(
+        &self,
+        key: &(u32, [u8; 32]),
+        src: &Src,
+        start: u64,
+        history: &History,
+    ) -> Option<MemoEntry> {
         let at = src.abs(start);
         let found: Vec<MemoEntry> = self
             .map
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .0
             .get(key)?
             .clone();
         // (Compared outside the lock: other threads go on meanwhile.)
-        let hit = found
-            .into_iter()
-            .find(|e| e.at != at && src.same_as(start, e.at, e.depends))?;
+        let hit = found.into_iter().find(|e| {
+            e.at != at
+                && e.history
+                    .as_ref()
+                    .map_or(history.is_none(), |h| h.0 == *history)
+                && src.same_as(start, e.at, e.depends)
+        })?;
         use std::sync::atomic::Ordering::Relaxed;
         self.hits.fetch_add(1, Relaxed);
         self.hit_bytes.fetch_add(hit.depends, Relaxed);
@@ -1609,13 +1639,23 @@ impl ScanMemo {
     }
 
     fn keep(&self, key: (u32, [u8; 32]), entry: MemoEntry) {
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if map.values().map(Vec::len).sum::<usize>() >= MEMO_ENTRIES {
+        let size = |h: &History| h.iter().flatten().map(|c| c.len() * 8).sum::<usize>();
+        let bytes = entry
+            .history
+            .as_ref()
+            .map_or(0, |h| size(&h.0) + size(&h.1));
+        let mut guard = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let (map, held) = &mut *guard;
+        if map.values().map(Vec::len).sum::<usize>() >= MEMO_ENTRIES
+            || *held + bytes > MEMO_HISTORY_BYTES
+        {
             map.clear();
+            *held = 0;
         }
         let list = map.entry(key).or_default();
         if list.len() < 8 && !list.iter().any(|e| e.at == entry.at) {
             list.push(entry);
+            *held += bytes;
         }
     }
 }
@@ -1651,7 +1691,10 @@ fn decode_scan(
     };
     // A sequential scan decoded before in this carving (same parameters,
     // same bytes): its outcome, charged as a decode.
-    let memo = (resume.is_none() && t.snap.wants.is_empty() && f.kind == FrameKind::Sequential)
+    let progressive = f.kind == FrameKind::Progressive;
+    let memo = (resume.is_none()
+        && t.snap.wants.is_empty()
+        && (progressive || f.kind == FrameKind::Sequential))
         .then(|| MEMO.with(|m| m.borrow().clone()))
         .flatten()
         .filter(|(_, id)| *id == c.src().reader_id())
@@ -1659,9 +1702,12 @@ fn decode_scan(
         .filter(|_| t.budget >= scan_blocks(f, s))
         .and_then(|m| Some((ScanMemo::key(&c.src(), start, t, f, s)?, m)));
     if let Some((key, m)) = &memo
-        && let Some(e) = m.find(key, &c.src(), start)
+        && let Some(e) = m.find(key, &c.src(), start, &t.history)
     {
         t.budget -= scan_blocks(f, s);
+        if let Some(h) = &e.history {
+            t.history.clone_from(&h.1);
+        }
         return match e.outcome {
             Ok(end) => {
                 c.seek(start + end);
@@ -1670,6 +1716,7 @@ fn decode_scan(
             Err((why, good, fail)) => Err((ScanErr::Bad(why), start + good, start + fail)),
         };
     }
+    let before = (memo.is_some() && progressive).then(|| t.history.clone());
     let init = resume.map(|r| (r.mcu, r.eobrun, r.rst, r.good));
     let r = scan_body_best(&mut b, start, t, f, s, init);
     *kept = b.buffered();
@@ -1693,6 +1740,7 @@ fn decode_scan(
                     at: c.src().abs(start),
                     depends,
                     outcome,
+                    history: before.map(|h| std::sync::Arc::new((h, t.history.clone()))),
                 },
             );
         }
@@ -2809,80 +2857,86 @@ pub(crate) mod tests {
         assert!(compared >= 40, "only {compared} snapshots compared");
     }
 
-    /// The scan memo gives every verdict a decode gives: a copy of a
-    /// baseline file with other header bytes (the same scan) is answered
-    /// from the memo; copies with one byte of the scan changed (anywhere,
-    /// the end marker included), cut short by the window, or followed by
-    /// other bytes get the verdict their own decode gives.
+    /// The scan memo gives every verdict a decode gives, for a baseline and
+    /// a progressive file: a copy with other header bytes (the same scans) is
+    /// answered from the memo; copies with one byte of a scan changed
+    /// (anywhere, in a later scan of the progressive file, at the end
+    /// marker), cut short by the window, or followed by other bytes get the
+    /// verdict their own decode gives.
     #[test]
     fn memoised_scans_give_the_verdicts_of_a_decode() {
         use super::{ScanMemo, Src, validate, with_memo};
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
-        let f = std::fs::read(dir.join("debian_logo.jpg")).unwrap();
-        let sos = (0..f.len() - 1)
-            .find(|&i| f[i] == 0xFF && f[i + 1] == 0xDA)
-            .unwrap();
-        let body = sos + 2 + usize::from(u16::from_be_bytes([f[sos + 2], f[sos + 3]]));
-        let mut copy = f[..2].to_vec();
-        copy.extend_from_slice(&[0xFF, 0xFE, 0, 6, b'c', b'o', b'p', b'y']);
-        copy.extend_from_slice(&f[2..]);
-        let mut variants = vec![f.clone(), copy.clone()];
-        for at in [
-            body,
-            body + 1,
-            body + 777,
-            (body + f.len()) / 2,
-            f.len() - 3,
-            f.len() - 2,
-            f.len() - 1,
-        ] {
-            for x in [0x00, 0x5A, 0xFF] {
-                let mut v = f.clone();
-                if v[at] != x {
-                    v[at] = x;
-                    variants.push(v);
+        for name in ["debian_logo.jpg", "d-debian.jpg"] {
+            let f = std::fs::read(dir.join(name)).unwrap();
+            let sos = (0..f.len() - 1)
+                .find(|&i| f[i] == 0xFF && f[i + 1] == 0xDA)
+                .unwrap();
+            let body = sos + 2 + usize::from(u16::from_be_bytes([f[sos + 2], f[sos + 3]]));
+            let mut copy = f[..2].to_vec();
+            copy.extend_from_slice(&[0xFF, 0xFE, 0, 6, b'c', b'o', b'p', b'y']);
+            copy.extend_from_slice(&f[2..]);
+            let mut variants = vec![f.clone(), copy.clone()];
+            let n = f.len();
+            for at in [
+                body,
+                body + 1,
+                body + 777,
+                (body + n) / 2,
+                n * 3 / 4,
+                n - 3,
+                n - 2,
+                n - 1,
+            ] {
+                for x in [0x00, 0x5A, 0xFF] {
+                    let mut v = f.clone();
+                    if v[at] != x {
+                        v[at] = x;
+                        variants.push(v);
+                    }
                 }
             }
+            let mut junk_after = f.clone();
+            junk_after.extend_from_slice(&[0x12; 300]);
+            variants.push(junk_after);
+            let slot = n.next_power_of_two() * 2;
+            let mut img = vec![0x33u8; slot * (variants.len() + 1)];
+            for (i, v) in variants.iter().enumerate() {
+                img[i * slot..i * slot + v.len()].copy_from_slice(v);
+            }
+            // Last, a copy the image cuts inside its scans.
+            let cut_at = img.len() - (n - body) / 2 - body;
+            img.truncate(cut_at + body + (n - body) / 2);
+            let kept = img.len() - cut_at;
+            img[cut_at..].copy_from_slice(&f[..kept]);
+            let memo = std::sync::Arc::new(ScanMemo::default());
+            let sl = Slice(&img);
+            let starts = (0..variants.len())
+                .map(|i| (i * slot) as u64)
+                .chain([cut_at as u64]);
+            for start in starts {
+                let src = Src::new(&sl, start, NO_LIMIT);
+                let plain = validate(src);
+                let memoised = with_memo(&memo, &sl, || validate(src));
+                assert_eq!(memoised, plain, "{name}: variant at {start}");
+            }
+            let (hits, bytes) = memo.hits();
+            // The copy with a comment added, and the file followed by other
+            // bytes (every scan of each, for the progressive file).
+            assert!(hits >= 2, "{name}: {hits} scans answered from the memo");
+            assert!(bytes as usize >= n - body, "{name}: {bytes} bytes");
+            // And without a memo, nothing is kept or answered; nor for a
+            // window of another reader (the memo's offsets are of the image's).
+            let before = memo.hits();
+            let _ = validate(Src::new(&sl, slot as u64, NO_LIMIT));
+            let copy_of_image = img.clone();
+            let other = Slice(&copy_of_image);
+            let _ = with_memo(&memo, &sl, || {
+                validate(Src::new(&other, slot as u64, NO_LIMIT))
+            });
+            assert_eq!(memo.hits(), before);
         }
-        let mut junk_after = f.clone();
-        junk_after.extend_from_slice(&[0x12; 300]);
-        variants.push(junk_after);
-        let slot = 64 << 10;
-        let mut img = vec![0x33u8; slot * (variants.len() + 1)];
-        for (i, v) in variants.iter().enumerate() {
-            img[i * slot..i * slot + v.len()].copy_from_slice(v);
-        }
-        // Last, a copy the image cuts inside its scan.
-        let cut_at = img.len() - (f.len() - body) / 2 - body;
-        img.truncate(cut_at + body + (f.len() - body) / 2);
-        let kept = img.len() - cut_at;
-        img[cut_at..].copy_from_slice(&f[..kept]);
-        let memo = std::sync::Arc::new(ScanMemo::default());
-        let sl = Slice(&img);
-        let starts = (0..variants.len())
-            .map(|i| (i * slot) as u64)
-            .chain([cut_at as u64]);
-        for start in starts {
-            let src = Src::new(&sl, start, NO_LIMIT);
-            let plain = validate(src);
-            let memoised = with_memo(&memo, &sl, || validate(src));
-            assert_eq!(memoised, plain, "variant at {start}");
-        }
-        let (hits, bytes) = memo.hits();
-        // The copy with a comment added, and the file followed by other bytes.
-        assert!(hits >= 2, "{hits} scans answered from the memo");
-        assert!(bytes as usize >= f.len() - body, "{bytes} bytes");
-        // And without a memo, nothing is kept or answered; nor for a window
-        // of another reader (the memo's offsets are of the image's).
-        let before = memo.hits();
-        let _ = validate(Src::new(&sl, slot as u64, NO_LIMIT));
-        let copy_of_image = img.clone();
-        let other = Slice(&copy_of_image);
-        let _ = with_memo(&memo, &sl, || {
-            validate(Src::new(&other, slot as u64, NO_LIMIT))
-        });
-        assert_eq!(memo.hits(), before);
     }
 
     /// C source of a small libjpeg encoder used by [`libjpeg_variants`].
