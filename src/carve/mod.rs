@@ -36,8 +36,8 @@
 //! (ZIP EOCDs, JPEG SOIs) are indexed once per carving and the entropy test of
 //! a cluster is memoised, so overlapping searches do not re-read the image;
 //! all the searches of one carving share one budget, linear in the image
-//! ([`fragments::image_budget`]). A sequential JPEG scan already decoded in
-//! the carving (a copy of the same picture) is not decoded again
+//! ([`fragments::image_budget`]). A JPEG scan already decoded in the
+//! carving (a copy of the same picture) is not decoded again
 //! ([`validators::jpeg::ScanMemo`]: its bytes are compared instead).
 //! What is *not* yet a small constant: a validator that walks a long valid
 //! structure which many later headers also start inside (nested thumbnails)

@@ -1467,7 +1467,7 @@ const MULTI_MIN_BLOCKS: u64 = 256;
 /// Blocks decoded at most per candidate, over all scans.
 pub const MAX_BLOCKS: u64 = 1 << 28;
 
-/// Sequential scans decoded once per carving: a picture stored several
+/// Scans decoded once per carving: a picture stored several
 /// times (copies in several folders, caches, backups) has the same
 /// entropy-coded data in every copy, and decoding it again gives the same
 /// answer. Each decode's outcome is kept with where its bytes lie; a later
