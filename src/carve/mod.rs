@@ -563,6 +563,23 @@ const PREVALIDATE_EVENTS: usize = 1 << 14;
 /// the file as its file system lays it out (an ext2/3 block map, a FAT
 /// cluster chain), when that one proves the file
 /// ([`fragments::fs_layout_verdict`]).
+/// The carver's own validation of a candidate the stage left to it (ZIP's,
+/// or one whose stage verdict is missing), as the stage's: the validator,
+/// then the file system's layout; timed into `profile`.
+fn validate_here(
+    v: &str,
+    bytes: &ImageBytes<'_>,
+    geo: &geometry::Geometry,
+    (start, max_len): (u64, u64),
+    profile: &mut Profile,
+) -> Option<validators::Verdict> {
+    let t0 = std::time::Instant::now();
+    let verdict = validators::validate(v, bytes, start, Limits { max_len });
+    let verdict = with_fs_layout(v, bytes, geo, start, max_len, verdict);
+    profile.add("validate", v, 1, t0.elapsed().as_secs_f64());
+    verdict
+}
+
 fn with_fs_layout(
     validator: &str,
     bytes: &ImageBytes<'_>,
@@ -900,10 +917,7 @@ fn carve_ordered(
                     continue;
                 }
                 if pre.is_none() {
-                    let t0 = std::time::Instant::now();
-                    let verdict = validators::validate(v, &bytes, c.start, Limits { max_len });
-                    *pre = Some(with_fs_layout(v, &bytes, geo, c.start, max_len, verdict));
-                    profile.add("validate", v, 1, t0.elapsed().as_secs_f64());
+                    *pre = Some(validate_here(v, &bytes, geo, (c.start, max_len), profile));
                 }
                 if let Some(Some(z)) = pre.as_ref()
                     && z.length > 0
@@ -995,25 +1009,13 @@ fn carve_ordered(
                                 let max_len = t.max_size.min(image.len().saturating_sub(c.start));
                                 let verdict = match pre.get_mut(ev_index).and_then(Option::take) {
                                     Some(v) => v,
-                                    None => {
-                                        let t0 = std::time::Instant::now();
-                                        let verdict = validators::validate(
-                                            v,
-                                            &bytes,
-                                            c.start,
-                                            Limits { max_len },
-                                        );
-                                        let verdict = with_fs_layout(
-                                            v, &bytes, geo, c.start, max_len, verdict,
-                                        );
-                                        totals.profile.add(
-                                            "validate",
-                                            v,
-                                            1,
-                                            t0.elapsed().as_secs_f64(),
-                                        );
-                                        verdict
-                                    }
+                                    None => validate_here(
+                                        v,
+                                        &bytes,
+                                        geo,
+                                        (c.start, max_len),
+                                        &mut totals.profile,
+                                    ),
                                 };
                                 // >>> bifragment recovery: a Partial PNG/ZIP/JPEG may be two fragments.
                                 // Objects inside another structure are not searched: their

@@ -66,7 +66,7 @@ pub(super) struct Context<'a> {
     pub workers: usize,
     pub known: &'a fragments::KnownJpegs,
     pub geo: &'a geometry::Geometry,
-    /// Sequential JPEG scans already decoded in this carving.
+    /// JPEG scans already decoded in this carving.
     pub memo: std::sync::Arc<validators::jpeg::ScanMemo>,
 }
 

@@ -9,7 +9,7 @@ use super::DIRECT_ALIGN;
 ///
 /// Large buffers (1 MiB or more, aligned to a page) are
 /// anonymous mappings: the kernel hands out zeroed pages as they are first
-/// touched, in huge pages where it can, instead of the allocator zeroing
+/// touched, instead of the allocator zeroing
 /// every byte up front (the scan's block buffers: 25 ms of every carving's
 /// start, tens of MiB memset even when the image is a few KiB). Huge pages
 /// were tried: half the faults, but more time zeroing them.

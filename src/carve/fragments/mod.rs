@@ -572,7 +572,7 @@ pub struct Fragments {
     /// Candidates tried and bytes read by all searches so far, against
     /// [`image_budget`].
     image_spent: (u64, u64),
-    /// Searches run ahead of the carver on their own thread ([`run_ahead`]).
+    /// Searches run ahead of the carver on threads of their own ([`run_ahead`]).
     ahead: Option<AheadQueue>,
     /// What the carver is expected to claim before it reaches the searches
     /// asked ahead (complete files the validation stage found between the
@@ -588,7 +588,8 @@ pub struct Fragments {
 }
 
 /// The carver's end of the searches run ahead: jobs in submission (offset)
-/// order, answered in the same order.
+/// order, each answered on its own channel (in whatever order the
+/// searching threads finish).
 struct AheadQueue {
     jobs: std::sync::mpsc::Sender<AheadJob>,
     /// The searches asked for, in offset order, each with where its answer
@@ -755,7 +756,7 @@ impl Fragments {
         }
     }
 
-    /// Connects the carver to a [`run_ahead`] thread.
+    /// Connects the carver to the [`run_ahead`] threads.
     pub fn attach_ahead(&mut self, jobs: std::sync::mpsc::Sender<AheadJob>) {
         self.ahead = Some(AheadQueue {
             jobs,
@@ -769,8 +770,8 @@ impl Fragments {
     }
 
     /// Asks for the search [`Fragments::after_validate`] would run for this
-    /// candidate, to run now on the searches' thread: only for PNG and JPEG
-    /// verdicts that would be searched, whose cluster size does not depend
+    /// candidate, to run now on a searching thread: only for PNG, JPEG and
+    /// ZIP verdicts that would be searched, whose cluster size does not depend
     /// on what the carver has seen by then (`--cluster-size` or the file
     /// system's).
     pub fn ask_ahead(&mut self, validator: &str, start: u64, max_len: u64, verdict: &Verdict) {

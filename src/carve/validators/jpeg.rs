@@ -1692,6 +1692,7 @@ fn decode_scan(
     // A sequential scan decoded before in this carving (same parameters,
     // same bytes): its outcome, charged as a decode.
     let progressive = f.kind == FrameKind::Progressive;
+    let blocks = scan_blocks(f, s);
     let memo = (resume.is_none()
         && t.snap.wants.is_empty()
         && (progressive || f.kind == FrameKind::Sequential))
@@ -1699,12 +1700,12 @@ fn decode_scan(
         .flatten()
         .filter(|(_, id)| *id == c.src().reader_id())
         .map(|(m, _)| m)
-        .filter(|_| t.budget >= scan_blocks(f, s))
+        .filter(|_| t.budget >= blocks)
         .and_then(|m| Some((ScanMemo::key(&c.src(), start, t, f, s)?, m)));
     if let Some((key, m)) = &memo
         && let Some(e) = m.find(key, &c.src(), start, &t.history)
     {
-        t.budget -= scan_blocks(f, s);
+        t.budget -= blocks;
         if let Some(h) = &e.history {
             t.history.clone_from(&h.1);
         }
@@ -1752,6 +1753,12 @@ fn decode_scan(
 
 /// Blocks a scan decodes (what [`scan_body`] charges the budget).
 fn scan_blocks(f: &Frame, s: &Scan) -> u64 {
+    let (mcux, mcuy, per_mcu) = scan_geometry(f, s);
+    mcux * mcuy * per_mcu
+}
+
+/// MCUs across and down of a scan, and blocks per MCU.
+fn scan_geometry(f: &Frame, s: &Scan) -> (u64, u64, u64) {
     let interleaved = s.comps.len() > 1;
     let (mcux, mcuy) = if interleaved {
         (
@@ -1769,7 +1776,7 @@ fn scan_blocks(f: &Frame, s: &Scan) -> u64 {
     } else {
         1
     };
-    mcux * mcuy * per_mcu
+    (mcux, mcuy, per_mcu)
 }
 
 /// [`scan_body`], compiled for the CPU's bit-counting instructions when it
@@ -1845,23 +1852,8 @@ fn scan_body(
     init: Option<(u64, u32, u8, u64)>,
 ) -> Result<u64, (ScanErr, u64)> {
     let interleaved = s.comps.len() > 1;
-    let (mcux, mcuy) = if interleaved {
-        (
-            u64::from(f.width).div_ceil(8 * u64::from(f.hmax)),
-            u64::from(f.height).div_ceil(8 * u64::from(f.vmax)),
-        )
-    } else {
-        f.blocks(s.comps[0].0)
-    };
+    let (mcux, mcuy, per_mcu) = scan_geometry(f, s);
     let total = mcux * mcuy;
-    let per_mcu: u64 = if interleaved {
-        s.comps
-            .iter()
-            .map(|&(ci, _, _)| u64::from(f.comps[ci].1 * f.comps[ci].2))
-            .sum()
-    } else {
-        1
-    };
     if init.is_none() {
         match t.budget.checked_sub(total * per_mcu) {
             Some(left) => t.budget = left,

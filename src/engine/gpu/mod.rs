@@ -406,6 +406,7 @@ fn choose(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn auto_looks_for_a_gpu_only_where_a_device_node_or_driver_list_is() {
@@ -433,8 +434,6 @@ mod tests {
             assert!(gpu_nodes_or_drivers(d.path(), none), "{node}");
         }
     }
-
-    use super::*;
 
     #[test]
     fn messages_are_one_line() {
