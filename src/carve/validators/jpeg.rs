@@ -1600,10 +1600,9 @@ impl ScanMemo {
         let n = src.read(start, &mut head).min(MEMO_PREFIX);
         let mut crc = crc32fast::Hasher::new();
         crc.update(&head[..n]);
+        // (Native byte order: the key only has to agree within one run.)
         for comp in t.history.iter().flatten() {
-            for w in comp {
-                crc.update(&w.to_le_bytes());
-            }
+            crc.update(bytemuck::cast_slice(comp));
         }
         Some((crc.finalize(), memo_params(t, f, s)?))
     }
