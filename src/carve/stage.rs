@@ -222,8 +222,19 @@ fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     let t0 = Instant::now();
     // (The memo holds offsets of this image: only for its own validation,
     // not the file-system layout's below.)
+    // A JPEG that breaks leaves the decoder's snapshots near where it broke
+    // for the fragment search (on the grid of its volume's clusters, or of
+    // 512 bytes where no file system says).
+    let trail = match cx.geo.at(start) {
+        Some(vol) => {
+            fragments::jpeg_trail_spec(vol.cluster, vol.block_map().filter(|&bs| bs == vol.cluster))
+        }
+        None => fragments::jpeg_trail_spec(512, None),
+    };
     let verdict = validators::jpeg::with_memo(&cx.memo, &cx.bytes, || {
-        validators::validate(v, &cx.bytes, start, Limits { max_len })
+        validators::jpeg::with_trail(trail, &cx.bytes, start, || {
+            validators::validate(v, &cx.bytes, start, Limits { max_len })
+        })
     });
     // (The contiguous verdict: what a fragment search's own validation of
     // this header would give.)

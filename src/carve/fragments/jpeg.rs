@@ -46,30 +46,57 @@ const LOOK: u64 = 4096;
 /// again. Charges the budget the bytes the validator got through (the
 /// window is usually far larger than the file).
 fn check(j: &TwoRuns, snap: Option<&Snap>, b: &mut Budget) -> Option<(Verdict, Damage)> {
-    check_charged(j, snap, b, false)
+    check_charged(j, snap, b, false, None)
 }
+
+/// The [`vj::TrailSpec`] of a search with clusters of `cl` bytes (and an
+/// ext2/3 block map of blocks of `block_map` bytes): the splits and the
+/// cluster before each that [`recover`] asks for, a cluster or three
+/// before where a decode failed, and the block-map boundaries.
+pub fn trail_spec(cl: u64, block_map: Option<u64>) -> vj::TrailSpec {
+    vj::TrailSpec {
+        grid: cl.max(1),
+        span: cl.saturating_mul(4).saturating_add(TRAIL_SLACK),
+        block_map,
+    }
+}
+
+/// Bytes a trail keeps beyond four clusters: a decode fails a little past
+/// its last MCU boundary (at most an MCU's worth of bits, and [`SLACK`]).
+pub const TRAIL_SLACK: u64 = 64 << 10;
 
 /// [`check`], charged as the decode from the file's start it stands for
 /// when `whole` (the head a search follows past a proven crossing: the
 /// budget, and so the result, never depends on which snapshots were at
 /// hand).
+/// With `trail`, the verdict carries the decode's [`vj::Trail`].
 fn check_charged(
     j: &TwoRuns,
     snap: Option<&Snap>,
     b: &mut Budget,
     whole: bool,
+    trail: Option<vj::TrailSpec>,
 ) -> Option<(Verdict, Damage)> {
     if !b.ok() {
         return None;
     }
     let mut d = Damage::default();
     let src = Src::new(j, 0, Limits { max_len: j.len });
-    let (v, from) = match snap {
-        Some(sn) if sn.split() == j.split() => (
-            vj::validate_resume(src, &mut d, sn),
-            if whole { 0 } else { sn.at() },
-        ),
-        _ => (vj::validate_probe(src, &mut d), 0),
+    let resume = snap.filter(|sn| sn.split() == j.split());
+    let from = match resume {
+        Some(sn) if !whole => sn.at(),
+        _ => 0,
+    };
+    let v = match (trail, resume) {
+        (Some(spec), _) => {
+            let (v, t) = vj::validate_trail(src, &mut d, resume, spec);
+            v.map(|mut v| {
+                v.trail = t.map(|t| crate::carve::validators::TrailRef(std::sync::Arc::new(t)));
+                v
+            })
+        }
+        (None, Some(sn)) => vj::validate_resume(src, &mut d, sn),
+        (None, None) => vj::validate_probe(src, &mut d),
     };
     let used = v
         .as_ref()
@@ -303,6 +330,7 @@ pub(super) fn recover(
     (prior, decoded): (&Snaps, Option<(Verdict, Damage)>),
 ) -> Option<Joined> {
     let (r, start, whole) = (head.r, head.a(), *head);
+    let spec = trail_spec(cl, block_map);
     // Following a crossing: the head is decoded from its last split's
     // snapshot on, not from its start.
     let from = (head.count() > 1)
@@ -333,7 +361,7 @@ pub(super) fn recover(
                 }
                 (v, d)
             }
-            None => check_charged(&whole, from, b, true)?,
+            None => check_charged(&whole, from, b, true, Some(spec))?,
         },
     };
     if v.status != Status::Partial || !d.damaged || v.length < 2 {
@@ -383,9 +411,17 @@ pub(super) fn recover(
             .filter_map(|s| s.checked_sub(cl))
             .filter(|&s| head.count() == 1 || s > head.split()),
     );
-    let (_, got) = match from {
-        Some(sn) => vj::validate_capture_from(src, &mut d, sn, &wanted),
-        None => vj::validate_capture_all(src, &mut d, &wanted),
+    // The decode that placed the splits left their snapshots behind (the
+    // validation stage's, or the one that proved the crossing): taken from
+    // its trail when it holds them all, else captured by decoding again.
+    let trailed = v
+        .trail
+        .as_ref()
+        .and_then(|t| t.0.answer(whole.len, &wanted));
+    let got = match (trailed, from) {
+        (Some(got), _) => got,
+        (None, Some(sn)) => vj::validate_capture_from(src, &mut d, sn, &wanted).1,
+        (None, None) => vj::validate_capture_all(src, &mut d, &wanted).1,
     };
     // The snapshots before this head's last split hold for it (it equals
     // the file they were taken over up to there); later ones do not.
@@ -441,7 +477,7 @@ pub(super) fn recover(
             b.exhausted = true;
             return None;
         }
-        match try_join(head, (split, s2, cl), max_len, &snaps, b)? {
+        match try_join(head, (split, s2, cl), max_len, (&snaps, spec), b)? {
             Ok(found) => Some(found),
             Err(c) => {
                 if crossings.len() < MAX_CROSSINGS {
@@ -493,7 +529,7 @@ fn try_join<'a>(
     head: &TwoRuns<'a>,
     (split, s2, cl): (u64, u64, u64),
     max_len: u64,
-    snaps: &Snaps,
+    (snaps, spec): (&Snaps, vj::TrailSpec),
     b: &mut Budget,
 ) -> Option<Result<Joined, Crossing<'a>>> {
     let r = head.r;
@@ -550,7 +586,7 @@ fn try_join<'a>(
     let mut v = None;
     let mut decoded = None;
     if !crossing {
-        let (full, d) = check(&j, snap, b)?;
+        let (full, d) = check_charged(&j, snap, b, false, Some(spec))?;
         crossing = full.status != Status::Complete && crosses(&d);
         if crossing {
             decoded = Some((full.clone(), d));

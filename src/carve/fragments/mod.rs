@@ -1959,6 +1959,7 @@ fn validate_join(name: &str, j: &TwoRuns, b: &mut Budget) -> Option<Verdict> {
 // One file per format: each finds where its file breaks and proves a join;
 // the candidate walk, the byte runs and the budget they share are above.
 mod jpeg;
+pub use jpeg::trail_spec as jpeg_trail_spec;
 mod png;
 mod zip;
 

@@ -106,11 +106,256 @@ fn dht_ok(b: &[u8]) -> bool {
 
 pub fn validate(src: Src) -> Option<Verdict> {
     let mut d = Damage::default();
-    let mut v = validate_probe(src, &mut d)?;
+    // The validation stage's own validation of a header leaves a trail of
+    // snapshots for the fragment search ([`with_trail`]).
+    let spec = TRAIL
+        .with(|t| t.get())
+        .filter(|&(_, id, at)| id == src.reader_id() && at == src.abs(0))
+        .map(|(spec, _, _)| spec);
+    let (v, trail) = match spec {
+        Some(spec) => validate_trail(src, &mut d, None, spec),
+        None => (validate_probe(src, &mut d), None),
+    };
+    let mut v = v?;
     if d.damaged && v.status == super::Status::Partial {
         v.broke_at = Some(d.fail_at);
+        v.trail = trail.map(|t| super::TrailRef(std::sync::Arc::new(t)));
     }
     Some(v)
+}
+
+thread_local! {
+    /// The trail asked for by [`with_trail`]: its spec, and the reader (by
+    /// [`Src::reader_id`]) and offset of the header it is asked for.
+    static TRAIL: std::cell::Cell<Option<(TrailSpec, usize, u64)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f`, a validation of the header at `start` of `image`, such that a
+/// JPEG verdict of damage there carries the decode's [`Trail`] (only that
+/// validation: any other window decodes as without it).
+pub fn with_trail<R>(
+    spec: TrailSpec,
+    image: &dyn super::ByteReader,
+    start: u64,
+    f: impl FnOnce() -> R,
+) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            TRAIL.with(|t| t.set(None));
+        }
+    }
+    let id = image as *const dyn super::ByteReader as *const () as usize;
+    TRAIL.with(|t| t.set(Some((spec, id, start))));
+    let _reset = Reset;
+    f()
+}
+
+/// Where a [`Trail`] keeps snapshots: at every multiple of `grid` (window
+/// offsets) over the last `span` bytes before the decode stopped, and at
+/// the ext2/3 block-map boundaries of blocks of `block_map` bytes (and a
+/// grid step before each): the splits the fragment search places, by where
+/// the decode failed, and the boundaries it moves back by one cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrailSpec {
+    pub grid: u64,
+    pub span: u64,
+    pub block_map: Option<u64>,
+}
+
+/// Most block-map snapshots a trail keeps (the latest ones).
+const TRAIL_STICKY: usize = 4;
+
+/// The snapshots a decode left behind ([`TrailSpec`]), each equal to what
+/// [`validate_capture_all`] (or, resumed, [`validate_capture_from`]) takes
+/// for that split: the fragment search learns its splits only from where
+/// the decode failed, and takes them from here instead of decoding the
+/// file again. Sequential frames only (a progressive scan's snapshot holds
+/// its whole coefficient history); bounded by the spec's span.
+#[derive(Clone, Debug)]
+pub struct Trail {
+    spec: TrailSpec,
+    /// The length of the window decoded (a trail answers only for the same
+    /// window: where a window ends decides where its decode is cut).
+    window: u64,
+    /// Settled snapshots of recent grid points, ascending.
+    ring: std::collections::VecDeque<Snap>,
+    /// Settled snapshots at block-map boundaries, ascending.
+    sticky: std::collections::VecDeque<Snap>,
+    /// The latest boundary's snapshot: every grid point from `next` on
+    /// (until a later boundary) gets it. `scan_ends` is filled in when it
+    /// is settled or its scan ends (`tail_final`).
+    tail: Option<Snap>,
+    tail_final: bool,
+    /// The lowest grid point not settled yet.
+    next: u64,
+    /// Where the first boundary was: a split before it has no snapshot.
+    first: Option<u64>,
+    /// False when a scan was not decoded here (a memo's answer, a
+    /// progressive scan): the trail then answers nothing.
+    valid: bool,
+}
+
+impl Trail {
+    fn new(spec: TrailSpec, window: u64) -> Self {
+        Trail {
+            spec: TrailSpec {
+                grid: spec.grid.max(1),
+                ..spec
+            },
+            window,
+            ring: Default::default(),
+            sticky: Default::default(),
+            tail: None,
+            tail_final: false,
+            next: 0,
+            first: None,
+            valid: true,
+        }
+    }
+
+    /// A boundary at `at` with state `snap` (its split, history and scan
+    /// ends not set): the grid points before it get the previous one.
+    fn boundary(&mut self, snap: Snap, scan_ends: &[(u32, u64)]) {
+        let at = snap.at;
+        if self.first.is_none() {
+            self.first = Some(at);
+        }
+        if at > self.next {
+            self.settle(at, scan_ends);
+        }
+        self.tail = Some(snap);
+        self.tail_final = false;
+    }
+
+    /// Settles the grid points in `[next, at)` with the tail.
+    fn settle(&mut self, at: u64, scan_ends: &[(u32, u64)]) {
+        let grid = self.spec.grid;
+        let upto = at.div_ceil(grid).saturating_mul(grid);
+        if let Some(mut tail) = self.tail.take() {
+            if !self.tail_final {
+                tail.scan_ends = scan_ends.to_vec();
+            }
+            // The grid points within the span (the older ones would be
+            // dropped at once) and the block-map ones.
+            let lo = self
+                .next
+                .max(at.saturating_sub(self.spec.span) / grid * grid);
+            let mut g = lo;
+            while g < upto {
+                self.ring.push_back(Snap {
+                    split: g,
+                    ..tail.clone()
+                });
+                g += grid;
+            }
+            if let Some(bs) = self.spec.block_map {
+                // (The boundaries of [`crate::carve::geometry::block_map_boundaries`].)
+                let first = 12u64.saturating_mul(bs);
+                let per = (bs / 4).max(1).saturating_mul(bs);
+                for b in boundaries_in(first, per, self.next, upto.saturating_add(grid)) {
+                    for g in [b.saturating_sub(grid), b] {
+                        if g >= self.next && g < upto && g.is_multiple_of(grid) {
+                            self.sticky.push_back(Snap {
+                                split: g,
+                                ..tail.clone()
+                            });
+                        }
+                    }
+                }
+                while self.sticky.len() > TRAIL_STICKY {
+                    self.sticky.pop_front();
+                }
+            }
+        }
+        while self
+            .ring
+            .front()
+            .is_some_and(|f| f.split.saturating_add(self.spec.span) < at)
+        {
+            self.ring.pop_front();
+        }
+        self.next = upto;
+    }
+
+    /// The scan ended: the tail's scan ends are those before it.
+    fn end_scan(&mut self, scan_ends: &[(u32, u64)]) {
+        if let Some(t) = &mut self.tail
+            && !self.tail_final
+        {
+            t.scan_ends = scan_ends.to_vec();
+            self.tail_final = true;
+        }
+    }
+
+    /// The snapshots of `splits` (as [`validate_capture_all`] of a window
+    /// `window` bytes long returns them), when the trail is of such a
+    /// window and holds every one of them.
+    pub fn answer(&self, window: u64, splits: &[u64]) -> Option<Vec<Option<Snap>>> {
+        if !self.valid || window != self.window {
+            return None;
+        }
+        splits.iter().map(|&w| self.get(w)).collect()
+    }
+
+    fn get(&self, w: u64) -> Option<Option<Snap>> {
+        // (No boundary at all: no split has a snapshot.)
+        let Some(first) = self.first else {
+            return Some(None);
+        };
+        if w < first {
+            return Some(None);
+        }
+        if !w.is_multiple_of(self.spec.grid) {
+            return None;
+        }
+        if w >= self.next {
+            let t = self.tail.as_ref()?;
+            // (Settled or not, a tail's scan ends are final once its scan
+            // has ended; the trail is read after the decode.)
+            if !self.tail_final {
+                return None;
+            }
+            return Some(Some(Snap {
+                split: w,
+                ..t.clone()
+            }));
+        }
+        self.ring
+            .iter()
+            .chain(&self.sticky)
+            .find(|s| s.split == w)
+            .map(|s| Some(s.clone()))
+    }
+}
+
+/// Offsets `first + k·per` in `[lo, hi)`.
+fn boundaries_in(first: u64, per: u64, lo: u64, hi: u64) -> impl Iterator<Item = u64> {
+    let per = per.max(1);
+    let k0 = lo.saturating_sub(first).div_ceil(per);
+    (k0..)
+        .map(move |k| first.saturating_add(k.saturating_mul(per)))
+        .take_while(move |&o| o < hi && o < u64::MAX / 2)
+}
+
+/// [`validate_probe`] (resumed from `resume` when given, as
+/// [`validate_resume`]), leaving a [`Trail`] of snapshots.
+pub fn validate_trail(
+    src: Src,
+    d: &mut Damage,
+    resume: Option<&Snap>,
+    spec: TrailSpec,
+) -> (Option<Verdict>, Option<Trail>) {
+    let ctl = SnapCtl {
+        scan_ends: resume.map(|r| r.scan_ends.clone()).unwrap_or_default(),
+        resume: resume.cloned(),
+        trail: Some(Trail::new(spec, src.len())),
+        ..SnapCtl::default()
+    };
+    let mut tables = Tables::new(MAX_BLOCKS, ctl, false);
+    let v = walk_inner(src, d, &mut tables);
+    (v, tables.snap.trail.take())
 }
 
 /// Where a damaged JPEG broke, for the fragment search
@@ -136,7 +381,7 @@ pub fn validate_probe(src: Src, d: &mut Damage) -> Option<Verdict> {
 /// `split`: [`validate_resume`] then validates any window whose bytes before
 /// `split` are the same without decoding them again (the fragment search
 /// tries many second fragments after one first fragment).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Snap {
     split: u64,
     /// The scan (1-based count) it was taken in.
@@ -271,6 +516,8 @@ struct SnapCtl {
     got: Vec<Option<Snap>>,
     /// Resume from this state.
     resume: Option<Snap>,
+    /// Rolling capture: the snapshots of every grid point ([`Trail`]).
+    trail: Option<Trail>,
 }
 
 impl SnapCtl {
@@ -631,10 +878,13 @@ fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> 
                     if tables.snap.latest.is_some() {
                         tables.snap.finalize(&tables.history);
                     }
+                    if let Some(tr) = tables.snap.trail.as_mut() {
+                        tr.end_scan(&tables.snap.scan_ends);
+                    }
                     match r {
                         Ok(()) => {
                             good_end = c.pos();
-                            if !tables.snap.wants.is_empty() {
+                            if !tables.snap.wants.is_empty() || tables.snap.trail.is_some() {
                                 tables.snap.scan_ends.push((scans, good_end));
                             }
                         }
@@ -1691,6 +1941,12 @@ fn decode_scan(
     // A sequential scan decoded before in this carving (same parameters,
     // same bytes): its outcome, charged as a decode.
     let progressive = f.kind == FrameKind::Progressive;
+    if let Some(tr) = t.snap.trail.as_mut()
+        && progressive
+    {
+        // (A progressive snapshot holds the whole coefficient history.)
+        tr.valid = false;
+    }
     let blocks = scan_blocks(f, s);
     let memo = (resume.is_none()
         && t.snap.wants.is_empty()
@@ -1704,6 +1960,10 @@ fn decode_scan(
     if let Some((key, m)) = &memo
         && let Some(e) = m.find(key, &c.src(), start, &t.history)
     {
+        if let Some(tr) = t.snap.trail.as_mut() {
+            // (Not decoded here: no snapshots.)
+            tr.valid = false;
+        }
         t.budget -= blocks;
         if let Some(h) = &e.history {
             t.history.clone_from(&h.1);
@@ -1949,6 +2209,27 @@ fn scan_body(
                 t.snap.latest = Some((snap, undo));
                 t.snap.k = k;
             }
+        } else if let Some(tr) = t.snap.trail.as_mut()
+            && tr.valid
+            && !b.marker
+            && !b.cut
+        {
+            let snap = Snap {
+                split: 0,
+                scan: t.snap.scan,
+                scan_ends: Vec::new(),
+                mcu,
+                eobrun,
+                rst,
+                good,
+                acc: b.acc,
+                n: b.n,
+                pad: b.pad,
+                at: b.at(),
+                history: None,
+                budget: t.budget,
+            };
+            tr.boundary(snap, &t.snap.scan_ends);
         }
         for &(ci, td, ta) in &s.comps {
             let (_, h, v) = f.comps[ci];
@@ -2846,6 +3127,95 @@ pub(crate) mod tests {
             }
         }
         assert!(compared >= 40, "only {compared} snapshots compared");
+    }
+
+    /// A trail holds, for every grid point and block-map boundary it answers
+    /// for, the snapshot a capture of that split takes, from the file's start
+    /// or resumed from a snapshot; it answers for the splits the fragment
+    /// search places (up to three grid points before where the decode
+    /// broke) and for none of a progressive file (whose snapshots it does
+    /// not keep). The verdict and damage are a plain validation's.
+    #[test]
+    fn a_trail_holds_the_snapshots_a_capture_takes() {
+        use super::{
+            Damage, Src, TrailSpec, validate_capture, validate_capture_all, validate_capture_from,
+            validate_probe, validate_trail,
+        };
+        use crate::carve::validators::testutil::{NO_LIMIT, Slice};
+        // Noise that breaks a decode soon after it starts.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let noise: Vec<u8> = (0..16384)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        let (mut compared, mut placed, mut refused) = (0, 0, 0);
+        for (k, f) in snapshot_files().iter().enumerate() {
+            let n = f.len();
+            // (An SOF2 marker: entropy data holds no FF C2.)
+            let progressive = f.windows(2).any(|m| m == [0xFF, 0xC2]);
+            for cut in [n / 5, n / 2, n * 4 / 5] {
+                let w = [&f[..cut], &noise[..]].concat();
+                let sl = Slice(&w);
+                let src = Src::new(&sl, 0, NO_LIMIT);
+                let len = src.len();
+                let (_, from) = validate_capture(src, &mut Damage::default(), (n / 7) as u64);
+                for grid in [512u64, 4096] {
+                    let spec = TrailSpec {
+                        grid,
+                        span: 4 * grid + 1024,
+                        block_map: Some(1024),
+                    };
+                    for resume in [None, from.as_ref()] {
+                        let (mut d0, mut d1) = (Damage::default(), Damage::default());
+                        let (v, trail) = validate_trail(src, &mut d1, resume, spec);
+                        assert_eq!((v, d1), (validate_probe(src, &mut d0), d0));
+                        let trail = trail.unwrap();
+                        // (Another window's length: no answer.)
+                        assert!(trail.answer(len + 1, &[0]).is_none());
+                        // The splits the search asks for near the failure.
+                        let top = d1.fail_at / grid * grid;
+                        let near: Vec<u64> =
+                            (0..3).filter_map(|i| top.checked_sub(i * grid)).collect();
+                        let got = trail.answer(len, &near);
+                        if progressive {
+                            refused += usize::from(got.is_none());
+                        } else {
+                            assert!(got.is_some(), "{k}: cut {cut}, grid {grid}: {near:?}");
+                            placed += 1;
+                        }
+                        // Every grid point and block-map boundary it answers for.
+                        let bounds = crate::carve::geometry::block_map_boundaries(1024, len)
+                            .flat_map(|b| [b, b - grid]);
+                        let points = (0..len).step_by(grid as usize).chain(bounds);
+                        for p in points {
+                            let Some(mut got) = trail.answer(len, &[p]) else {
+                                continue;
+                            };
+                            let want = match resume {
+                                Some(sn) => {
+                                    validate_capture_from(src, &mut Damage::default(), sn, &[p]).1
+                                }
+                                None => validate_capture_all(src, &mut Damage::default(), &[p]).1,
+                            };
+                            assert_eq!(
+                                got.pop(),
+                                want.into_iter().next(),
+                                "{k}: cut {cut}, grid {grid}, split {p}"
+                            );
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            placed >= 20 && compared >= 200 && refused >= 2,
+            "{placed} placed, {compared} compared, {refused} refused"
+        );
     }
 
     /// The scan memo gives every verdict a decode gives, for a baseline and

@@ -109,6 +109,30 @@ pub struct Verdict {
     /// several runs ([`crate::carve::fragments::fs_layout_verdict`]): the
     /// runs in the image, `(offset, length)`, adding up to `length`.
     pub runs: Option<Vec<(u64, u64)>>,
+    /// For a JPEG `Partial` by damage, validated by the validation stage:
+    /// the decoder's snapshots near where it broke ([`jpeg::Trail`]), so
+    /// that the fragment search need not decode the file again. Not part of
+    /// the verdict (verdicts compare equal whatever it holds).
+    pub trail: Option<TrailRef>,
+}
+
+/// A shared [`jpeg::Trail`]: compares equal to any other (it is what one
+/// decode left behind, not part of what it decided).
+#[derive(Clone)]
+pub struct TrailRef(pub std::sync::Arc<jpeg::Trail>);
+
+impl PartialEq for TrailRef {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for TrailRef {}
+
+impl std::fmt::Debug for TrailRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TrailRef(..)")
+    }
 }
 
 /// Per-candidate bounds given to a validator.
@@ -128,6 +152,7 @@ impl Verdict {
             notes: Vec::new(),
             broke_at: None,
             runs: None,
+            trail: None,
         }
     }
 
@@ -140,6 +165,7 @@ impl Verdict {
             notes: vec![note.into()],
             broke_at: None,
             runs: None,
+            trail: None,
         }
     }
 
@@ -152,6 +178,7 @@ impl Verdict {
             notes: vec![note.into()],
             broke_at: None,
             runs: None,
+            trail: None,
         }
     }
 
