@@ -119,7 +119,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut v = v?;
     if d.damaged && v.status == super::Status::Partial {
         v.broke_at = Some(d.fail_at);
-        v.trail = trail.map(|t| super::TrailRef(std::sync::Arc::new(t)));
+        v.trail = trail
+            .and_then(Trail::kept)
+            .map(|t| super::TrailRef(std::sync::Arc::new(t)));
     }
     Some(v)
 }
@@ -176,8 +178,10 @@ const TRAIL_STICKY: usize = 4;
 /// a log of the words changed since its oldest recent snapshot (undone to
 /// answer), and a copy at each block-map snapshot. Bounded by the spec's
 /// span (and the log by the blocks decoded in it).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Trail {
+    /// Bytes counted in [`TRAILS_HELD`] while it lives ([`Trail::kept`]).
+    held: u64,
     spec: TrailSpec,
     /// The length of the window decoded (a trail answers only for the same
     /// window: where a window ends decides where its decode is cut).
@@ -209,9 +213,47 @@ pub struct Trail {
     valid: bool,
 }
 
+/// Bytes held by the trails kept on verdicts ([`Trail::kept`]), and the
+/// most they may hold: a verdict waits in the stage and the carver's
+/// look-ahead, and a progressive file's history is up to 8 MiB.
+static TRAILS_HELD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+const MAX_TRAILS_HELD: u64 = 64 << 20;
+
+impl Drop for Trail {
+    fn drop(&mut self) {
+        TRAILS_HELD.fetch_sub(self.held, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 impl Trail {
+    /// About the bytes it holds.
+    fn bytes(&self) -> u64 {
+        let history = |h: &History| h.iter().flatten().map(|c| c.len() as u64 * 8).sum::<u64>();
+        let snaps =
+            (self.ring.len() + self.sticky.len() + 1) as u64 * std::mem::size_of::<Snap>() as u64;
+        history(&self.history)
+            + self.sticky.iter().map(|s| history(&s.history)).sum::<u64>()
+            + self.log.len() as u64 * 24
+            + snaps
+    }
+
+    /// The trail, to be kept on a verdict, when the trails kept so far leave
+    /// room for it (else the search captures its snapshots by decoding).
+    fn kept(mut self) -> Option<Self> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = self.bytes();
+        let before = TRAILS_HELD.fetch_add(n, Relaxed);
+        if before.saturating_add(n) > MAX_TRAILS_HELD {
+            TRAILS_HELD.fetch_sub(n, Relaxed);
+            return None;
+        }
+        self.held = n;
+        Some(self)
+    }
+
     fn new(spec: TrailSpec, window: u64) -> Self {
         Trail {
+            held: 0,
             spec: TrailSpec {
                 grid: spec.grid.max(1),
                 ..spec
