@@ -1739,9 +1739,9 @@ impl ByteReader for TwoRuns<'_> {
 }
 
 /// Size of a cache block.
-const BLOCK: u64 = 256 * 1024;
+const BLOCK: u64 = 64 * 1024;
 /// Blocks kept.
-const BLOCKS: usize = 16;
+const BLOCKS: usize = 64;
 
 /// A small read cache for the many tiny reads of the candidate prefilters.
 struct Cache<'a> {
