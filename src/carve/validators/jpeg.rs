@@ -194,8 +194,10 @@ pub struct Trail {
     /// The latest boundary's snapshot and log length: every grid point from
     /// `next` on (until a later boundary) gets it. `scan_ends` is filled in
     /// when it is settled or its scan ends (`tail_final`).
-    tail: Option<(Snap, usize)>,
+    tail: Option<(Mark, usize)>,
     tail_final: bool,
+    /// The tail's scan ends, once final.
+    tail_ends: Vec<(u32, u64)>,
     /// The lowest grid point not settled yet.
     next: u64,
     /// Where the first boundary was: a split before it has no snapshot.
@@ -263,6 +265,7 @@ impl Trail {
             sticky: Default::default(),
             tail: None,
             tail_final: false,
+            tail_ends: Vec::new(),
             next: 0,
             first: None,
             log: Default::default(),
@@ -278,6 +281,7 @@ impl Trail {
     }
 
     /// Logs the word the last MCU changed (if it did).
+    #[inline]
     fn flush(&mut self, history: &History) {
         if let Some((ci, i, w)) = self.pending.take()
             && let Some(now) = history.as_ref().and_then(|h| h.get(ci)?.get(i))
@@ -303,34 +307,40 @@ impl Trail {
         Some(Some(h))
     }
 
-    /// A boundary at `at` with state `snap` (its split, history and scan
-    /// ends not set), with the history as it is now: the grid points before
-    /// it get the previous one.
-    fn boundary(&mut self, snap: Snap, scan_ends: &[(u32, u64)], history: &History) {
-        let at = snap.at;
+    /// A boundary with state `mark`, with the history as it is now: the
+    /// grid points before it get the previous one.
+    #[inline]
+    fn boundary(&mut self, mark: Mark, scan_ends: &[(u32, u64)], history: &History) {
+        let at = mark.at;
         if self.first.is_none() {
             self.first = Some(at);
         }
         if at > self.next {
             self.settle(at, scan_ends, history);
         }
-        self.tail = Some((snap, self.log_len()));
+        self.tail = Some((mark, self.log_len()));
         self.tail_final = false;
         // The log from the oldest snapshot that may still need it.
-        let keep = self.ring.front().map_or(self.log_len(), |r| r.1);
-        while self.log_base < keep && self.log.pop_front().is_some() {
-            self.log_base += 1;
+        if !self.log.is_empty() {
+            let keep = self.ring.front().map_or(self.log_len(), |r| r.1);
+            while self.log_base < keep && self.log.pop_front().is_some() {
+                self.log_base += 1;
+            }
         }
     }
 
     /// Settles the grid points in `[next, at)` with the tail.
+    #[inline(never)]
     fn settle(&mut self, at: u64, scan_ends: &[(u32, u64)], history: &History) {
         let grid = self.spec.grid;
         let upto = at.div_ceil(grid).saturating_mul(grid);
-        if let Some((mut tail, log_at)) = self.tail.take() {
-            if !self.tail_final {
-                tail.scan_ends = scan_ends.to_vec();
-            }
+        if let Some((mark, log_at)) = self.tail.take() {
+            let ends = if self.tail_final {
+                std::mem::take(&mut self.tail_ends)
+            } else {
+                scan_ends.to_vec()
+            };
+            let tail = mark.snap(0, ends, None);
             // The grid points within the span (the older ones would be
             // dropped at once) and the block-map ones.
             let lo = self
@@ -383,10 +393,8 @@ impl Trail {
     /// The scan ended, with `history`: the tail's scan ends are those before it.
     fn end_scan(&mut self, scan_ends: &[(u32, u64)], history: &History) {
         self.flush(history);
-        if let Some((t, _)) = &mut self.tail
-            && !self.tail_final
-        {
-            t.scan_ends = scan_ends.to_vec();
+        if self.tail.is_some() && !self.tail_final {
+            self.tail_ends = scan_ends.to_vec();
             self.tail_final = true;
         }
     }
@@ -412,21 +420,57 @@ impl Trail {
         if !w.is_multiple_of(self.spec.grid) {
             return None;
         }
-        let (snap, log_at) = if w >= self.next {
+        if w >= self.next {
             // (A tail's scan ends are final once its scan has ended; the
             // trail is read after the decode.)
-            self.tail.as_ref().filter(|_| self.tail_final)?
-        } else {
-            if let Some(s) = self.sticky.iter().find(|s| s.split == w) {
-                return Some(Some(s.clone()));
-            }
-            self.ring.iter().find(|s| s.0.split == w)?
-        };
+            let (mark, log_at) = self.tail.as_ref().filter(|_| self.tail_final)?;
+            let history = self.history_at(&self.history, *log_at)?;
+            return Some(Some(mark.snap(w, self.tail_ends.clone(), history)));
+        }
+        if let Some(s) = self.sticky.iter().find(|s| s.split == w) {
+            return Some(Some(s.clone()));
+        }
+        let (snap, log_at) = self.ring.iter().find(|s| s.0.split == w)?;
         Some(Some(Snap {
-            split: w,
             history: self.history_at(&self.history, *log_at)?,
             ..snap.clone()
         }))
+    }
+}
+
+/// The decoder's state at an MCU boundary: a [`Snap`] without its split,
+/// scan ends and history (what a [`Trail`] keeps of every boundary).
+#[derive(Clone, Copy, Debug)]
+struct Mark {
+    scan: u32,
+    mcu: u64,
+    eobrun: u32,
+    rst: u8,
+    good: u64,
+    acc: u64,
+    n: u32,
+    pad: u32,
+    at: u64,
+    budget: u64,
+}
+
+impl Mark {
+    fn snap(&self, split: u64, scan_ends: Vec<(u32, u64)>, history: History) -> Snap {
+        Snap {
+            split,
+            scan: self.scan,
+            scan_ends,
+            mcu: self.mcu,
+            eobrun: self.eobrun,
+            rst: self.rst,
+            good: self.good,
+            acc: self.acc,
+            n: self.n,
+            pad: self.pad,
+            at: self.at,
+            history,
+            budget: self.budget,
+        }
     }
 }
 
@@ -2341,10 +2385,8 @@ fn scan_body(
             && !b.marker
             && !b.cut
         {
-            let snap = Snap {
-                split: 0,
+            let mark = Mark {
                 scan: t.snap.scan,
-                scan_ends: Vec::new(),
                 mcu,
                 eobrun,
                 rst,
@@ -2353,10 +2395,9 @@ fn scan_body(
                 n: b.n,
                 pad: b.pad,
                 at: b.at(),
-                history: None,
                 budget: t.budget,
             };
-            tr.boundary(snap, &t.snap.scan_ends, &t.history);
+            tr.boundary(mark, &t.snap.scan_ends, &t.history);
         }
         for &(ci, td, ta) in &s.comps {
             let (_, h, v) = f.comps[ci];
