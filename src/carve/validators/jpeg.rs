@@ -1325,6 +1325,9 @@ enum ScanErr {
 /// [`MAX_PIECE`].
 const FIRST_PIECE: usize = 64 * 1024;
 
+/// First piece read by a decode resumed from a [`Snap`].
+const RESUME_PIECE: usize = 4096;
+
 /// Largest piece of entropy-coded data read at once (the buffer never grows
 /// past this plus a few bytes).
 const MAX_PIECE: usize = 512 * 1024;
@@ -2082,7 +2085,14 @@ fn decode_scan(
         .take_if(|r| r.scan == t.snap.scan && r.at >= start);
     let mut b = match &resume {
         Some(r) => {
-            let mut b = Bits::new(c.src(), r.at, buf, Buffered::default());
+            // (A resumed decode is often a probe of a few KiB past a split:
+            // its first read is small, and pieces double from there.)
+            let first = Buffered {
+                off: r.at,
+                len: 0,
+                piece: RESUME_PIECE,
+            };
+            let mut b = Bits::new(c.src(), r.at, buf, first);
             b.acc = r.acc;
             b.n = r.n;
             b.pad = r.pad;
