@@ -449,11 +449,9 @@ pub(super) fn recover(
         if b.covers(s2) || b.starts_within(head.b(), head.map(split)) {
             return None;
         }
-        let good = *b
+        let good = b
             .claims
-            .entropy
-            .entry((s2, LOOK))
-            .or_insert_with(|| entropy_like(&mut cache, &mut look, s2, LOOK));
+            .entropy_verdict((s2, LOOK), || entropy_like(&mut cache, &mut look, s2, LOOK));
         if !good || owned(r, &mut heads, start, s2, b) {
             return None;
         }
@@ -464,11 +462,9 @@ pub(super) fn recover(
         // bytes pass for entropy data too often.
         if let Some(before) = s2.checked_sub(cl) {
             let n = cl.max(LOOK).min(s2);
-            let like = *b
-                .claims
-                .entropy
-                .entry((s2 - n, n))
-                .or_insert_with(|| entropy_like(&mut cache, &mut look, s2 - n, n));
+            let like = b.claims.entropy_verdict((s2 - n, n), || {
+                entropy_like(&mut cache, &mut look, s2 - n, n)
+            });
             if like && !owned(r, &mut heads, start, before, b) {
                 return None;
             }

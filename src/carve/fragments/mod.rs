@@ -209,6 +209,8 @@ pub struct Claims {
     /// Whether the `n` bytes at a position look like entropy-coded data:
     /// (position, n) → verdict, shared by the JPEG searches (their windows
     /// overlap: each cluster is examined once per carving, not once per search).
+    /// Claims with the stage's [`KnownJpegs`] use its map instead, shared with
+    /// the searches run ahead too.
     entropy: std::collections::BTreeMap<(u64, u64), bool>,
     /// The validation stage's JPEG verdicts.
     known: Option<Arc<KnownJpegs>>,
@@ -502,6 +504,15 @@ impl Claims {
             merged: pick(&self.merged)?,
             ..Claims::default()
         })
+    }
+
+    /// The JPEG prefilter's verdict of the `n` bytes at `pos` ([`Claims::entropy`],
+    /// shared through [`KnownJpegs`] when the claims have it).
+    fn entropy_verdict(&mut self, key: (u64, u64), f: impl FnOnce() -> bool) -> bool {
+        match &self.known {
+            Some(k) => k.entropy(key, f),
+            None => *self.entropy.entry(key).or_insert_with(f),
+        }
     }
 
     /// Forgets ranges that end at or before `before`.
@@ -929,8 +940,11 @@ impl Fragments {
         max_len: u64,
         verdict: Option<Verdict>,
     ) -> (Option<Verdict>, Option<Vec<(u64, u64)>>) {
-        self.claims
-            .prune(start.saturating_sub(self.limits.max_gap.saturating_mul(2)));
+        let behind = start.saturating_sub(self.limits.max_gap.saturating_mul(2));
+        self.claims.prune(behind);
+        if let Some(k) = &self.claims.known {
+            k.forget_entropy(behind);
+        }
         self.carver_at = self.carver_at.max(start);
         if !self.predicted.is_empty() {
             self.predicted = self.predicted.split_off(&self.carver_at);
@@ -1093,6 +1107,12 @@ fn owner_length(max_len: u64, verdict: Option<&Verdict>) -> Option<u64> {
 #[derive(Debug, Default)]
 pub struct KnownJpegs {
     lengths: std::sync::Mutex<std::collections::BTreeMap<u64, u64>>,
+    /// The JPEG searches' prefilter verdicts ([`Claims::entropy`]), shared by
+    /// the carver's searches and those run ahead: each cluster is read and
+    /// examined once per carving, whichever thread asks first (a verdict is
+    /// a function of the image's bytes there, so who computed it does not
+    /// matter). At most `MAX_CLAIMS * 4`; the carver forgets those behind it.
+    entropy: std::sync::Mutex<std::collections::BTreeMap<(u64, u64), bool>>,
     stage: std::sync::Mutex<Stage>,
     moved: std::sync::Condvar,
     /// Waits that found the stage behind, and their nanoseconds (for the
@@ -1167,6 +1187,31 @@ impl KnownJpegs {
             self.waits.fetch_add(1, Relaxed);
             let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
             self.waited_ns.fetch_add(ns, Relaxed);
+        }
+    }
+
+    /// The prefilter verdict of the `n` bytes at `pos`: known, or computed
+    /// by `f` (outside the lock) and kept.
+    pub(super) fn entropy(&self, (pos, n): (u64, u64), f: impl FnOnce() -> bool) -> bool {
+        let lock = || self.entropy.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&v) = lock().get(&(pos, n)) {
+            return v;
+        }
+        let v = f();
+        let mut m = lock();
+        if m.len() >= MAX_CLAIMS * 4 {
+            m.pop_first();
+        }
+        m.insert((pos, n), v);
+        v
+    }
+
+    /// Forgets the prefilter verdicts below `before` (the carver's searches
+    /// look no further back; those run ahead look further on).
+    pub(super) fn forget_entropy(&self, before: u64) {
+        let mut m = self.entropy.lock().unwrap_or_else(|e| e.into_inner());
+        while m.first_key_value().is_some_and(|(&(p, _), _)| p < before) {
+            m.pop_first();
         }
     }
 
