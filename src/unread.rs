@@ -2,7 +2,7 @@
 //!
 //! A range the medium could not read (a bad sector: `EIO`; a bad E01 chunk,
 //! a corrupt gzip member) reads as zeros, and is listed by
-//! [`Media::damage`](crate::source::Media::damage). A file whose extent
+//! [`Media::damage`]. A file whose extent
 //! crosses such a range is not what was on the disk, whatever its
 //! structure says, so it is never reported `complete`: [`UnreadGuard`] sits
 //! in front of the reports and turns such a file into a `partial` one (moved

@@ -51,7 +51,7 @@ fn check(j: &TwoRuns, snap: Option<&Snap>, b: &mut Budget) -> Option<(Verdict, D
 
 /// The [`vj::TrailSpec`] of a search with clusters of `cl` bytes (and an
 /// ext2/3 block map of blocks of `block_map` bytes): the splits and the
-/// cluster before each that [`recover`] asks for, a cluster or three
+/// cluster before each that `recover` asks for, a cluster or three
 /// before where a decode failed, and the block-map boundaries.
 pub fn trail_spec(cl: u64, block_map: Option<u64>) -> vj::TrailSpec {
     vj::TrailSpec {

@@ -2,7 +2,7 @@
 //!
 //! Layout: this file holds what every format shares (the carver's state
 //! [`Fragments`], the claims, the joined view [`TwoRuns`] and its block
-//! cache, the budget, and the candidate walk [`nearest_first`]); `png.rs`,
+//! cache, the budget, and the candidate walk `nearest_first`); `png.rs`,
 //! `jpeg.rs` and `zip.rs` each find where their format breaks and prove a
 //! join.
 //!
@@ -60,8 +60,12 @@
 //!
 //!   The head is decoded once per split: the decoder's state at the last MCU
 //!   boundary before the split ([`validators::jpeg::Snap`]) is kept, and each
-//!   candidate decodes only what follows it. Bytes decoded per file are
-//!   capped (64 MiB).
+//!   candidate decodes only what follows it. Those states come from the
+//!   decode that placed the splits ([`validators::jpeg::Trail`]: the
+//!   validation stage's, or the one that proved a crossing), which kept one
+//!   at each of its last few cluster boundaries and block-map boundaries;
+//!   only when it holds none is the head decoded again to take them. Bytes
+//!   decoded per file are capped (64 MiB).
 //!
 //! **Three or four fragments** ([`MAX_RUNS`]): a join whose crossing is
 //! proven but whose file breaks again later becomes the head of the next
@@ -221,7 +225,7 @@ pub struct Claims {
     log_asks: bool,
 }
 
-/// The signatures the searches index ([`PosIndex`]): the JPEG SOI and the
+/// The signatures the searches index (`PosIndex`): the JPEG SOI and the
 /// ZIP end-of-central-directory record.
 pub const NEEDLES: [&[u8]; 2] = [&[0xFF, 0xD8, 0xFF], b"PK\x05\x06"];
 
@@ -1098,7 +1102,7 @@ fn owner_length(max_len: u64, verdict: Option<&Verdict>) -> Option<u64> {
 /// JPEG stored contiguously owns a candidate second fragment: a header the
 /// stage has validated is not decoded again. Verdicts are pure functions of
 /// the image, so what a search finds here equals what it would compute.
-/// Bounded: past [`MAX_CLAIMS`] entries the lowest offsets are dropped.
+/// Bounded: past `MAX_CLAIMS` entries the lowest offsets are dropped.
 ///
 /// The stage also says how far it has got ([`KnownJpegs::stage_through`]),
 /// so that a search can wait for verdicts instead of decoding the same JPEGs

@@ -7,7 +7,7 @@
 //! sequence) ends the run.
 //!
 //! * `None`: fewer than [`MIN_LEN`] text bytes, or no line break in the first
-//!   [`MAX_FIRST_LINE`] bytes (a shebang line is short).
+//!   `MAX_FIRST_LINE` bytes (a shebang line is short).
 //! * `Complete`: the run ends on a 512-byte boundary of the image, or is
 //!   followed by zero bytes up to the next one (the slack of the file's last
 //!   cluster, as file systems leave it): that is where the file ends.
