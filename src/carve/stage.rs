@@ -220,8 +220,9 @@ fn job_list<'v>(cx: &Context<'v>, batch: &[Event]) -> Vec<Job<'v>> {
 /// One candidate's verdict, timed.
 fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     let t0 = Instant::now();
-    // (The memo holds offsets of this image: only for its own validation,
-    // not the file-system layout's below.)
+    // (The memo answers scans of this image's bytes: those of its own
+    // validation, and of the file system's layout of the file below, a view
+    // of the image's bytes.)
     // A JPEG that breaks leaves the decoder's snapshots near where it broke
     // for the fragment search (on the grid of its volume's clusters, or of
     // 512 bytes where no file system says).
@@ -241,7 +242,9 @@ fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     if v == "jpeg" {
         cx.known.note(start, max_len, verdict.as_ref());
     }
-    let verdict = with_fs_layout(v, &cx.bytes, cx.geo, start, max_len, verdict);
+    let verdict = validators::jpeg::with_memo(&cx.memo, &cx.bytes, || {
+        with_fs_layout(v, &cx.bytes, cx.geo, start, max_len, verdict)
+    });
     (i, verdict, v, t0.elapsed().as_secs_f64())
 }
 

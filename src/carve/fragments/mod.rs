@@ -1407,6 +1407,18 @@ impl ByteReader for RunsView<'_> {
     fn len(&self) -> u64 {
         self.len
     }
+    fn lies_in(&self, offset: u64, len: u64) -> Option<validators::LiesIn<'_>> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.len)?;
+        let runs = self
+            .runs
+            .iter()
+            .filter_map(|&(v, img, n)| {
+                let (a, b) = (offset.max(v), end.min(v + n));
+                (a < b).then(|| (img + (a - v), b - a))
+            })
+            .collect();
+        Some((self.r, runs))
+    }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
         let mut done = 0usize;
         let mut i = self.runs.partition_point(|&(v, _, n)| v + n <= offset);
@@ -1764,6 +1776,20 @@ impl ByteReader for TwoRuns<'_> {
     fn len(&self) -> u64 {
         self.len
     }
+    fn lies_in(&self, offset: u64, len: u64) -> Option<validators::LiesIn<'_>> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.len)?;
+        let mut runs = Vec::new();
+        let mut off = offset;
+        while off < end {
+            let piece = self.piece_end(off).min(end);
+            if piece <= off {
+                return None;
+            }
+            runs.push((self.map(off), piece - off));
+            off = piece;
+        }
+        Some((self.r, runs))
+    }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
         let mut done = 0usize;
         while done < buf.len() {
@@ -2015,6 +2041,57 @@ mod zip;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Where a view says a range of its bytes lies in the image, the
+        /// image holds those bytes: for a file system's runs and for the
+        /// fragment search's joins (in order and out of order, three runs).
+        #[test]
+        fn a_view_lies_where_it_says(
+            runs in proptest::collection::vec((0u64..4000, 1u64..900), 1..6),
+            cuts in (0u64..2000, 1u64..3000, 0u64..4000, 0u64..4000),
+            ranges in proptest::collection::vec((0u64..5000, 0u64..3000), 1..8),
+        ) {
+            let img: Vec<u8> = (0..5000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
+            let sl = crate::carve::validators::testutil::Slice(&img);
+            let image: &dyn ByteReader = &sl;
+            let runs: Vec<(u64, u64)> = runs
+                .into_iter()
+                .map(|(a, n)| (a, n.min(5000 - a)))
+                .filter(|r| r.1 > 0)
+                .collect();
+            let (split, b, split2, c) = cuts;
+            let two = TwoRuns::new(image, 100, split, b, 6000);
+            let three = two.then(split + split2 % 700 + 1, c, 6000);
+            let views: Vec<Box<dyn ByteReader + '_>> = [
+                Some(Box::new(RunsView::new(image, &runs)) as Box<dyn ByteReader>),
+                Some(Box::new(two) as Box<dyn ByteReader>),
+                three.map(|t| Box::new(t) as Box<dyn ByteReader>),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            for v in &views {
+                for &(off, len) in &ranges {
+                    let Some((inner, at)) = v.lies_in(off, len) else {
+                        proptest::prop_assert!(off + len > v.len());
+                        continue;
+                    };
+                    proptest::prop_assert!(std::ptr::eq(
+                        inner as *const dyn ByteReader as *const (),
+                        image as *const dyn ByteReader as *const ()
+                    ));
+                    let mut want = vec![0u8; len as usize];
+                    proptest::prop_assert_eq!(v.read_at(off, &mut want), len as usize);
+                    let mut got = Vec::new();
+                    for (o, n) in at {
+                        got.extend_from_slice(&img[o as usize..(o + n) as usize]);
+                    }
+                    proptest::prop_assert_eq!(got, want);
+                }
+            }
+        }
+    }
 
     /// A search run ahead records the claims' answers it relied on; the
     /// carver's claims that answer them all alike give the same result

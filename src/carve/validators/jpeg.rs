@@ -1916,8 +1916,10 @@ const MEMO_SLACK: u64 = 2;
 
 #[derive(Clone)]
 struct MemoEntry {
-    /// Offset in the image of the scan's first byte.
-    at: u64,
+    /// Where in the image the bytes the outcome depends on lie (runs of
+    /// `(offset, length)`: one, unless the scan was decoded through a view
+    /// such as a file system's layout of the file).
+    runs: Vec<(u64, u64)>,
     /// Bytes from there that the outcome depends on.
     depends: u64,
     /// The scan's outcome, offsets from its first byte: the marker that ends
@@ -2018,11 +2020,12 @@ impl ScanMemo {
     fn find(
         &self,
         key: &(u32, [u8; 32]),
-        src: &Src,
+        (src, image, id): (&Src, &dyn super::ByteReader, usize),
         start: u64,
         history: &History,
     ) -> Option<MemoEntry> {
-        let at = src.abs(start);
+        // (Where this scan starts in the image: not answered by itself.)
+        let at = src.image_runs(id, start, 1)?.first()?.0;
         let found: Vec<MemoEntry> = self
             .map
             .lock()
@@ -2032,11 +2035,11 @@ impl ScanMemo {
             .clone();
         // (Compared outside the lock: other threads go on meanwhile.)
         let hit = found.into_iter().find(|e| {
-            e.at != at
+            e.runs.first().is_some_and(|r| r.0 != at)
                 && e.history
                     .as_ref()
                     .map_or(history.is_none(), |h| h.0 == *history)
-                && src.same_as(start, e.at, e.depends)
+                && src.same_as_runs(start, image, &e.runs, e.depends)
         })?;
         use std::sync::atomic::Ordering::Relaxed;
         self.hits.fetch_add(1, Relaxed);
@@ -2059,7 +2062,7 @@ impl ScanMemo {
             *held = 0;
         }
         let list = map.entry(key).or_default();
-        if list.len() < 8 && !list.iter().any(|e| e.at == entry.at) {
+        if list.len() < 8 && !list.iter().any(|e| e.runs.first() == entry.runs.first()) {
             list.push(entry);
             *held += bytes;
         }
@@ -2111,12 +2114,14 @@ fn decode_scan(
         && (progressive || f.kind == FrameKind::Sequential))
         .then(|| MEMO.with(|m| m.borrow().clone()))
         .flatten()
-        .filter(|(_, id)| *id == c.src().reader_id())
-        .map(|(m, _)| m)
         .filter(|_| t.budget >= blocks)
-        .and_then(|m| Some((ScanMemo::key(&c.src(), start, t, f, s)?, m)));
-    if let Some((key, m)) = &memo
-        && let Some(e) = m.find(key, &c.src(), start, &t.history)
+        .and_then(|(m, id)| {
+            // The image's reader, or a view of it (a file system's layout).
+            let image = c.src().image_reader(id)?;
+            Some((ScanMemo::key(&c.src(), start, t, f, s)?, m, image, id))
+        });
+    if let Some((key, m, image, id)) = &memo
+        && let Some(e) = m.find(key, (&c.src(), *image, *id), start, &t.history)
     {
         if let Some(tr) = t.snap.trail.as_mut() {
             // (Not decoded here: no snapshots.)
@@ -2139,7 +2144,7 @@ fn decode_scan(
     let r = scan_body_best(&mut b, start, t, f, s, init);
     *kept = b.buffered();
     let fail = b.at();
-    if let Some((key, m)) = memo {
+    if let Some((key, m, _, id)) = memo {
         let outcome = match &r {
             Ok(end) => Some(Ok(end - start)),
             Err((ScanErr::Bad(why), good)) => Some(Err((*why, good - start, fail - start))),
@@ -2151,11 +2156,12 @@ fn decode_scan(
         let depends = fail.saturating_add(slack).saturating_sub(start);
         if let Some(outcome) = outcome
             && start.saturating_add(depends) <= c.src().len()
+            && let Some(runs) = c.src().image_runs(id, start, depends)
         {
             m.keep(
                 key,
                 MemoEntry {
-                    at: c.src().abs(start),
+                    runs,
                     depends,
                     outcome,
                     history: before.map(|h| std::sync::Arc::new((h, t.history.clone()))),
@@ -3403,6 +3409,7 @@ pub(crate) mod tests {
     #[test]
     fn memoised_scans_give_the_verdicts_of_a_decode() {
         use super::{ScanMemo, Src, validate, with_memo};
+        use crate::carve::validators::ByteReader;
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
         for name in ["debian_logo.jpg", "d-debian.jpg"] {
@@ -3438,9 +3445,19 @@ pub(crate) mod tests {
             junk_after.extend_from_slice(&[0x12; 300]);
             variants.push(junk_after);
             let slot = n.next_power_of_two() * 2;
-            let mut img = vec![0x33u8; slot * (variants.len() + 1)];
+            // The file stored in two pieces (as a file system lays it out),
+            // twice: the second time with a byte of its second piece changed.
+            let split = body + (n - body) / 3;
+            let mut changed = f.clone();
+            changed[split + (n - split) / 2] ^= 0x5A;
+            let pieces: [&[u8]; 4] = [&f[..split], &f[split..], &f[..split], &changed[split..]];
+            let mut img = vec![0x33u8; slot * (variants.len() + pieces.len() + 1)];
             for (i, v) in variants.iter().enumerate() {
                 img[i * slot..i * slot + v.len()].copy_from_slice(v);
+            }
+            let piece_at = |k: usize| (variants.len() + k) * slot;
+            for (k, p) in pieces.iter().enumerate() {
+                img[piece_at(k)..piece_at(k) + p.len()].copy_from_slice(p);
             }
             // Last, a copy the image cuts inside its scans.
             let cut_at = img.len() - (n - body) / 2 - body;
@@ -3463,6 +3480,42 @@ pub(crate) mod tests {
             // bytes (every scan of each, for the progressive file).
             assert!(hits >= 2, "{name}: {hits} scans answered from the memo");
             assert!(bytes as usize >= n - body, "{name}: {bytes} bytes");
+            // Views of the image (the file joined from its pieces, as a file
+            // system lays it out) keep their outcomes and are answered from
+            // the memo where their bytes repeat a decode's, wherever those
+            // lie: each gets the verdict a decode of its bytes gives. A fresh
+            // memo: the first view's outcome is kept over its two pieces,
+            // the second view differs in its second piece, and the file
+            // stored whole repeats the first.
+            let views = crate::carve::fragments::TwoRuns::new;
+            let memo2 = std::sync::Arc::new(ScanMemo::default());
+            let whole = Src::new(&sl, 0, NO_LIMIT);
+            // (A progressive file's scans before the changed byte repeat.)
+            for (k, repeats) in [(Some(0), Some(false)), (Some(2), None), (None, Some(true))] {
+                let before = memo2.hits().0;
+                let (plain, memoised) = match k {
+                    Some(k) => {
+                        let view = views(
+                            &sl,
+                            piece_at(k) as u64,
+                            split as u64,
+                            piece_at(k + 1) as u64,
+                            u64::MAX,
+                        );
+                        let mut bytes = vec![0u8; view.len() as usize];
+                        assert_eq!(view.read_at(0, &mut bytes), bytes.len());
+                        (
+                            validate(Src::new(&Slice(&bytes), 0, NO_LIMIT)),
+                            with_memo(&memo2, &sl, || validate(Src::new(&view, 0, NO_LIMIT))),
+                        )
+                    }
+                    None => (validate(whole), with_memo(&memo2, &sl, || validate(whole))),
+                };
+                assert_eq!(memoised, plain, "{name}: view {k:?}");
+                if let Some(r) = repeats {
+                    assert_eq!(memo2.hits().0 > before, r, "{name}: view {k:?}");
+                }
+            }
             // And without a memo, nothing is kept or answered; nor for a
             // window of another reader (the memo's offsets are of the image's).
             let before = memo.hits();

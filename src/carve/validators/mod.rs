@@ -51,7 +51,18 @@ pub trait ByteReader: Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// For a view of another reader (a file as the file system lays it out,
+    /// a join the fragment search tries): that reader, and where the bytes
+    /// `[offset, offset + len)` lie in it, as runs `(offset, length)` in
+    /// order. `None` for a reader of its own, or a range past the end.
+    fn lies_in(&self, _offset: u64, _len: u64) -> Option<LiesIn<'_>> {
+        None
+    }
 }
+
+/// [`ByteReader::lies_in`]: the reader a view is of, and runs
+/// `(offset, length)` in it.
+pub type LiesIn<'a> = (&'a dyn ByteReader, Vec<(u64, u64)>);
 
 impl ByteReader for [u8] {
     fn len(&self) -> u64 {

@@ -115,6 +115,64 @@ impl<'a> Src<'a> {
         true
     }
 
+    /// The reader with identity `id` ([`Src::reader_id`]) when the window's
+    /// reader is that one or a view of it ([`ByteReader::lies_in`]).
+    pub fn image_reader(&self, id: usize) -> Option<&'a dyn ByteReader> {
+        let is = |r: &dyn ByteReader| r as *const dyn ByteReader as *const () as usize == id;
+        if is(self.r) {
+            return Some(self.r);
+        }
+        let (inner, _) = self.r.lies_in(0, 0)?;
+        is(inner).then_some(inner)
+    }
+
+    /// Where window bytes `[off, off + len)` lie in the reader with identity
+    /// `id` (the window's reader or the one it is a view of), as runs.
+    pub fn image_runs(&self, id: usize, off: u64, len: u64) -> Option<Vec<(u64, u64)>> {
+        if !self.has(off, len) {
+            return None;
+        }
+        let at = self.abs(off);
+        if self.r as *const dyn ByteReader as *const () as usize == id {
+            return Some(vec![(at, len)]);
+        }
+        let (inner, runs) = self.r.lies_in(at, len)?;
+        (inner as *const dyn ByteReader as *const () as usize == id).then_some(runs)
+    }
+
+    /// True when the `len` bytes at window offset `off` all lie in the window
+    /// and equal the bytes of `image` along `runs` (`len` bytes in all),
+    /// every one of them read.
+    pub fn same_as_runs(
+        &self,
+        off: u64,
+        image: &dyn ByteReader,
+        runs: &[(u64, u64)],
+        len: u64,
+    ) -> bool {
+        if !self.has(off, len) || runs.iter().map(|r| r.1).sum::<u64>() != len {
+            return false;
+        }
+        let (mut a, mut b) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
+        let mut done = 0u64;
+        for &(at, n) in runs {
+            let mut k = 0u64;
+            while k < n {
+                let m = usize::try_from(n - k).map_or(CHUNK, |r| r.min(CHUNK));
+                let (x, y) = (&mut a[..m], &mut b[..m]);
+                if !self.read_exact(off + done, x)
+                    || at.checked_add(k).is_none_or(|o| image.read_at(o, y) != m)
+                    || x != y
+                {
+                    return false;
+                }
+                k += m as u64;
+                done += m as u64;
+            }
+        }
+        true
+    }
+
     /// True when the window is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
