@@ -1883,8 +1883,10 @@ pub const MAX_BLOCKS: u64 = 1 << 28;
 /// every byte the earlier decode depended on gets that outcome without
 /// decoding. Exact: the decode is a function of those and nothing else (the
 /// blocks budget is checked and charged the same way), and the bytes are
-/// compared, not hashed. Only for validations of the image itself (the
-/// validation stage's, [`with_memo`]). A progressive scan also depends on
+/// compared, not hashed. Only for the validation stage's validations
+/// ([`with_memo`]) of the image's bytes, read directly or through a view
+/// of them (a file system's layout of a file): an entry keeps where in the
+/// image its bytes lie, as runs. A progressive scan also depends on
 /// what the scans before it left (which coefficients are non-zero): its
 /// outcome is kept with that history before it and after it, and taken only
 /// when the history is equal too.
@@ -1944,9 +1946,11 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// Runs `f`, a validation of `image`, with `memo` answering its sequential
-/// JPEG scans; a memo is only ever used with one image's reader (windows of
-/// another reader, such as a joined view, decode as without it).
+/// Runs `f`, a validation of `image`'s bytes, with `memo` answering its
+/// JPEG scans and keeping their outcomes; a memo is only ever used with one
+/// image's reader and views of it ([`super::ByteReader::lies_in`]: a file
+/// system's layout of a file, a join); windows of another reader decode as
+/// without it.
 pub fn with_memo<R>(
     memo: &std::sync::Arc<ScanMemo>,
     image: &dyn super::ByteReader,
