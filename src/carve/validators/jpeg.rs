@@ -440,8 +440,9 @@ impl Trail {
 
 /// The decoder's state at an MCU boundary: a [`Snap`] without its split,
 /// scan ends and history (what a [`Trail`] keeps of every boundary).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Mark {
+    /// The scan (1-based count) it was taken in.
     scan: u32,
     mcu: u64,
     eobrun: u32,
@@ -455,21 +456,29 @@ struct Mark {
 }
 
 impl Mark {
+    /// The state of the decoder `b` over `t` at the boundary before MCU
+    /// `mcu` (with the scan's end-of-band run, restart count and good end).
+    fn here(b: &Bits, t: &Tables, (mcu, eobrun, rst, good): (u64, u32, u8, u64)) -> Mark {
+        Mark {
+            scan: t.snap.scan,
+            mcu,
+            eobrun,
+            rst,
+            good,
+            acc: b.acc,
+            n: b.n,
+            pad: b.pad,
+            at: b.at(),
+            budget: t.budget,
+        }
+    }
+
     fn snap(&self, split: u64, scan_ends: Vec<(u32, u64)>, history: History) -> Snap {
         Snap {
             split,
-            scan: self.scan,
             scan_ends,
-            mcu: self.mcu,
-            eobrun: self.eobrun,
-            rst: self.rst,
-            good: self.good,
-            acc: self.acc,
-            n: self.n,
-            pad: self.pad,
-            at: self.at,
             history,
-            budget: self.budget,
+            m: *self,
         }
     }
 }
@@ -532,20 +541,11 @@ pub fn validate_probe(src: Src, d: &mut Damage) -> Option<Verdict> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Snap {
     split: u64,
-    /// The scan (1-based count) it was taken in.
-    scan: u32,
     /// Scans decoded before it: (count, offset of the marker that ends it).
     scan_ends: Vec<(u32, u64)>,
-    mcu: u64,
-    eobrun: u32,
-    rst: u8,
-    good: u64,
-    acc: u64,
-    n: u32,
-    pad: u32,
-    at: u64,
     history: Option<Vec<Vec<u64>>>,
-    budget: u64,
+    /// The decoder's state there.
+    m: Mark,
 }
 
 impl Snap {
@@ -555,7 +555,7 @@ impl Snap {
     }
     /// Offset of the next byte the resumed decoder reads (≤ the split).
     pub fn at(&self) -> u64 {
-        self.at
+        self.m.at
     }
 }
 
@@ -608,7 +608,7 @@ pub fn validate_capture_from(
     snap: &Snap,
     splits: &[u64],
 ) -> (Option<Verdict>, Vec<Option<Snap>>) {
-    let mut wants: Vec<u64> = splits.iter().copied().filter(|&s| s >= snap.at).collect();
+    let mut wants: Vec<u64> = splits.iter().copied().filter(|&s| s >= snap.at()).collect();
     wants.sort_unstable();
     wants.dedup();
     let ctl = SnapCtl {
@@ -1010,7 +1010,7 @@ fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> 
             tables.snap.scan = scans;
             // Resuming: scans decoded before the snapshot's are skipped.
             let skip = tables.snap.resume.as_ref().and_then(|r| {
-                (r.scan > scans)
+                (r.m.scan > scans)
                     .then(|| r.scan_ends.iter().find(|e| e.0 == scans).map(|e| e.1))
                     .flatten()
             });
@@ -2089,22 +2089,22 @@ fn decode_scan(
     let resume = t
         .snap
         .resume
-        .take_if(|r| r.scan == t.snap.scan && r.at >= start);
+        .take_if(|r| r.m.scan == t.snap.scan && r.m.at >= start);
     let mut b = match &resume {
         Some(r) => {
             // (A resumed decode is often a probe of a few KiB past a split:
             // its first read is small, and pieces double from there.)
             let first = Buffered {
-                off: r.at,
+                off: r.m.at,
                 len: 0,
                 piece: RESUME_PIECE,
             };
-            let mut b = Bits::new(c.src(), r.at, buf, first);
-            b.acc = r.acc;
-            b.n = r.n;
-            b.pad = r.pad;
+            let mut b = Bits::new(c.src(), r.m.at, buf, first);
+            b.acc = r.m.acc;
+            b.n = r.m.n;
+            b.pad = r.m.pad;
             t.history.clone_from(&r.history);
-            t.budget = r.budget;
+            t.budget = r.m.budget;
             b
         }
         None => Bits::new(c.src(), start, buf, *kept),
@@ -2144,7 +2144,7 @@ fn decode_scan(
         };
     }
     let before = (memo.is_some() && progressive).then(|| t.history.clone());
-    let init = resume.map(|r| (r.mcu, r.eobrun, r.rst, r.good));
+    let init = resume.map(|r| (r.m.mcu, r.m.eobrun, r.m.rst, r.m.good));
     let r = scan_body_best(&mut b, start, t, f, s, init);
     *kept = b.buffered();
     let fail = b.at();
@@ -2365,21 +2365,11 @@ fn scan_body(
                 } else {
                     None
                 };
-                let snap = Snap {
-                    split: t.snap.wants[k],
-                    scan: t.snap.scan,
-                    scan_ends: Vec::new(),
-                    mcu,
-                    eobrun,
-                    rst,
-                    good,
-                    acc: b.acc,
-                    n: b.n,
-                    pad: b.pad,
-                    at: b.at(),
-                    history: None,
-                    budget: t.budget,
-                };
+                let snap = Mark::here(b, t, (mcu, eobrun, rst, good)).snap(
+                    t.snap.wants[k],
+                    Vec::new(),
+                    None,
+                );
                 t.snap.latest = Some((snap, undo));
                 t.snap.k = k;
             }
@@ -2399,25 +2389,15 @@ fn scan_body(
                 tr.pending = w.map(|&w| (ci, mcu as usize, w));
             }
         }
-        if let Some(tr) = t.snap.trail.as_mut()
-            && tr.valid
+        if t.snap.trail.as_ref().is_some_and(|tr| tr.valid)
             && t.snap.wants.is_empty()
             && !b.marker
             && !b.cut
         {
-            let mark = Mark {
-                scan: t.snap.scan,
-                mcu,
-                eobrun,
-                rst,
-                good,
-                acc: b.acc,
-                n: b.n,
-                pad: b.pad,
-                at: b.at(),
-                budget: t.budget,
-            };
-            tr.boundary(mark, &t.snap.scan_ends, &t.history);
+            let m = Mark::here(b, t, (mcu, eobrun, rst, good));
+            if let Some(tr) = t.snap.trail.as_mut() {
+                tr.boundary(m, &t.snap.scan_ends, &t.history);
+            }
         }
         for &(ci, td, ta) in &s.comps {
             let (_, h, v) = f.comps[ci];
