@@ -1891,8 +1891,9 @@ pub const MAX_BLOCKS: u64 = 1 << 28;
 /// outcome is kept with that history before it and after it, and taken only
 /// when the history is equal too.
 ///
-/// Bounded: at most 16 Ki outcomes (forgotten all at once when full); a
-/// lookup of a scan never seen costs a 4 KiB checksum.
+/// Bounded: at most 16 Ki outcomes (forgotten all at once when full), each
+/// over at most 64 runs of the image; a lookup of a scan never seen costs a
+/// 4 KiB checksum.
 #[derive(Default)]
 pub struct ScanMemo {
     map: std::sync::Mutex<(MemoMap, usize)>,
@@ -1907,6 +1908,9 @@ type MemoMap = std::collections::HashMap<(u32, [u8; 32]), Vec<MemoEntry>>;
 
 /// Most outcomes a [`ScanMemo`] keeps.
 const MEMO_ENTRIES: usize = 1 << 14;
+/// Most runs of the image an outcome's bytes may lie in to be kept (a
+/// file listed in many extents would make an entry as large as its list).
+const MEMO_MAX_RUNS: usize = 64;
 
 /// Bytes of entropy-coded data the memo's checksum covers.
 const MEMO_PREFIX: usize = 4096;
@@ -2161,6 +2165,7 @@ fn decode_scan(
         if let Some(outcome) = outcome
             && start.saturating_add(depends) <= c.src().len()
             && let Some(runs) = c.src().image_runs(id, start, depends)
+            && runs.len() <= MEMO_MAX_RUNS
         {
             m.keep(
                 key,
