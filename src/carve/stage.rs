@@ -220,9 +220,6 @@ fn job_list<'v>(cx: &Context<'v>, batch: &[Event]) -> Vec<Job<'v>> {
 /// One candidate's verdict, timed.
 fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     let t0 = Instant::now();
-    // (The memo answers scans of this image's bytes: those of its own
-    // validation, and of the file system's layout of the file below, a view
-    // of the image's bytes.)
     // A JPEG that breaks leaves the decoder's snapshots near where it broke
     // for the fragment search (on the grid of its volume's clusters, or of
     // 512 bytes where no file system says).
@@ -232,17 +229,18 @@ fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
         }
         None => fragments::jpeg_trail_spec(512, None),
     };
+    // The memo answers scans of this image's bytes: those of the header's
+    // own validation, and of the file system's layout of the file (a view
+    // of the image's bytes).
     let verdict = validators::jpeg::with_memo(&cx.memo, &cx.bytes, || {
-        validators::jpeg::with_trail(trail, &cx.bytes, start, || {
+        let verdict = validators::jpeg::with_trail(trail, &cx.bytes, start, || {
             validators::validate(v, &cx.bytes, start, Limits { max_len })
-        })
-    });
-    // (The contiguous verdict: what a fragment search's own validation of
-    // this header would give.)
-    if v == "jpeg" {
-        cx.known.note(start, max_len, verdict.as_ref());
-    }
-    let verdict = validators::jpeg::with_memo(&cx.memo, &cx.bytes, || {
+        });
+        // (The contiguous verdict: what a fragment search's own validation
+        // of this header would give.)
+        if v == "jpeg" {
+            cx.known.note(start, max_len, verdict.as_ref());
+        }
         with_fs_layout(v, &cx.bytes, cx.geo, start, max_len, verdict)
     });
     (i, verdict, v, t0.elapsed().as_secs_f64())

@@ -7,12 +7,12 @@ use super::DIRECT_ALIGN;
 
 /// A zero-initialised, page-aligned byte buffer of fixed size.
 ///
-/// Large buffers (1 MiB or more, aligned to a page) are
-/// anonymous mappings: the kernel hands out zeroed pages as they are first
-/// touched, instead of the allocator zeroing
-/// every byte up front (the scan's block buffers: 25 ms of every carving's
-/// start, tens of MiB memset even when the image is a few KiB). Huge pages
-/// were tried: half the faults, but more time zeroing them.
+/// Large buffers (1 MiB or more, aligned to a page) are anonymous mappings:
+/// the kernel hands out zeroed pages as they are first touched, instead of
+/// the allocator zeroing every byte up front (the scan's block buffers: 25
+/// ms of every carving's start, tens of MiB memset even when the image is a
+/// few KiB). Huge pages were tried: half the faults, but more time zeroing
+/// them.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,

@@ -148,8 +148,7 @@ pub fn with_trail<R>(
             TRAIL.with(|t| t.set(None));
         }
     }
-    let id = image as *const dyn super::ByteReader as *const () as usize;
-    TRAIL.with(|t| t.set(Some((spec, id, start))));
+    TRAIL.with(|t| t.set(Some((spec, super::read::reader_id(image), start))));
     let _reset = Reset;
     f()
 }
@@ -191,13 +190,12 @@ pub struct Trail {
     ring: std::collections::VecDeque<(Snap, usize)>,
     /// Settled snapshots at block-map boundaries, ascending (history set).
     sticky: std::collections::VecDeque<Snap>,
-    /// The latest boundary's snapshot and log length: every grid point from
-    /// `next` on (until a later boundary) gets it. `scan_ends` is filled in
-    /// when it is settled or its scan ends (`tail_final`).
+    /// The latest boundary's state and log length: every grid point from
+    /// `next` on (until a later boundary) gets it.
     tail: Option<(Mark, usize)>,
-    tail_final: bool,
-    /// The tail's scan ends, once final.
-    tail_ends: Vec<(u32, u64)>,
+    /// The tail's scan ends, once its scan has ended (until then, those of
+    /// the scan being decoded).
+    tail_ends: Option<Vec<(u32, u64)>>,
     /// The lowest grid point not settled yet.
     next: u64,
     /// Where the first boundary was: a split before it has no snapshot.
@@ -264,8 +262,7 @@ impl Trail {
             ring: Default::default(),
             sticky: Default::default(),
             tail: None,
-            tail_final: false,
-            tail_ends: Vec::new(),
+            tail_ends: None,
             next: 0,
             first: None,
             log: Default::default(),
@@ -319,7 +316,7 @@ impl Trail {
             self.settle(at, scan_ends, history);
         }
         self.tail = Some((mark, self.log_len()));
-        self.tail_final = false;
+        self.tail_ends = None;
         // The log from the oldest snapshot that may still need it.
         if !self.log.is_empty() {
             let keep = self.ring.front().map_or(self.log_len(), |r| r.1);
@@ -335,11 +332,7 @@ impl Trail {
         let grid = self.spec.grid;
         let upto = at.div_ceil(grid).saturating_mul(grid);
         if let Some((mark, log_at)) = self.tail.take() {
-            let ends = if self.tail_final {
-                std::mem::take(&mut self.tail_ends)
-            } else {
-                scan_ends.to_vec()
-            };
+            let ends = self.tail_ends.take().unwrap_or_else(|| scan_ends.to_vec());
             let tail = mark.snap(0, ends, None);
             // The grid points within the span (the older ones would be
             // dropped at once) and the block-map ones.
@@ -358,10 +351,10 @@ impl Trail {
                 g += grid;
             }
             if let Some(bs) = self.spec.block_map {
-                // (The boundaries of [`crate::carve::geometry::block_map_boundaries`].)
-                let first = 12u64.saturating_mul(bs);
-                let per = (bs / 4).max(1).saturating_mul(bs);
-                for b in boundaries_in(first, per, self.next, upto.saturating_add(grid)) {
+                let near =
+                    crate::carve::geometry::block_map_boundaries(bs, upto.saturating_add(grid))
+                        .skip_while(|&b| b < self.next);
+                for b in near {
                     for g in [b.saturating_sub(grid), b] {
                         if g >= self.next && g < upto && g.is_multiple_of(grid) {
                             let Some(h) = self.history_at(history, log_at) else {
@@ -393,9 +386,8 @@ impl Trail {
     /// The scan ended, with `history`: the tail's scan ends are those before it.
     fn end_scan(&mut self, scan_ends: &[(u32, u64)], history: &History) {
         self.flush(history);
-        if self.tail.is_some() && !self.tail_final {
-            self.tail_ends = scan_ends.to_vec();
-            self.tail_final = true;
+        if self.tail.is_some() && self.tail_ends.is_none() {
+            self.tail_ends = Some(scan_ends.to_vec());
         }
     }
 
@@ -423,9 +415,10 @@ impl Trail {
         if w >= self.next {
             // (A tail's scan ends are final once its scan has ended; the
             // trail is read after the decode.)
-            let (mark, log_at) = self.tail.as_ref().filter(|_| self.tail_final)?;
+            let (mark, log_at) = self.tail.as_ref()?;
+            let ends = self.tail_ends.clone()?;
             let history = self.history_at(&self.history, *log_at)?;
-            return Some(Some(mark.snap(w, self.tail_ends.clone(), history)));
+            return Some(Some(mark.snap(w, ends, history)));
         }
         if let Some(s) = self.sticky.iter().find(|s| s.split == w) {
             return Some(Some(s.clone()));
@@ -436,6 +429,18 @@ impl Trail {
             ..snap.clone()
         }))
     }
+}
+
+/// The history word the MCU `mcu` of a progressive AC scan may change
+/// (component, block, word as it is before), which a snapshot taken before
+/// it must see unchanged.
+fn changed_word(t: &Tables, s: &Scan, progressive: bool, mcu: u64) -> Option<Undo> {
+    if !progressive || s.ss == 0 {
+        return None;
+    }
+    let ci = s.comps.first()?.0;
+    let w = *t.history.as_ref()?.get(ci)?.get(mcu as usize)?;
+    Some((ci, mcu as usize, w))
 }
 
 /// The decoder's state at an MCU boundary: a [`Snap`] without its split,
@@ -481,15 +486,6 @@ impl Mark {
             m: *self,
         }
     }
-}
-
-/// Offsets `first + k·per` in `[lo, hi)`.
-fn boundaries_in(first: u64, per: u64, lo: u64, hi: u64) -> impl Iterator<Item = u64> {
-    let per = per.max(1);
-    let k0 = lo.saturating_sub(first).div_ceil(per);
-    (k0..)
-        .map(move |k| first.saturating_add(k.saturating_mul(per)))
-        .take_while(move |&o| o < hi && o < u64::MAX / 2)
 }
 
 /// [`validate_probe`] (resumed from `resume` when given, as
@@ -1966,8 +1962,7 @@ pub fn with_memo<R>(
             MEMO.with(|m| m.borrow_mut().take());
         }
     }
-    let id = image as *const dyn super::ByteReader as *const () as usize;
-    MEMO.with(|m| *m.borrow_mut() = Some((memo.clone(), id)));
+    MEMO.with(|m| *m.borrow_mut() = Some((memo.clone(), super::read::reader_id(image))));
     let _reset = Reset;
     f()
 }
@@ -2358,18 +2353,7 @@ fn scan_body(
                 t.snap.finalize_upto(k, &t.history);
             }
             if ok && k < t.snap.wants.len() {
-                let undo = if progressive && s.ss > 0 {
-                    let ci = s.comps[0].0;
-                    let w = t
-                        .history
-                        .as_ref()
-                        .and_then(|h| h.get(ci))
-                        .and_then(|c| c.get(mcu as usize))
-                        .copied();
-                    w.map(|w| (ci, mcu as usize, w))
-                } else {
-                    None
-                };
+                let undo = changed_word(t, s, progressive, mcu);
                 let snap = Mark::here(b, t, (mcu, eobrun, rst, good)).snap(
                     t.snap.wants[k],
                     Vec::new(),
@@ -2378,30 +2362,17 @@ fn scan_body(
                 t.snap.latest = Some((snap, undo));
                 t.snap.k = k;
             }
-        } else if let Some(tr) = t.snap.trail.as_mut()
-            && tr.valid
-        {
-            // The word this MCU may change (as a capture's undo), logged at
-            // the next boundary if it did.
-            tr.flush(&t.history);
-            if progressive && s.ss > 0 {
-                let ci = s.comps[0].0;
-                let w = t
-                    .history
-                    .as_ref()
-                    .and_then(|h| h.get(ci))
-                    .and_then(|c| c.get(mcu as usize));
-                tr.pending = w.map(|&w| (ci, mcu as usize, w));
-            }
-        }
-        if t.snap.trail.as_ref().is_some_and(|tr| tr.valid)
-            && t.snap.wants.is_empty()
-            && !b.marker
-            && !b.cut
-        {
-            let m = Mark::here(b, t, (mcu, eobrun, rst, good));
+        } else if t.snap.trail.as_ref().is_some_and(|tr| tr.valid) {
+            let undo = changed_word(t, s, progressive, mcu);
+            let mark = (!b.marker && !b.cut).then(|| Mark::here(b, t, (mcu, eobrun, rst, good)));
             if let Some(tr) = t.snap.trail.as_mut() {
-                tr.boundary(m, &t.snap.scan_ends, &t.history);
+                // The word the last MCU may have changed is logged if it
+                // did; this MCU's, at the next boundary.
+                tr.flush(&t.history);
+                tr.pending = undo;
+                if let Some(m) = mark {
+                    tr.boundary(m, &t.snap.scan_ends, &t.history);
+                }
             }
         }
         for &(ci, td, ta) in &s.comps {

@@ -24,6 +24,12 @@ pub const CHUNK: usize = 64 * 1024;
 /// First read of a [`Cursor`].
 const FIRST_READ: usize = 4096;
 
+/// Which reader `r` is (its address: equal for every use of one reader
+/// while it lives).
+pub fn reader_id(r: &dyn ByteReader) -> usize {
+    r as *const dyn ByteReader as *const () as usize
+}
+
 /// A bounded window of the image: `[start, start + len)` with
 /// `len = min(image length - start, max_len)`. Offsets are relative to `start`.
 #[derive(Clone, Copy)]
@@ -82,7 +88,7 @@ impl<'a> Src<'a> {
     /// Which reader this window reads (its address: equal for windows of
     /// one reader while it lives).
     pub fn reader_id(&self) -> usize {
-        self.r as *const dyn ByteReader as *const () as usize
+        reader_id(self.r)
     }
 
     /// Offset in the reader of window offset `off`.
@@ -90,40 +96,14 @@ impl<'a> Src<'a> {
         self.base.saturating_add(off)
     }
 
-    /// True when the `len` bytes at window offset `off` all lie in the window
-    /// and equal the reader's `len` bytes at `other` (an offset in the
-    /// reader, not the window), every one of them read.
-    pub fn same_as(&self, off: u64, other: u64, len: u64) -> bool {
-        if off.checked_add(len).is_none_or(|end| end > self.len) {
-            return false;
-        }
-        let (mut a, mut b) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
-        let mut done = 0u64;
-        while done < len {
-            let n = usize::try_from(len - done).map_or(CHUNK, |r| r.min(CHUNK));
-            let (x, y) = (&mut a[..n], &mut b[..n]);
-            if !self.read_exact(off + done, x)
-                || other
-                    .checked_add(done)
-                    .is_none_or(|o| self.r.read_at(o, y) != n)
-                || x != y
-            {
-                return false;
-            }
-            done += n as u64;
-        }
-        true
-    }
-
     /// The reader with identity `id` ([`Src::reader_id`]) when the window's
     /// reader is that one or a view of it ([`ByteReader::lies_in`]).
     pub fn image_reader(&self, id: usize) -> Option<&'a dyn ByteReader> {
-        let is = |r: &dyn ByteReader| r as *const dyn ByteReader as *const () as usize == id;
-        if is(self.r) {
+        if reader_id(self.r) == id {
             return Some(self.r);
         }
         let (inner, _) = self.r.lies_in(0, 0)?;
-        is(inner).then_some(inner)
+        (reader_id(inner) == id).then_some(inner)
     }
 
     /// Where window bytes `[off, off + len)` lie in the reader with identity
@@ -133,11 +113,11 @@ impl<'a> Src<'a> {
             return None;
         }
         let at = self.abs(off);
-        if self.r as *const dyn ByteReader as *const () as usize == id {
+        if reader_id(self.r) == id {
             return Some(vec![(at, len)]);
         }
         let (inner, runs) = self.r.lies_in(at, len)?;
-        (inner as *const dyn ByteReader as *const () as usize == id).then_some(runs)
+        (reader_id(inner) == id).then_some(runs)
     }
 
     /// True when the `len` bytes at window offset `off` all lie in the window
