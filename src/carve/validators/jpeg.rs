@@ -211,6 +211,10 @@ pub struct Trail {
     /// False when a scan was not decoded here (a memo's answer) or a second
     /// frame began: the trail then answers nothing.
     valid: bool,
+    /// Where the decode last resumed from a memo's mark ([`Trail::resumed_at`]):
+    /// the boundaries before it were not seen here, so no split below it is
+    /// answered.
+    floor: u64,
 }
 
 /// Bytes held by the trails kept on verdicts ([`Trail::kept`]), and the
@@ -270,7 +274,22 @@ impl Trail {
             pending: None,
             history: None,
             valid: true,
+            floor: 0,
         }
+    }
+
+    /// The decode goes on from window offset `at`, a [`ScanMemo`] mark, not
+    /// having decoded the MCUs since its last boundary: those grid points
+    /// and block-map boundaries get no snapshot here (a split below `at` is
+    /// not answered), and the ones from `at` on are settled as before.
+    fn resumed_at(&mut self, at: u64) {
+        self.floor = self.floor.max(at);
+        self.tail = None;
+        self.tail_ends = None;
+        self.pending = None;
+        self.next = self
+            .next
+            .max(at.div_ceil(self.spec.grid).saturating_mul(self.spec.grid));
     }
 
     fn log_len(&self) -> usize {
@@ -402,6 +421,9 @@ impl Trail {
     }
 
     fn get(&self, w: u64) -> Option<Option<Snap>> {
+        if w < self.floor {
+            return None;
+        }
         // (No boundary at all: no split has a snapshot.)
         let Some(first) = self.first else {
             return Some(None);
@@ -662,6 +684,60 @@ struct SnapCtl {
     resume: Option<Snap>,
     /// Rolling capture: the snapshots of every grid point ([`Trail`]).
     trail: Option<Trail>,
+    /// The marks a decode under a [`ScanMemo`] leaves for later copies.
+    marks: Option<MarkRec>,
+}
+
+/// Marks of a sequential scan's decoder state, about every `every` bytes,
+/// recorded for its [`ScanMemo`] entry: a later scan whose bytes repeat
+/// this one's up to some point resumes from the last mark before it.
+#[derive(Debug)]
+struct MarkRec {
+    /// Window offset of the scan's first byte.
+    start: u64,
+    /// Bytes between marks (doubled, every other mark dropped, when
+    /// [`MEMO_MARKS`] are held).
+    every: u64,
+    /// The next mark is taken at the first boundary at or after this.
+    next: u64,
+    /// The marks, `at` and `good` relative to `start`, ascending.
+    list: Vec<Mark>,
+}
+
+/// Bytes between the marks of a [`ScanMemo`] entry, at first.
+const MEMO_MARK_EVERY: u64 = 32 * 1024;
+/// Most marks an entry keeps.
+const MEMO_MARKS: usize = 256;
+
+impl MarkRec {
+    /// A recorder for the scan at `start`, going on from `below` (marks of
+    /// an earlier decode, relative, ending with the one resumed from).
+    fn new(start: u64, below: Vec<Mark>) -> Self {
+        let next = start + below.last().map_or(0, |m| m.at + MEMO_MARK_EVERY);
+        MarkRec {
+            start,
+            every: MEMO_MARK_EVERY,
+            next,
+            list: below,
+        }
+    }
+
+    fn push(&mut self, m: Mark) {
+        if self.list.len() >= MEMO_MARKS {
+            let mut keep = false;
+            self.list.retain(|_| {
+                keep = !keep;
+                keep
+            });
+            self.every = self.every.saturating_mul(2);
+        }
+        self.next = m.at.saturating_add(self.every);
+        self.list.push(Mark {
+            at: m.at.saturating_sub(self.start),
+            good: m.good.saturating_sub(self.start),
+            ..m
+        });
+    }
 }
 
 impl SnapCtl {
@@ -1887,20 +1963,79 @@ pub const MAX_BLOCKS: u64 = 1 << 28;
 /// outcome is kept with that history before it and after it, and taken only
 /// when the history is equal too.
 ///
+/// A copy that repeats a sequential scan only up to some byte (a copy the
+/// image holds in fragments, read contiguously; a copy cut short) is not
+/// decoded from its start either: a decode leaves marks of its state every
+/// 32 KiB or so ([`Mark`], as a fragment search's snapshots), and the copy
+/// resumes from the last mark its bytes repeat to (far enough before the
+/// first differing byte that a [`Trail`] being left still gets every
+/// snapshot near where the decode stops; below the mark the trail answers
+/// nothing, and the fragment search decodes for itself).
+///
+/// Two validations of copies running at once: the second waits for the
+/// first's outcome (a scan being decoded claims its key), then takes it.
+///
 /// Bounded: at most 16 Ki outcomes (forgotten all at once when full), each
-/// over at most 64 runs of the image; a lookup of a scan never seen costs a
-/// 4 KiB checksum.
+/// over at most 64 runs of the image and with at most 256 marks; a lookup
+/// of a scan never seen costs a 4 KiB checksum.
 #[derive(Default)]
 pub struct ScanMemo {
-    map: std::sync::Mutex<(MemoMap, usize)>,
+    state: std::sync::Mutex<MemoState>,
+    /// A claim was given up ([`Claim`]).
+    freed: std::sync::Condvar,
     /// Scans answered from the memo, and their bytes.
     hits: std::sync::atomic::AtomicU64,
     hit_bytes: std::sync::atomic::AtomicU64,
+    /// Scans resumed from a mark, and the bytes not decoded again.
+    resumes: std::sync::atomic::AtomicU64,
+    resumed_bytes: std::sync::atomic::AtomicU64,
 }
 
-/// (Checksum of the first 4 KiB of entropy-coded data, digest of the
-/// decoding parameters) → outcomes.
-type MemoMap = std::collections::HashMap<(u32, [u8; 32]), Vec<MemoEntry>>;
+#[derive(Default)]
+struct MemoState {
+    map: MemoMap,
+    /// Bytes of history and marks held by the entries.
+    held: usize,
+    /// Keys of the scans being decoded now (by [`ScanMemo::lookup`]'s callers).
+    pending: std::collections::HashSet<MemoKey>,
+}
+
+/// Checksum of the first 4 KiB of entropy-coded data, digest of the
+/// decoding parameters.
+type MemoKey = (u32, [u8; 32]);
+
+/// Key → outcomes.
+type MemoMap = std::collections::HashMap<MemoKey, Vec<MemoEntry>>;
+
+/// Longest a lookup waits for another thread's decode of the same key (a
+/// safety net: the decode holding it never waits for anything).
+const MAX_CLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What a [`ScanMemo`] knows of a scan.
+enum Lookup {
+    /// Its bytes repeat a kept decode's: that outcome.
+    Whole(MemoEntry),
+    /// Its bytes repeat a kept decode's up to a mark: the marks up to it
+    /// (relative to the scan's start), the last one to resume from.
+    From(Vec<Mark>),
+    Miss,
+}
+
+/// A scan's key claimed while it is decoded: lookups of the same key wait
+/// for its outcome.
+struct Claim<'m> {
+    memo: &'m ScanMemo,
+    key: MemoKey,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut st = self.memo.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.pending.remove(&self.key);
+        drop(st);
+        self.memo.freed.notify_all();
+    }
+}
 
 /// Most outcomes a [`ScanMemo`] keeps.
 const MEMO_ENTRIES: usize = 1 << 14;
@@ -1931,13 +2066,16 @@ struct MemoEntry {
     /// A progressive scan's coefficient history before it (which the
     /// outcome also depends on) and after it (what it leaves).
     history: Option<std::sync::Arc<(History, History)>>,
+    /// A sequential scan's marks ([`MarkRec`]): `at` and `good` relative to
+    /// the scan's first byte, ascending.
+    marks: std::sync::Arc<[Mark]>,
 }
 
 /// [`Tables::history`].
 type History = Option<Vec<Vec<u64>>>;
 
-/// Most bytes of coefficient history a [`ScanMemo`] keeps.
-const MEMO_HISTORY_BYTES: usize = 64 << 20;
+/// Most bytes of coefficient history and marks a [`ScanMemo`] keeps.
+const MEMO_HELD_BYTES: usize = 64 << 20;
 
 thread_local! {
     /// The memo of the validation running on this thread, if any, and the
@@ -2019,55 +2157,109 @@ impl ScanMemo {
         Some((crc.finalize(), memo_params(t, f, s)?))
     }
 
-    /// A kept outcome whose bytes (and history) the scan at `start` repeats.
-    fn find(
+    /// Scans resumed from a mark so far, and the bytes not decoded again.
+    pub fn resumes(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.resumes.load(Relaxed), self.resumed_bytes.load(Relaxed))
+    }
+
+    /// What the memo knows of the scan at window offset `start` (with the
+    /// history before it): a kept outcome whose bytes (and history) it
+    /// repeats, or else the marks up to the last one at most
+    /// `usable(common)` bytes into the scan, `common` being how many of
+    /// its first bytes repeat a kept decode's. Waits while another thread
+    /// decodes a scan with the same key; the claim returned is this
+    /// thread's (held while it decodes, so that others wait for it).
+    fn lookup(
         &self,
-        key: &(u32, [u8; 32]),
+        key: &MemoKey,
         (src, image, id): (&Src, &dyn super::ByteReader, usize),
         start: u64,
         history: &History,
-    ) -> Option<MemoEntry> {
+        usable: impl Fn(u64) -> u64,
+    ) -> (Lookup, Option<Claim<'_>>) {
         // (Where this scan starts in the image: not answered by itself.)
-        let at = src.image_runs(id, start, 1)?.first()?.0;
-        let found: Vec<MemoEntry> = self
-            .map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .0
-            .get(key)?
-            .clone();
+        let Some(at) = src
+            .image_runs(id, start, 1)
+            .and_then(|r| r.first().map(|r| r.0))
+        else {
+            return (Lookup::Miss, None);
+        };
+        let t0 = std::time::Instant::now();
+        let (found, claimed) = {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            while st.pending.contains(key) {
+                let Some(left) = MAX_CLAIM_WAIT.checked_sub(t0.elapsed()) else {
+                    break;
+                };
+                st = match self.freed.wait_timeout(st, left) {
+                    Ok((g, _)) => g,
+                    Err(e) => e.into_inner().0,
+                };
+            }
+            let claimed = st.pending.insert(*key);
+            (st.map.get(key).cloned().unwrap_or_default(), claimed)
+        };
+        let claim = claimed.then(|| Claim {
+            memo: self,
+            key: *key,
+        });
         // (Compared outside the lock: other threads go on meanwhile.)
-        let hit = found.into_iter().find(|e| {
-            e.runs.first().is_some_and(|r| r.0 != at)
-                && e.history
-                    .as_ref()
-                    .map_or(history.is_none(), |h| h.0 == *history)
-                && src.same_as_runs(start, image, &e.runs, e.depends)
-        })?;
-        use std::sync::atomic::Ordering::Relaxed;
-        self.hits.fetch_add(1, Relaxed);
-        self.hit_bytes.fetch_add(hit.depends, Relaxed);
-        Some(hit)
+        let mut best: Option<(u64, MemoEntry, usize)> = None;
+        for e in found {
+            if !e
+                .history
+                .as_ref()
+                .map_or(history.is_none(), |h| h.0 == *history)
+            {
+                continue;
+            }
+            let common = src.common_prefix_runs(start, image, &e.runs, e.depends);
+            if common == e.depends && e.runs.first().is_some_and(|r| r.0 != at) {
+                use std::sync::atomic::Ordering::Relaxed;
+                self.hits.fetch_add(1, Relaxed);
+                self.hit_bytes.fetch_add(e.depends, Relaxed);
+                return (Lookup::Whole(e), claim);
+            }
+            let upto = usable(common);
+            let k = e.marks.partition_point(|m| m.at <= upto);
+            if let Some(m) = k.checked_sub(1).and_then(|i| e.marks.get(i))
+                && m.at > 0
+                && best.as_ref().is_none_or(|b| m.at > b.0)
+            {
+                best = Some((m.at, e, k));
+            }
+        }
+        match best {
+            Some((skipped, e, k)) => {
+                use std::sync::atomic::Ordering::Relaxed;
+                self.resumes.fetch_add(1, Relaxed);
+                self.resumed_bytes.fetch_add(skipped, Relaxed);
+                (Lookup::From(e.marks[..k].to_vec()), claim)
+            }
+            None => (Lookup::Miss, claim),
+        }
     }
 
-    fn keep(&self, key: (u32, [u8; 32]), entry: MemoEntry) {
+    fn keep(&self, key: MemoKey, entry: MemoEntry) {
         let size = |h: &History| h.iter().flatten().map(|c| c.len() * 8).sum::<usize>();
         let bytes = entry
             .history
             .as_ref()
-            .map_or(0, |h| size(&h.0) + size(&h.1));
-        let mut guard = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        let (map, held) = &mut *guard;
-        if map.values().map(Vec::len).sum::<usize>() >= MEMO_ENTRIES
-            || *held + bytes > MEMO_HISTORY_BYTES
+            .map_or(0, |h| size(&h.0) + size(&h.1))
+            + entry.marks.len() * std::mem::size_of::<Mark>();
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let st = &mut *st;
+        if st.map.values().map(Vec::len).sum::<usize>() >= MEMO_ENTRIES
+            || st.held + bytes > MEMO_HELD_BYTES
         {
-            map.clear();
-            *held = 0;
+            st.map.clear();
+            st.held = 0;
         }
-        let list = map.entry(key).or_default();
+        let list = st.map.entry(key).or_default();
         if list.len() < 8 && !list.iter().any(|e| e.runs.first() == entry.runs.first()) {
             list.push(entry);
-            *held += bytes;
+            st.held += bytes;
         }
     }
 }
@@ -2089,8 +2281,58 @@ fn decode_scan(
         .snap
         .resume
         .take_if(|r| r.m.scan == t.snap.scan && r.m.at >= start);
-    let mut b = match &resume {
-        Some(r) => {
+    // A scan decoded before in this carving (same parameters, same bytes):
+    // its outcome, charged as a decode; or (a sequential scan whose bytes
+    // repeat only up to some point) the last of its marks before there.
+    let progressive = f.kind == FrameKind::Progressive;
+    let blocks = scan_blocks(f, s);
+    let memo = (resume.is_none()
+        && t.snap.wants.is_empty()
+        && (progressive || f.kind == FrameKind::Sequential))
+        .then(|| MEMO.with(|m| m.borrow().clone()))
+        .flatten()
+        .filter(|_| t.budget >= blocks)
+        .and_then(|(m, id)| {
+            // The image's reader, or a view of it (a file system's layout).
+            let image = c.src().image_reader(id)?;
+            Some((ScanMemo::key(&c.src(), start, t, f, s)?, m, image, id))
+        });
+    let mut from = None;
+    let mut _claim = None;
+    if let Some((key, m, image, id)) = &memo {
+        let trail = t
+            .snap
+            .trail
+            .as_ref()
+            .filter(|tr| tr.valid)
+            .map(|tr| tr.spec);
+        let usable = |common: u64| memo_resume_limit(start, common, trail);
+        let (found, claim) = m.lookup(key, (&c.src(), *image, *id), start, &t.history, usable);
+        match found {
+            Lookup::Whole(e) => {
+                if let Some(tr) = t.snap.trail.as_mut() {
+                    // (Not decoded here: no snapshots.)
+                    tr.valid = false;
+                }
+                t.budget -= blocks;
+                if let Some(h) = &e.history {
+                    t.history.clone_from(&h.1);
+                }
+                return match e.outcome {
+                    Ok(end) => {
+                        c.seek(start + end);
+                        Ok(())
+                    }
+                    Err((why, good, fail)) => Err((ScanErr::Bad(why), start + good, start + fail)),
+                };
+            }
+            Lookup::From(marks) => from = Some(marks),
+            Lookup::Miss => {}
+        }
+        _claim = claim;
+    }
+    let mut b = match (&resume, from.as_ref().and_then(|m| m.last())) {
+        (Some(r), _) => {
             // (A resumed decode is often a probe of a few KiB past a split:
             // its first read is small, and pieces double from there.)
             let first = Buffered {
@@ -2106,48 +2348,41 @@ fn decode_scan(
             t.budget = r.m.budget;
             b
         }
-        None => Bits::new(c.src(), start, buf, *kept),
-    };
-    // A sequential scan decoded before in this carving (same parameters,
-    // same bytes): its outcome, charged as a decode.
-    let progressive = f.kind == FrameKind::Progressive;
-    let blocks = scan_blocks(f, s);
-    let memo = (resume.is_none()
-        && t.snap.wants.is_empty()
-        && (progressive || f.kind == FrameKind::Sequential))
-        .then(|| MEMO.with(|m| m.borrow().clone()))
-        .flatten()
-        .filter(|_| t.budget >= blocks)
-        .and_then(|(m, id)| {
-            // The image's reader, or a view of it (a file system's layout).
-            let image = c.src().image_reader(id)?;
-            Some((ScanMemo::key(&c.src(), start, t, f, s)?, m, image, id))
-        });
-    if let Some((key, m, image, id)) = &memo
-        && let Some(e) = m.find(key, (&c.src(), *image, *id), start, &t.history)
-    {
-        if let Some(tr) = t.snap.trail.as_mut() {
-            // (Not decoded here: no snapshots.)
-            tr.valid = false;
-        }
-        t.budget -= blocks;
-        if let Some(h) = &e.history {
-            t.history.clone_from(&h.1);
-        }
-        return match e.outcome {
-            Ok(end) => {
-                c.seek(start + end);
-                Ok(())
+        (None, Some(m)) => {
+            // A memo's mark: the state a decode of the same bytes had there
+            // (the scan's blocks charged as at its start).
+            let at = start + m.at;
+            let first = Buffered {
+                off: at,
+                len: 0,
+                piece: FIRST_PIECE,
+            };
+            let mut b = Bits::new(c.src(), at, buf, first);
+            b.acc = m.acc;
+            b.n = m.n;
+            b.pad = m.pad;
+            t.budget -= blocks;
+            if let Some(tr) = t.snap.trail.as_mut() {
+                tr.resumed_at(at);
             }
-            Err((why, good, fail)) => Err((ScanErr::Bad(why), start + good, start + fail)),
-        };
-    }
+            b
+        }
+        (None, None) => Bits::new(c.src(), start, buf, *kept),
+    };
+    let init = match (&resume, from.as_ref().and_then(|m| m.last())) {
+        (Some(r), _) => Some((r.m.mcu, r.m.eobrun, r.m.rst, r.m.good)),
+        (None, Some(m)) => Some((m.mcu, m.eobrun, m.rst, start + m.good)),
+        (None, None) => None,
+    };
     let before = (memo.is_some() && progressive).then(|| t.history.clone());
-    let init = resume.map(|r| (r.m.mcu, r.m.eobrun, r.m.rst, r.m.good));
+    if memo.is_some() && !progressive {
+        t.snap.marks = Some(MarkRec::new(start, from.unwrap_or_default()));
+    }
     let r = scan_body_best(&mut b, start, t, f, s, init);
+    let marks = t.snap.marks.take().map(|r| r.list);
     *kept = b.buffered();
     let fail = b.at();
-    if let Some((key, m, _, id)) = memo {
+    if let Some((key, m, _, id)) = &memo {
         let outcome = match &r {
             Ok(end) => Some(Ok(end - start)),
             Err((ScanErr::Bad(why), good)) => Some(Err((*why, good - start, fail - start))),
@@ -2159,16 +2394,17 @@ fn decode_scan(
         let depends = fail.saturating_add(slack).saturating_sub(start);
         if let Some(outcome) = outcome
             && start.saturating_add(depends) <= c.src().len()
-            && let Some(runs) = c.src().image_runs(id, start, depends)
+            && let Some(runs) = c.src().image_runs(*id, start, depends)
             && runs.len() <= MEMO_MAX_RUNS
         {
             m.keep(
-                key,
+                *key,
                 MemoEntry {
                     runs,
                     depends,
                     outcome,
                     history: before.map(|h| std::sync::Arc::new((h, t.history.clone()))),
+                    marks: marks.unwrap_or_default().into(),
                 },
             );
         }
@@ -2176,6 +2412,36 @@ fn decode_scan(
     let at = r.map_err(|(e, good)| (e, good, fail))?;
     c.seek(at);
     Ok(())
+}
+
+/// How far into a scan at window offset `start` the mark it resumes from
+/// may lie, when its first `common` bytes repeat a kept decode's: before
+/// the first differing byte (by the slack the reader may look ahead), and,
+/// when the decode leaves a [`Trail`], before the grid points within the
+/// trail's span of there and the block-map boundaries it keeps (the decode
+/// stops at or past the first differing byte, and the trail's snapshots
+/// there must all be taken).
+fn memo_resume_limit(start: u64, common: u64, trail: Option<TrailSpec>) -> u64 {
+    let differs = start.saturating_add(common);
+    let mut limit = differs.saturating_sub(MEMO_SLACK);
+    if let Some(spec) = trail {
+        let grid = spec.grid.max(1);
+        limit = limit.min(differs.saturating_sub(spec.span.saturating_add(grid)));
+        if let Some(bs) = spec.block_map {
+            // (As `Trail::settle` takes them: a grid step before each
+            // boundary and the boundary; the latest TRAIL_STICKY kept.)
+            let points: Vec<u64> =
+                crate::carve::geometry::block_map_boundaries(bs, differs.saturating_add(grid))
+                    .flat_map(|b| [b.saturating_sub(grid), b])
+                    .filter(|g| g.is_multiple_of(grid))
+                    .collect();
+            let oldest_kept = points.len().saturating_sub(TRAIL_STICKY);
+            if let Some(&p) = points.get(oldest_kept) {
+                limit = limit.min(p);
+            }
+        }
+    }
+    limit.saturating_sub(start)
 }
 
 /// Blocks a scan decodes (what [`scan_body`] charges the budget).
@@ -2373,6 +2639,12 @@ fn scan_body(
                 if let Some(m) = mark {
                     tr.boundary(m, &t.snap.scan_ends, &t.history);
                 }
+            }
+        }
+        if t.snap.marks.as_ref().is_some_and(|r| b.at() >= r.next) && !b.marker && !b.cut {
+            let mark = Mark::here(b, t, (mcu, eobrun, rst, good));
+            if let Some(r) = t.snap.marks.as_mut() {
+                r.push(mark);
             }
         }
         for &(ci, td, ta) in &s.comps {
@@ -3487,6 +3759,161 @@ pub(crate) mod tests {
             });
             assert_eq!(memo.hits(), before);
         }
+    }
+
+    /// A copy that repeats a sequential scan only up to some byte (cut and
+    /// followed by other data, as a fragmented copy read contiguously; one
+    /// byte changed; behind other header bytes) resumes from the memo's
+    /// last usable mark and gets the verdict a decode of it gives. A trail
+    /// left by such a decode answers every split near where the decode
+    /// stopped with the snapshot a capture takes, and none below where it
+    /// resumed. Two validations of copies at once: one decodes, the other
+    /// takes its outcome.
+    #[test]
+    fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
+        use super::{
+            Damage, ScanMemo, Src, TrailSpec, validate, validate_capture_all, with_memo, with_trail,
+        };
+        use crate::carve::validators::testutil::{NO_LIMIT, Slice};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+        let f = std::fs::read(dir.join("IMG_20200124_231153.jpg")).unwrap();
+        let n = f.len();
+        assert!(f.windows(2).any(|m| m == [0xFF, 0xC0]), "a baseline file");
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let noise: Vec<u8> = (0..64 * 1024)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        let mut commented = f[..2].to_vec();
+        commented.extend_from_slice(&[0xFF, 0xFE, 0, 6, b'c', b'o', b'p', b'y']);
+        commented.extend_from_slice(&f[2..]);
+        // (variant, resumes from a mark)
+        let mut variants: Vec<(Vec<u8>, bool)> = Vec::new();
+        for p in [n * 2 / 5, n * 7 / 10, n - 5000] {
+            variants.push(([&f[..p], &noise[..]].concat(), true));
+            let mut one = f.clone();
+            one[p] ^= 0x5A;
+            variants.push((one, true));
+            let mut c = commented.clone();
+            c[p + 8] ^= 0x21;
+            variants.push((c, true));
+        }
+        // (Breaks before the first mark a trail may use.)
+        variants.push(([&f[..n / 50], &noise[..]].concat(), false));
+        // Breaking a few bytes past a mark (the picture's scan data start
+        // + k·32 KiB): inside the MCU row the decode resumes in.
+        let sos = (0..n - 1)
+            .rev()
+            .find(|&i| f[i] == 0xFF && f[i + 1] == 0xDA)
+            .unwrap();
+        let body = sos + 2 + usize::from(u16::from_be_bytes([f[sos + 2], f[sos + 3]]));
+        for (k, resumes) in [(3, false), (20, true)] {
+            let p = body + k * 32 * 1024 + 200;
+            variants.push(([&f[..p], &noise[..]].concat(), resumes));
+        }
+        let slot = (n + noise.len()).next_power_of_two();
+        let mut img = vec![0x33u8; slot * (variants.len() + 3)];
+        img[..n].copy_from_slice(&f);
+        for (i, (v, _)) in variants.iter().enumerate() {
+            img[(i + 1) * slot..(i + 1) * slot + v.len()].copy_from_slice(v);
+        }
+        let sl = Slice(&img);
+        let mut checked = 0;
+        for block_map in [None, Some(1024)] {
+            for with_a_trail in [false, true] {
+                let memo = std::sync::Arc::new(ScanMemo::default());
+                let whole = Src::new(&sl, 0, NO_LIMIT);
+                assert_eq!(with_memo(&memo, &sl, || validate(whole)), validate(whole));
+                for (i, (_, resumes)) in variants.iter().enumerate() {
+                    let at = ((i + 1) * slot) as u64;
+                    let src = Src::new(&sl, at, NO_LIMIT);
+                    let grid = 4096;
+                    let spec = TrailSpec {
+                        grid,
+                        span: 4 * grid + 64 * 1024,
+                        block_map,
+                    };
+                    let before = memo.resumes().0;
+                    let got = with_memo(&memo, &sl, || {
+                        if with_a_trail {
+                            with_trail(spec, &sl, at, || validate(src))
+                        } else {
+                            validate(src)
+                        }
+                    });
+                    let want = validate(src);
+                    let bare = got.clone().map(|v| super::Verdict { trail: None, ..v });
+                    assert_eq!(
+                        bare, want,
+                        "variant {i}, trail {with_a_trail}, {block_map:?}"
+                    );
+                    let resumed = memo.resumes().0 > before;
+                    if *resumes || !with_a_trail {
+                        assert!(resumed, "variant {i}: not resumed");
+                    } else {
+                        assert!(!resumed, "variant {i}: resumed");
+                    }
+                    let Some(trail) = got.as_ref().and_then(|v| v.trail.clone()) else {
+                        continue;
+                    };
+                    // Near the failure: every split the search places.
+                    let fail = got.as_ref().and_then(|v| v.broke_at).unwrap();
+                    let top = fail / grid * grid;
+                    let near: Vec<u64> = (0..3).filter_map(|k| top.checked_sub(k * grid)).collect();
+                    assert!(
+                        trail.0.answer(src.len(), &near).is_some(),
+                        "variant {i}: {near:?}"
+                    );
+                    // Every split it answers for near there and at the
+                    // block-map boundaries, as a capture takes it; none far
+                    // below the failure when the decode resumed past it.
+                    let bounds = crate::carve::geometry::block_map_boundaries(1024, fail)
+                        .flat_map(|b| [b, b - grid]);
+                    let near = (top.saturating_sub(24 * grid)..=top + grid).step_by(grid as usize);
+                    let low = [grid, 2 * grid, (n as u64 / 20) / grid * grid];
+                    for p in near.chain(bounds).chain(low) {
+                        let Some(mut one) = trail.0.answer(src.len(), &[p]) else {
+                            continue;
+                        };
+                        assert!(
+                            !(*resumes && low.contains(&p)),
+                            "variant {i}: split {p} answered"
+                        );
+                        let capture = validate_capture_all(src, &mut Damage::default(), &[p]).1;
+                        assert_eq!(
+                            one.pop(),
+                            capture.into_iter().next(),
+                            "variant {i}, split {p}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked >= 100, "{checked} snapshots compared");
+        // Two copies validated at once: one decode.
+        let memo = std::sync::Arc::new(ScanMemo::default());
+        let copy_at = ((variants.len() + 1) * slot) as u64;
+        img[copy_at as usize..copy_at as usize + commented.len()].copy_from_slice(&commented);
+        let sl = Slice(&img);
+        let verdicts: Vec<_> = std::thread::scope(|sc| {
+            [0, copy_at]
+                .map(|at| {
+                    let (memo, sl) = (&memo, &sl);
+                    sc.spawn(move || with_memo(memo, sl, || validate(Src::new(sl, at, NO_LIMIT))))
+                })
+                .map(|h| h.join().unwrap())
+                .to_vec()
+        });
+        for (v, at) in verdicts.iter().zip([0, copy_at]) {
+            assert_eq!(*v, validate(Src::new(&sl, at, NO_LIMIT)));
+        }
+        // (The picture's one scan: decoded once.)
+        assert_eq!(memo.hits().0, 1, "{:?}", memo.hits());
     }
 
     /// C source of a small libjpeg encoder used by [`libjpeg_variants`].

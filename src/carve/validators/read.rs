@@ -130,8 +130,22 @@ impl<'a> Src<'a> {
         runs: &[(u64, u64)],
         len: u64,
     ) -> bool {
-        if !self.has(off, len) || runs.iter().map(|r| r.1).sum::<u64>() != len {
-            return false;
+        self.common_prefix_runs(off, image, runs, len) == len
+    }
+
+    /// How many of the `len` bytes at window offset `off`, from the first
+    /// on, lie in the window and equal the bytes of `image` along `runs`
+    /// (`len` bytes in all; 0 when the runs add up to another length): `len`
+    /// when every one does. A byte that cannot be read counts as different.
+    pub fn common_prefix_runs(
+        &self,
+        off: u64,
+        image: &dyn ByteReader,
+        runs: &[(u64, u64)],
+        len: u64,
+    ) -> u64 {
+        if runs.iter().map(|r| r.1).sum::<u64>() != len {
+            return 0;
         }
         let (mut a, mut b) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
         let mut done = 0u64;
@@ -140,17 +154,22 @@ impl<'a> Src<'a> {
             while k < n {
                 let m = usize::try_from(n - k).map_or(CHUNK, |r| r.min(CHUNK));
                 let (x, y) = (&mut a[..m], &mut b[..m]);
-                if !self.read_exact(off + done, x)
-                    || at.checked_add(k).is_none_or(|o| image.read_at(o, y) != m)
-                    || x != y
-                {
-                    return false;
+                let got_x = self.read(off.saturating_add(done), x);
+                let got_y = at.checked_add(k).map_or(0, |o| image.read_at(o, y));
+                let got = got_x.min(got_y).min(m);
+                let same = if x[..got] == y[..got] {
+                    got
+                } else {
+                    x.iter().zip(y.iter()).take_while(|(p, q)| p == q).count()
+                };
+                done += same as u64;
+                if same < m {
+                    return done;
                 }
                 k += m as u64;
-                done += m as u64;
             }
         }
-        true
+        done
     }
 
     /// True when the window is empty.
