@@ -208,12 +208,12 @@ pub struct Trail {
     pending: Option<(usize, usize, u64)>,
     /// The history the decode ended with.
     history: History,
-    /// False when a scan was not decoded here (a memo's answer) or a second
-    /// frame began: the trail then answers nothing.
+    /// False when a second frame began, or a scan's failure was a memo's
+    /// answer: the trail then answers nothing.
     valid: bool,
-    /// Where the decode last resumed from a memo's mark ([`Trail::resumed_at`]):
-    /// the boundaries before it were not seen here, so no split below it is
-    /// answered.
+    /// Where the decode last went on after a memo's answer or from a memo's
+    /// mark ([`Trail::resumed_at`]): the boundaries before it were not seen
+    /// here, so no split below it is answered.
     floor: u64,
 }
 
@@ -278,10 +278,11 @@ impl Trail {
         }
     }
 
-    /// The decode goes on from window offset `at`, a [`ScanMemo`] mark, not
-    /// having decoded the MCUs since its last boundary: those grid points
-    /// and block-map boundaries get no snapshot here (a split below `at` is
-    /// not answered), and the ones from `at` on are settled as before.
+    /// The decode goes on from window offset `at` (a [`ScanMemo`] mark, or
+    /// the end of a scan the memo answered), not having decoded the MCUs
+    /// since its last boundary: those grid points and block-map boundaries
+    /// get no snapshot here (a split below `at` is not answered), and the
+    /// ones from `at` on are settled as before.
     fn resumed_at(&mut self, at: u64) {
         self.floor = self.floor.max(at);
         self.tail = None;
@@ -421,15 +422,16 @@ impl Trail {
     }
 
     fn get(&self, w: u64) -> Option<Option<Snap>> {
-        if w < self.floor {
-            return None;
-        }
-        // (No boundary at all: no split has a snapshot.)
+        // (No boundary before `w`: no snapshot, unless the decode skipped
+        // scans or MCUs before it, whose boundaries were not seen here.)
         let Some(first) = self.first else {
-            return Some(None);
+            return (self.floor == 0).then_some(None);
         };
         if w < first {
-            return Some(None);
+            return (self.floor == 0 || first < self.floor).then_some(None);
+        }
+        if w < self.floor {
+            return None;
         }
         if !w.is_multiple_of(self.spec.grid) {
             return None;
@@ -2311,8 +2313,12 @@ fn decode_scan(
         match found {
             Lookup::Whole(e) => {
                 if let Some(tr) = t.snap.trail.as_mut() {
-                    // (Not decoded here: no snapshots.)
-                    tr.valid = false;
+                    // (Not decoded here: no snapshots in this scan. A
+                    // failure here leaves none near it.)
+                    match e.outcome {
+                        Ok(end) => tr.resumed_at(start + end),
+                        Err(_) => tr.valid = false,
+                    }
                 }
                 t.budget -= blocks;
                 if let Some(h) = &e.history {
@@ -3895,6 +3901,61 @@ pub(crate) mod tests {
             }
         }
         assert!(checked >= 100, "{checked} snapshots compared");
+        // A progressive copy broken in a later scan: the scans before it are
+        // the memo's answers, and the trail still answers near the failure.
+        let p = std::fs::read(dir.join("IMG_1054.jpg")).unwrap();
+        let pn = p.len();
+        let pslot = (pn + noise.len()).next_power_of_two();
+        let cuts = [pn / 2, pn * 3 / 5, pn * 7 / 10, pn * 4 / 5, pn * 9 / 10];
+        let mut pimg = vec![0x33u8; pslot * (cuts.len() + 1)];
+        pimg[..pn].copy_from_slice(&p);
+        for (i, &cut) in cuts.iter().enumerate() {
+            let v = [&p[..cut], &noise[..]].concat();
+            pimg[(i + 1) * pslot..(i + 1) * pslot + v.len()].copy_from_slice(&v);
+        }
+        let psl = Slice(&pimg);
+        let memo = std::sync::Arc::new(ScanMemo::default());
+        let whole = Src::new(&psl, 0, NO_LIMIT);
+        assert_eq!(with_memo(&memo, &psl, || validate(whole)), validate(whole));
+        let (mut answered, mut compared) = (0, 0);
+        for i in 0..cuts.len() {
+            let at = ((i + 1) * pslot) as u64;
+            let src = Src::new(&psl, at, NO_LIMIT);
+            let grid = 4096;
+            let spec = TrailSpec {
+                grid,
+                span: 4 * grid + 64 * 1024,
+                block_map: None,
+            };
+            let before = memo.hits().0;
+            let got = with_memo(&memo, &psl, || with_trail(spec, &psl, at, || validate(src)));
+            assert!(memo.hits().0 > before, "cut {i}: no scan answered");
+            let bare = got.clone().map(|v| super::Verdict { trail: None, ..v });
+            assert_eq!(bare, validate(src), "progressive cut {i}");
+            let Some(v) = got else { continue };
+            let (Some(trail), Some(fail)) = (v.trail, v.broke_at) else {
+                continue;
+            };
+            let top = fail / grid * grid;
+            let near: Vec<u64> = (0..3).filter_map(|k| top.checked_sub(k * grid)).collect();
+            answered += usize::from(trail.0.answer(src.len(), &near).is_some());
+            for w in (top.saturating_sub(24 * grid)..=top + grid).step_by(grid as usize) {
+                let Some(mut one) = trail.0.answer(src.len(), &[w]) else {
+                    continue;
+                };
+                let capture = validate_capture_all(src, &mut Damage::default(), &[w]).1;
+                assert_eq!(
+                    one.pop(),
+                    capture.into_iter().next(),
+                    "progressive cut {i}, split {w}"
+                );
+                compared += 1;
+            }
+        }
+        assert!(
+            answered >= 3 && compared >= 20,
+            "{answered} answered, {compared} compared"
+        );
         // Two copies validated at once: one decode.
         let memo = std::sync::Arc::new(ScanMemo::default());
         let copy_at = ((variants.len() + 1) * slot) as u64;
