@@ -369,7 +369,7 @@ pub fn carve_scoped(
                 workers,
                 known: &known,
                 geo,
-                memo: Default::default(),
+                memo: known.scan_memo.clone(),
             };
             stage::run(&cx, rx, vtx)
         });

@@ -41,6 +41,60 @@ const CROSS_FLOOR: (u64, u64) = (32 << 10, 8 << 20);
 /// Bytes of a candidate second fragment examined by [`entropy_like`].
 const LOOK: u64 = 4096;
 
+/// What a decode of a candidate join gave, kept for the other searches of
+/// the carving ([`KnownJpegs`]): a pure function of the join's runs, the
+/// snapshot it resumed from (which the head's bytes decide), whether it is
+/// charged as a whole decode and the trail asked for. Only decodes of at
+/// least [`CHECK_MEMO_MIN`] bytes are kept; at most [`CHECK_MEMO_ENTRIES`]
+/// of them and [`CHECK_MEMO_BYTES`] of trails (forgotten all at once).
+#[derive(Debug, Default)]
+pub struct CheckMemo {
+    map: HashMap<CheckKey, CheckOutcome>,
+    /// Bytes of the trails held.
+    held: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct CheckKey {
+    runs: [(u64, u64); MAX_RUNS],
+    n: usize,
+    len: u64,
+    resume: Option<(u64, u64)>,
+    whole: bool,
+    trail: Option<vj::TrailSpec>,
+}
+
+/// The verdict, the damage and the bytes charged.
+type CheckOutcome = (Option<Verdict>, Damage, u64);
+
+/// Least bytes decoded for a check to be kept.
+const CHECK_MEMO_MIN: u64 = 16 << 10;
+const CHECK_MEMO_ENTRIES: usize = 4096;
+const CHECK_MEMO_BYTES: u64 = 64 << 20;
+
+impl CheckMemo {
+    fn get(&self, k: &CheckKey) -> Option<CheckOutcome> {
+        self.map.get(k).cloned()
+    }
+
+    fn keep(&mut self, k: CheckKey, o: CheckOutcome) {
+        let bytes =
+            o.0.as_ref()
+                .and_then(|v| v.trail.as_ref())
+                .map_or(0, |t| t.0.bytes());
+        if self.map.len() >= CHECK_MEMO_ENTRIES
+            || self.held.saturating_add(bytes) > CHECK_MEMO_BYTES
+        {
+            self.map.clear();
+            self.held = 0;
+        }
+        if bytes <= CHECK_MEMO_BYTES / 4 {
+            self.held += bytes;
+            self.map.insert(k, o);
+        }
+    }
+}
+
 /// The validator over `j`, with where it broke. With a snapshot of the
 /// head taken for `j`'s split, the bytes before the split are not decoded
 /// again. Charges the budget the bytes the validator got through (the
@@ -87,9 +141,34 @@ fn check_charged(
         Some(sn) if !whole => sn.at(),
         _ => 0,
     };
+    // Decoded before by a search of this carving: that outcome, charged
+    // the same.
+    let memo = b.claims.known.clone();
+    let key = CheckKey {
+        runs: j.at,
+        n: j.n,
+        len: j.len,
+        resume: resume.map(|sn| (sn.split(), sn.at())),
+        whole,
+        trail,
+    };
+    if let Some(m) = &memo
+        && let Some((v, d, used)) = m.checks.lock().unwrap_or_else(|e| e.into_inner()).get(&key)
+    {
+        if !b.bytes(used.max(1)) {
+            return None;
+        }
+        return Some((v?, d));
+    }
     let v = match (trail, resume) {
         (Some(spec), _) => {
-            let (v, t) = vj::validate_trail(src, &mut d, resume, spec);
+            // (A proof or a head decoded whole: under the carving's memo of
+            // scans, which a copy of the picture decoded before answers.)
+            let mut validate = || vj::validate_trail(src, &mut d, resume, spec);
+            let (v, t) = match &memo {
+                Some(m) => vj::with_memo(&m.scan_memo, j.r, validate),
+                None => validate(),
+            };
             v.map(|mut v| {
                 v.trail = t.map(|t| crate::carve::validators::TrailRef(std::sync::Arc::new(t)));
                 v
@@ -104,6 +183,14 @@ fn check_charged(
         .max(d.fail_at)
         .min(j.len)
         .saturating_sub(from);
+    if let Some(m) = &memo
+        && used >= CHECK_MEMO_MIN
+    {
+        m.checks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keep(key, (v.clone(), d, used));
+    }
     if !b.bytes(used.max(1)) {
         return None;
     }

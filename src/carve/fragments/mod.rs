@@ -1117,6 +1117,16 @@ pub struct KnownJpegs {
     /// a function of the image's bytes there, so who computed it does not
     /// matter). At most `MAX_CLAIMS * 4`; the carver forgets those behind it.
     entropy: std::sync::Mutex<std::collections::BTreeMap<(u64, u64), bool>>,
+    /// The JPEG searches' costlier decodes of candidate joins
+    /// ([`jpeg::CheckMemo`]), shared like the prefilter's verdicts: a search
+    /// the carver runs again (its answer run ahead was not usable) or one
+    /// whose window another search covered does not decode them again.
+    pub(super) checks: std::sync::Mutex<jpeg::CheckMemo>,
+    /// The JPEG scans decoded in this carving
+    /// ([`crate::carve::validators::jpeg::ScanMemo`]): the validation
+    /// stage's, and the searches' proofs of joins, which a copy of a picture
+    /// validated before answers.
+    pub scan_memo: Arc<crate::carve::validators::jpeg::ScanMemo>,
     stage: std::sync::Mutex<Stage>,
     moved: std::sync::Condvar,
     /// Waits that found the stage behind, and their nanoseconds (for the

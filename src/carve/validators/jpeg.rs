@@ -158,7 +158,7 @@ pub fn with_trail<R>(
 /// the ext2/3 block-map boundaries of blocks of `block_map` bytes (and a
 /// grid step before each): the splits the fragment search places, by where
 /// the decode failed, and the boundaries it moves back by one cluster.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TrailSpec {
     pub grid: u64,
     pub span: u64,
@@ -231,7 +231,7 @@ impl Drop for Trail {
 
 impl Trail {
     /// About the bytes it holds.
-    fn bytes(&self) -> u64 {
+    pub fn bytes(&self) -> u64 {
         let history = |h: &History| h.iter().flatten().map(|c| c.len() as u64 * 8).sum::<u64>();
         let snaps =
             (self.ring.len() + self.sticky.len() + 1) as u64 * std::mem::size_of::<Snap>() as u64;
@@ -1993,6 +1993,15 @@ pub struct ScanMemo {
     resumed_bytes: std::sync::atomic::AtomicU64,
 }
 
+impl std::fmt::Debug for ScanMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScanMemo")
+            .field("hits", &self.hits())
+            .field("resumes", &self.resumes())
+            .finish()
+    }
+}
+
 #[derive(Default)]
 struct MemoState {
     map: MemoMap,
@@ -2167,17 +2176,18 @@ impl ScanMemo {
 
     /// What the memo knows of the scan at window offset `start` (with the
     /// history before it): a kept outcome whose bytes (and history) it
-    /// repeats, or else the marks up to the last one at most
-    /// `usable(common)` bytes into the scan, `common` being how many of
-    /// its first bytes repeat a kept decode's. Waits while another thread
-    /// decodes a scan with the same key; the claim returned is this
-    /// thread's (held while it decodes, so that others wait for it).
+    /// repeats (a failure only when no `trail` is being left), or else the
+    /// marks up to the last one at most `usable(common)` bytes into the
+    /// scan, `common` being how many of its first bytes repeat a kept
+    /// decode's. With `claim`, waits while another thread decodes a scan
+    /// with the same key, and returns this thread's claim (held while it
+    /// decodes, so that others wait for it).
     fn lookup(
         &self,
         key: &MemoKey,
         (src, image, id): (&Src, &dyn super::ByteReader, usize),
-        start: u64,
-        history: &History,
+        (start, history): (u64, &History),
+        (claim, trail): (bool, bool),
         usable: impl Fn(u64) -> u64,
     ) -> (Lookup, Option<Claim<'_>>) {
         // (Where this scan starts in the image: not answered by itself.)
@@ -2190,7 +2200,7 @@ impl ScanMemo {
         let t0 = std::time::Instant::now();
         let (found, claimed) = {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            while st.pending.contains(key) {
+            while claim && st.pending.contains(key) {
                 let Some(left) = MAX_CLAIM_WAIT.checked_sub(t0.elapsed()) else {
                     break;
                 };
@@ -2199,7 +2209,7 @@ impl ScanMemo {
                     Err(e) => e.into_inner().0,
                 };
             }
-            let claimed = st.pending.insert(*key);
+            let claimed = claim && st.pending.insert(*key);
             (st.map.get(key).cloned().unwrap_or_default(), claimed)
         };
         let claim = claimed.then(|| Claim {
@@ -2217,7 +2227,12 @@ impl ScanMemo {
                 continue;
             }
             let common = src.common_prefix_runs(start, image, &e.runs, e.depends);
-            if common == e.depends && e.runs.first().is_some_and(|r| r.0 != at) {
+            // (A failure answered whole leaves a trail nothing near it: with
+            // one asked for, the decode resumes from a mark before it.)
+            if common == e.depends
+                && e.runs.first().is_some_and(|r| r.0 != at)
+                && (e.outcome.is_ok() || !trail)
+            {
                 use std::sync::atomic::Ordering::Relaxed;
                 self.hits.fetch_add(1, Relaxed);
                 self.hit_bytes.fetch_add(e.depends, Relaxed);
@@ -2286,19 +2301,31 @@ fn decode_scan(
     // A scan decoded before in this carving (same parameters, same bytes):
     // its outcome, charged as a decode; or (a sequential scan whose bytes
     // repeat only up to some point) the last of its marks before there.
+    // A decode resumed from a snapshot (a fragment search's) asks too, for
+    // a sequential scan: the scan's outcome does not depend on where its
+    // decode resumed, and a mark past the snapshot is nearer the end.
     let progressive = f.kind == FrameKind::Progressive;
+    let sequential = f.kind == FrameKind::Sequential;
     let blocks = scan_blocks(f, s);
-    let memo = (resume.is_none()
-        && t.snap.wants.is_empty()
-        && (progressive || f.kind == FrameKind::Sequential))
-        .then(|| MEMO.with(|m| m.borrow().clone()))
-        .flatten()
-        .filter(|_| t.budget >= blocks)
-        .and_then(|(m, id)| {
-            // The image's reader, or a view of it (a file system's layout).
-            let image = c.src().image_reader(id)?;
-            Some((ScanMemo::key(&c.src(), start, t, f, s)?, m, image, id))
-        });
+    let fresh = resume.is_none();
+    let memo = (t.snap.wants.is_empty()
+        && if fresh {
+            (progressive || sequential) && t.budget >= blocks
+        } else {
+            sequential
+        })
+    .then(|| MEMO.with(|m| m.borrow().clone()))
+    .flatten()
+    .and_then(|(m, id)| {
+        // The image's reader, or a view of it (a file system's layout).
+        let image = c.src().image_reader(id)?;
+        Some((ScanMemo::key(&c.src(), start, t, f, s)?, m, image, id))
+    });
+    // (The scan's blocks: charged at its start, or in the snapshot's budget.)
+    let charge = |t: &mut Tables| match &resume {
+        Some(r) => t.budget = r.m.budget,
+        None => t.budget -= blocks,
+    };
     let mut from = None;
     let mut _claim = None;
     if let Some((key, m, image, id)) = &memo {
@@ -2309,7 +2336,13 @@ fn decode_scan(
             .filter(|tr| tr.valid)
             .map(|tr| tr.spec);
         let usable = |common: u64| memo_resume_limit(start, common, trail);
-        let (found, claim) = m.lookup(key, (&c.src(), *image, *id), start, &t.history, usable);
+        let (found, claim) = m.lookup(
+            key,
+            (&c.src(), *image, *id),
+            (start, &t.history),
+            (fresh, trail.is_some()),
+            usable,
+        );
         match found {
             Lookup::Whole(e) => {
                 if let Some(tr) = t.snap.trail.as_mut() {
@@ -2320,7 +2353,7 @@ fn decode_scan(
                         Err(_) => tr.valid = false,
                     }
                 }
-                t.budget -= blocks;
+                charge(t);
                 if let Some(h) = &e.history {
                     t.history.clone_from(&h.1);
                 }
@@ -2332,13 +2365,20 @@ fn decode_scan(
                     Err((why, good, fail)) => Err((ScanErr::Bad(why), start + good, start + fail)),
                 };
             }
-            Lookup::From(marks) => from = Some(marks),
-            Lookup::Miss => {}
+            // (A snapshot at or past the mark: resumed from there.)
+            Lookup::From(marks)
+                if resume
+                    .as_ref()
+                    .is_none_or(|r| marks.last().is_some_and(|m| start + m.at > r.m.at)) =>
+            {
+                from = Some(marks);
+            }
+            Lookup::From(_) | Lookup::Miss => {}
         }
         _claim = claim;
     }
     let mut b = match (&resume, from.as_ref().and_then(|m| m.last())) {
-        (Some(r), _) => {
+        (Some(r), None) => {
             // (A resumed decode is often a probe of a few KiB past a split:
             // its first read is small, and pieces double from there.)
             let first = Buffered {
@@ -2354,9 +2394,9 @@ fn decode_scan(
             t.budget = r.m.budget;
             b
         }
-        (None, Some(m)) => {
+        (_, Some(m)) => {
             // A memo's mark: the state a decode of the same bytes had there
-            // (the scan's blocks charged as at its start).
+            // (a sequential scan: no history).
             let at = start + m.at;
             let first = Buffered {
                 off: at,
@@ -2367,7 +2407,7 @@ fn decode_scan(
             b.acc = m.acc;
             b.n = m.n;
             b.pad = m.pad;
-            t.budget -= blocks;
+            charge(t);
             if let Some(tr) = t.snap.trail.as_mut() {
                 tr.resumed_at(at);
             }
@@ -2376,19 +2416,21 @@ fn decode_scan(
         (None, None) => Bits::new(c.src(), start, buf, *kept),
     };
     let init = match (&resume, from.as_ref().and_then(|m| m.last())) {
-        (Some(r), _) => Some((r.m.mcu, r.m.eobrun, r.m.rst, r.m.good)),
-        (None, Some(m)) => Some((m.mcu, m.eobrun, m.rst, start + m.good)),
+        (_, Some(m)) => Some((m.mcu, m.eobrun, m.rst, start + m.good)),
+        (Some(r), None) => Some((r.m.mcu, r.m.eobrun, r.m.rst, r.m.good)),
         (None, None) => None,
     };
-    let before = (memo.is_some() && progressive).then(|| t.history.clone());
-    if memo.is_some() && !progressive {
+    // (Outcomes and marks are kept from decodes of the whole scan.)
+    let keeps = memo.as_ref().filter(|_| fresh);
+    let before = (keeps.is_some() && progressive).then(|| t.history.clone());
+    if keeps.is_some() && !progressive {
         t.snap.marks = Some(MarkRec::new(start, from.unwrap_or_default()));
     }
     let r = scan_body_best(&mut b, start, t, f, s, init);
     let marks = t.snap.marks.take().map(|r| r.list);
     *kept = b.buffered();
     let fail = b.at();
-    if let Some((key, m, _, id)) = &memo {
+    if let Some((key, m, _, id)) = keeps {
         let outcome = match &r {
             Ok(end) => Some(Ok(end - start)),
             Err((ScanErr::Bad(why), good)) => Some(Err((*why, good - start, fail - start))),
@@ -3778,7 +3820,8 @@ pub(crate) mod tests {
     #[test]
     fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
         use super::{
-            Damage, ScanMemo, Src, TrailSpec, validate, validate_capture_all, with_memo, with_trail,
+            Damage, ScanMemo, Src, TrailSpec, validate, validate_capture, validate_capture_all,
+            validate_resume, with_memo, with_trail,
         };
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
@@ -3901,6 +3944,27 @@ pub(crate) mod tests {
             }
         }
         assert!(checked >= 100, "{checked} snapshots compared");
+        // A decode resumed from a snapshot (a fragment search's) asks the
+        // memo too: the verdict of a decode, and a copy repeating the kept
+        // scan past the snapshot is answered or resumed further on.
+        let memo = std::sync::Arc::new(ScanMemo::default());
+        let whole = Src::new(&sl, 0, NO_LIMIT);
+        assert_eq!(with_memo(&memo, &sl, || validate(whole)), validate(whole));
+        let mut jumped = 0;
+        for (i, _) in variants.iter().enumerate() {
+            let at = ((i + 1) * slot) as u64;
+            let src = Src::new(&sl, at, NO_LIMIT);
+            let Some(snap) = validate_capture(src, &mut Damage::default(), n as u64 / 8).1 else {
+                continue;
+            };
+            let (mut d0, mut d1) = (Damage::default(), Damage::default());
+            let plain = validate_resume(src, &mut d0, &snap);
+            let seen = memo.hits().0 + memo.resumes().0;
+            let memoised = with_memo(&memo, &sl, || validate_resume(src, &mut d1, &snap));
+            assert_eq!((memoised, d1), (plain, d0), "resumed variant {i}");
+            jumped += usize::from(memo.hits().0 + memo.resumes().0 > seen);
+        }
+        assert!(jumped >= 8, "{jumped} resumed decodes answered or moved on");
         // A progressive copy broken in a later scan: the scans before it are
         // the memo's answers, and the trail still answers near the failure.
         let p = std::fs::read(dir.join("IMG_1054.jpg")).unwrap();
