@@ -565,3 +565,47 @@ fn jpeg_in_three_fragments_recovered_exactly() {
         }
     }
 }
+
+/// A join proven over a copy of a picture the carving has decoded before
+/// (the validation stage's decode, kept in the shared scan memo) is taken
+/// from the memo, not decoded again, and is the join a search without it
+/// finds; a second search of the same file (as when the carver runs again
+/// a search run ahead) finds the same.
+#[test]
+fn a_join_over_a_known_copy_is_proven_from_the_memo() {
+    use gpucarve::carve::fragments::KnownJpegs;
+    use gpucarve::carve::validators::jpeg::with_memo;
+    let j = sample_jpeg("IMG_20200124_231153.jpg");
+    let split = 1500 * CL as usize;
+    let whole_at = 8 * CL;
+    let a = (whole_at + j.len() as u64).next_multiple_of(CL) + 64 * CL;
+    let b = a + split as u64 + 40 * CL;
+    let len = (b as usize + j.len() - split + 64 * CL as usize).next_power_of_two();
+    let img = image(len, &[(whole_at, &j), (a, &j[..split]), (b, &j[split..])]);
+    let lim = Limits { max_len: 16 << 20 };
+    let v = validate("jpeg", &img, a, lim).unwrap();
+    assert_eq!(v.status, Status::Partial);
+    let search = |known: Option<std::sync::Arc<KnownJpegs>>| {
+        let mut f = Fragments::new(Some(CL));
+        if let Some(k) = known {
+            f.share_jpegs(k);
+        }
+        f.after_validate("jpeg", &img, a, lim.max_len, Some(v.clone()))
+    };
+    let plain = search(None);
+    assert_eq!(
+        plain.1,
+        Some(vec![(a, split as u64), (b, (j.len() - split) as u64)])
+    );
+    let known = std::sync::Arc::new(KnownJpegs::default());
+    // The stage's validation of the whole copy, under the carving's memo.
+    let whole = with_memo(&known.scan_memo, &img, || {
+        validate("jpeg", &img, whole_at, lim)
+    });
+    assert_eq!(whole.unwrap().status, Status::Complete);
+    let before = known.scan_memo.hits().0 + known.scan_memo.resumes().0;
+    assert_eq!(search(Some(known.clone())), plain);
+    let after = known.scan_memo.hits().0 + known.scan_memo.resumes().0;
+    assert!(after > before, "the join's proof was decoded again");
+    assert_eq!(search(Some(known)), plain);
+}
