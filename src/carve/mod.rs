@@ -37,8 +37,10 @@
 //! a cluster is memoised, so overlapping searches do not re-read the image;
 //! all the searches of one carving share one budget, linear in the image
 //! ([`fragments::image_budget`]). A JPEG scan already decoded in the
-//! carving (a copy of the same picture) is not decoded again
-//! ([`validators::jpeg::ScanMemo`]: its bytes are compared instead).
+//! carving (a copy of the same picture) is not decoded again, and one that
+//! repeats it only in part is decoded from where they differ
+//! ([`validators::jpeg::ScanMemo`]: its bytes are compared instead; the
+//! validation stage and the searches' proofs of joins share it).
 //! What is *not* yet a small constant: a validator that walks a long valid
 //! structure which many later headers also start inside (nested thumbnails)
 //! reads it once per header. `tests/carve_e2e.rs` holds dense-header images
