@@ -1968,7 +1968,7 @@ pub const MAX_BLOCKS: u64 = 1 << 28;
 /// A copy that repeats a sequential scan only up to some byte (a copy the
 /// image holds in fragments, read contiguously; a copy cut short) is not
 /// decoded from its start either: a decode leaves marks of its state every
-/// 32 KiB or so ([`Mark`], as a fragment search's snapshots), and the copy
+/// 32 KiB or so (`Mark`, as a fragment search's snapshots), and the copy
 /// resumes from the last mark its bytes repeat to (far enough before the
 /// first differing byte that a [`Trail`] being left still gets every
 /// snapshot near where the decode stops; below the mark the trail answers
