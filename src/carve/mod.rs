@@ -343,7 +343,7 @@ pub fn carve_scoped(
                 .position(|n| crate::pattern::Pattern::literal(n).as_ref() == Some(p))
         })
         .collect();
-    let mut enabled = [false; 2];
+    let mut enabled = [false; fragments::NEEDLES.len()];
     for k in needle_of.iter().flatten() {
         enabled[*k] = true;
     }
@@ -354,6 +354,7 @@ pub fn carve_scoped(
     let geo = &geo;
     let result = std::thread::scope(|s| {
         let known_by_stage = known.clone();
+        let needles_by_stage = needles.clone();
         let stage = s.spawn(move || {
             let known = known_by_stage;
             // However the stage ends (a panic included), no search waits for it.
@@ -372,6 +373,7 @@ pub fn carve_scoped(
                 known: &known,
                 geo,
                 memo: known.scan_memo.clone(),
+                needles: needles_by_stage,
             };
             stage::run(&cx, rx, vtx)
         });

@@ -68,6 +68,8 @@ pub(super) struct Context<'a> {
     pub geo: &'a geometry::Geometry,
     /// JPEG scans already decoded in this carving.
     pub memo: std::sync::Arc<validators::jpeg::ScanMemo>,
+    /// The scan's log of signature positions (the PDF validator's markers).
+    pub needles: std::sync::Arc<fragments::ScanNeedles>,
 }
 
 /// Runs the stage until the scan's batches end or the carver stops taking
@@ -232,16 +234,19 @@ fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     // The memo answers scans of this image's bytes: those of the header's
     // own validation, and of the file system's layout of the file (a view
     // of the image's bytes).
-    let verdict = validators::jpeg::with_memo(&cx.memo, &cx.bytes, || {
-        let verdict = validators::jpeg::with_trail(trail, &cx.bytes, start, || {
-            validators::validate(v, &cx.bytes, start, Limits { max_len })
-        });
-        // (The contiguous verdict: what a fragment search's own validation
-        // of this header would give.)
-        if v == "jpeg" {
-            cx.known.note(start, max_len, verdict.as_ref());
-        }
-        with_fs_layout(v, &cx.bytes, cx.geo, start, max_len, verdict)
+    let log = cx.needles.clone();
+    let verdict = validators::read::with_signature_log(log, &cx.bytes, || {
+        validators::jpeg::with_memo(&cx.memo, &cx.bytes, || {
+            let verdict = validators::jpeg::with_trail(trail, &cx.bytes, start, || {
+                validators::validate(v, &cx.bytes, start, Limits { max_len })
+            });
+            // (The contiguous verdict: what a fragment search's own validation
+            // of this header would give.)
+            if v == "jpeg" {
+                cx.known.note(start, max_len, verdict.as_ref());
+            }
+            with_fs_layout(v, &cx.bytes, cx.geo, start, max_len, verdict)
+        })
     });
     (i, verdict, v, t0.elapsed().as_secs_f64())
 }

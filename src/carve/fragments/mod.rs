@@ -225,9 +225,11 @@ pub struct Claims {
     log_asks: bool,
 }
 
-/// The signatures the searches index (`PosIndex`): the JPEG SOI and the
-/// ZIP end-of-central-directory record.
-pub const NEEDLES: [&[u8]; 2] = [&[0xFF, 0xD8, 0xFF], b"PK\x05\x06"];
+/// The signatures the scan's positions are logged of ([`ScanNeedles`]): the
+/// JPEG SOI and the ZIP end-of-central-directory record, which the searches
+/// index (`PosIndex`), and the PDF end and start markers, which the PDF
+/// validator looks for ahead ([`crate::carve::validators::read::SignatureLog`]).
+pub const NEEDLES: [&[u8]; 4] = [&[0xFF, 0xD8, 0xFF], b"PK\x05\x06", b"%%EOF", b"%PDF-"];
 
 /// Most positions kept per signature by [`ScanNeedles`] (the lowest go
 /// first; searches below what is kept read the image themselves).
@@ -251,15 +253,15 @@ struct NeedleState {
     /// logged (above `kept_from`).
     lo: u64,
     through: u64,
-    enabled: [bool; 2],
-    at: [std::collections::BTreeSet<u64>; 2],
-    kept_from: [u64; 2],
+    enabled: [bool; NEEDLES.len()],
+    at: [std::collections::BTreeSet<u64>; NEEDLES.len()],
+    kept_from: [u64; NEEDLES.len()],
 }
 
 impl ScanNeedles {
     /// A log for a scan starting at `lo`; `enabled[k]`: some pattern of the
     /// scan is exactly `NEEDLES[k]`.
-    pub fn new(lo: u64, enabled: [bool; 2]) -> Self {
+    pub fn new(lo: u64, enabled: [bool; NEEDLES.len()]) -> Self {
         ScanNeedles {
             state: std::sync::Mutex::new(NeedleState {
                 lo,
@@ -295,6 +297,30 @@ impl ScanNeedles {
         let complete =
             st.enabled[k] && st.lo <= from && st.kept_from[k] <= from && to <= st.through;
         complete.then(|| st.at[k].range(from..to).copied().collect())
+    }
+}
+
+impl crate::carve::validators::read::SignatureLog for ScanNeedles {
+    fn logged_through(&self, sig: &[u8], from: u64) -> Option<u64> {
+        let k = NEEDLES.iter().position(|n| *n == sig)?;
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        (st.enabled[k] && st.lo <= from && st.kept_from[k] <= from).then_some(st.through)
+    }
+    fn first_in(&self, sig: &[u8], from: u64, below: u64) -> Option<u64> {
+        let k = NEEDLES
+            .iter()
+            .position(|n| *n == sig)
+            .filter(|_| from < below)?;
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.at[k].range(from..below).next().copied()
+    }
+    fn last_in(&self, sig: &[u8], from: u64, below: u64) -> Option<u64> {
+        let k = NEEDLES
+            .iter()
+            .position(|n| *n == sig)
+            .filter(|_| from < below)?;
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.at[k].range(from..below).next_back().copied()
     }
 }
 
@@ -2259,7 +2285,7 @@ mod tests {
                 .map(|p| (k, p as u64))
                 .collect()
         };
-        let log = ScanNeedles::new(0, [true, true]);
+        let log = ScanNeedles::new(0, [true, true, false, false]);
         let mut all = brute(NEEDLES[0]);
         all.extend(brute(NEEDLES[1]));
         log.record(&all, img.len() as u64);
@@ -2285,7 +2311,7 @@ mod tests {
             }
         }
         // Not reached by the scan yet, before its start, or dropped: no answer.
-        let part = ScanNeedles::new(4096, [true, false]);
+        let part = ScanNeedles::new(4096, [true, false, false, false]);
         part.record(&brute(NEEDLES[0]), 1 << 20);
         assert!(part.positions(NEEDLES[0], 4096, 1 << 20).is_some());
         assert!(part.positions(NEEDLES[0], 4096, (1 << 20) + 1).is_none());

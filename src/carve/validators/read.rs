@@ -24,6 +24,46 @@ pub const CHUNK: usize = 64 * 1024;
 /// First read of a [`Cursor`].
 const FIRST_READ: usize = 4096;
 
+/// Where the scan found some signatures, as it goes: every occurrence of a
+/// logged signature that starts at or after `from` and below the log's
+/// frontier is in it. A validator's forward search for such a signature
+/// ([`Src::find_with_last`]) asks it instead of reading the image there.
+pub trait SignatureLog: Send + Sync {
+    /// The frontier: every occurrence of `sig` starting in `[from, t)` is
+    /// logged; `None` when `sig` is not logged from `from` on.
+    fn logged_through(&self, sig: &[u8], from: u64) -> Option<u64>;
+    /// The first logged start of `sig` in `[from, below)`.
+    fn first_in(&self, sig: &[u8], from: u64, below: u64) -> Option<u64>;
+    /// The last logged start of `sig` in `[from, below)`.
+    fn last_in(&self, sig: &[u8], from: u64, below: u64) -> Option<u64>;
+}
+
+thread_local! {
+    /// The signature log of the validation running on this thread, and the
+    /// reader (by [`reader_id`]) its offsets are of.
+    static LOG: std::cell::RefCell<Option<(std::sync::Arc<dyn SignatureLog>, usize)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f`, a validation of `image`'s bytes, with `log` answering its
+/// forward searches of logged signatures in windows of `image` (windows of
+/// other readers search as without it).
+pub fn with_signature_log<R>(
+    log: std::sync::Arc<dyn SignatureLog>,
+    image: &dyn ByteReader,
+    f: impl FnOnce() -> R,
+) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            LOG.with(|l| l.borrow_mut().take());
+        }
+    }
+    LOG.with(|l| *l.borrow_mut() = Some((log, reader_id(image))));
+    let _reset = Reset;
+    f()
+}
+
 /// Which reader `r` is (its address: equal for every use of one reader
 /// while it lives).
 pub fn reader_id(r: &dyn ByteReader) -> usize {
@@ -351,6 +391,42 @@ impl<'a> Src<'a> {
         let overlap = (N - 1) as u64;
         let first = needle[0];
         let mut pos = from;
+        // Where the scan's log holds both signatures: looked up, not read.
+        let log = LOG.with(|l| {
+            l.borrow()
+                .as_ref()
+                .filter(|(_, id)| *id == reader_id(self.r))
+                .map(|(log, _)| log.clone())
+        });
+        let base = self.base;
+        if let Some(log) = log
+            && base.checked_add(to).is_some()
+            && let (Some(a), Some(b)) = (
+                log.logged_through(needle, base + from),
+                log.logged_through(other, base + from),
+            )
+        {
+            // Starts logged in [from, t), of occurrences wholly before `to`.
+            let t = a.min(b).saturating_sub(base).clamp(from, to);
+            let fits = t.min((to + 1).saturating_sub(N as u64));
+            if fits > from {
+                if let Some(p) = log.first_in(needle, base + from, base + fits) {
+                    let p = p - base;
+                    let q = (p + 1)
+                        .checked_sub(N as u64)
+                        .and_then(|below| log.last_in(other, base + from, base + below))
+                        .map(|q| q - base);
+                    return (Some(p), q);
+                }
+                // Not there: read on from the first start not logged (and
+                // the `N − 1` before it, so that `other` is seen whole).
+                last = (t + 1)
+                    .checked_sub(N as u64)
+                    .and_then(|below| log.last_in(other, base + from, base + below))
+                    .map(|q| q - base);
+                pos = t.saturating_sub(overlap).max(from);
+            }
+        }
         let mut piece = (N * 2).clamp(4096, CHUNK);
         while pos < to {
             let want = usize::try_from(to - pos).map_or(piece, |w| w.min(piece));
@@ -900,6 +976,113 @@ mod tests {
             let before = first.and_then(|p| s.rfind(b"%PDF-", from, p, &mut sc));
             let got = s.find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc);
             proptest::prop_assert_eq!(got, (first, before));
+        }
+
+        /// With a log of the scan's positions of both markers (complete from
+        /// `lo` up to a frontier `t`, as the scan's is while it goes), the
+        /// search answers as one that reads the image, whatever part of the
+        /// window the log covers, for a window at any offset of the image.
+        #[test]
+        fn find_with_last_with_a_log_equals_without(
+            marks in proptest::collection::vec((0usize..3 * CHUNK, proptest::bool::ANY), 0..12),
+            len in 1usize..3 * CHUNK + 64,
+            base in 0u64..600,
+            from in 0u64..3 * CHUNK as u64,
+            to in 0u64..4 * CHUNK as u64,
+            lo in 0u64..2 * CHUNK as u64,
+            t in 0u64..4 * CHUNK as u64,
+            edges in proptest::collection::vec((0u64..8, proptest::bool::ANY, proptest::bool::ANY), 0..4),
+        ) {
+            let mut d: Vec<u8> = (0..len).map(|i| if i % 97 == 0 { b'%' } else { (i % 251) as u8 }).collect();
+            // Markers just before the log's frontier and the window's end
+            // (image offsets), where the two meet the reading.
+            let marks = marks.into_iter().chain(edges.into_iter().filter_map(|(k, at_t, eof)| {
+                let edge = if at_t { t } else { base + to };
+                usize::try_from(edge.checked_sub(k)?).ok().map(|at| (at, eof))
+            }));
+            for (at, eof) in marks {
+                let m: &[u8; 5] = if eof { b"%%EOF" } else { b"%PDF-" };
+                if at + 5 <= d.len() {
+                    d[at..at + 5].copy_from_slice(m);
+                }
+            }
+            let log = std::sync::Arc::new(TestLog::of(&d, lo, t));
+            let s = src(&d, base, u64::MAX);
+            let mut sc = Vec::new();
+            let plain = s.find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc);
+            let logged = with_signature_log(log.clone(), &d, || {
+                s.find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc)
+            });
+            proptest::prop_assert_eq!(logged, plain);
+        }
+    }
+
+    /// The two edges where the log meets the reading: a `%PDF-` starting just
+    /// before the log's frontier (not wholly before it, so not the log's to
+    /// give), and a `%%EOF` starting in the window's last bytes (logged, but
+    /// not wholly inside the window).
+    #[test]
+    fn find_with_last_at_the_logs_edges() {
+        let mut d = vec![b'.'; 4 * CHUNK];
+        let t = CHUNK as u64 + 1000;
+        d[t as usize - 2..t as usize + 3].copy_from_slice(b"%PDF-");
+        d[t as usize + 100..t as usize + 105].copy_from_slice(b"%%EOF");
+        let to = 3 * CHUNK as u64;
+        d[to as usize - 3..to as usize + 2].copy_from_slice(b"%%EOF");
+        let s = src(&d, 0, u64::MAX);
+        let mut sc = Vec::new();
+        for (t, from, to) in [(t, 0, 2 * CHUNK as u64), (to + 10, t + 200, to)] {
+            let log = std::sync::Arc::new(TestLog::of(&d, 0, t));
+            let plain = s.find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc);
+            let logged = with_signature_log(log, &d, || {
+                s.find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc)
+            });
+            assert_eq!(logged, plain, "frontier {t}, window {from}..{to}");
+        }
+    }
+
+    /// A [`SignatureLog`] of both PDF markers in `d`, complete for starts in
+    /// `[lo, t)`.
+    struct TestLog {
+        lo: u64,
+        t: u64,
+        at: [std::collections::BTreeSet<u64>; 2],
+    }
+
+    impl TestLog {
+        fn of(d: &[u8], lo: u64, t: u64) -> Self {
+            let find = |m: &[u8]| {
+                d.windows(5)
+                    .enumerate()
+                    .filter(|(i, w)| *w == m && (lo..t).contains(&(*i as u64)))
+                    .map(|(i, _)| i as u64)
+                    .collect()
+            };
+            TestLog {
+                lo,
+                t,
+                at: [find(b"%%EOF"), find(b"%PDF-")],
+            }
+        }
+        fn k(sig: &[u8]) -> usize {
+            usize::from(sig == b"%PDF-")
+        }
+    }
+
+    impl SignatureLog for TestLog {
+        fn logged_through(&self, _sig: &[u8], from: u64) -> Option<u64> {
+            (self.lo <= from).then_some(self.t)
+        }
+        fn first_in(&self, sig: &[u8], from: u64, below: u64) -> Option<u64> {
+            (from < below).then(|| self.at[Self::k(sig)].range(from..below).next().copied())?
+        }
+        fn last_in(&self, sig: &[u8], from: u64, below: u64) -> Option<u64> {
+            (from < below).then(|| {
+                self.at[Self::k(sig)]
+                    .range(from..below)
+                    .next_back()
+                    .copied()
+            })?
         }
     }
 
