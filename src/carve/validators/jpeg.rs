@@ -2248,12 +2248,7 @@ impl ScanMemo {
             }
         }
         match best {
-            Some((skipped, e, k)) => {
-                use std::sync::atomic::Ordering::Relaxed;
-                self.resumes.fetch_add(1, Relaxed);
-                self.resumed_bytes.fetch_add(skipped, Relaxed);
-                (Lookup::From(e.marks[..k].to_vec()), claim)
-            }
+            Some((_, e, k)) => (Lookup::From(e.marks[..k].to_vec()), claim),
             None => (Lookup::Miss, claim),
         }
     }
@@ -2335,7 +2330,9 @@ fn decode_scan(
             .as_ref()
             .filter(|tr| tr.valid)
             .map(|tr| tr.spec);
-        let usable = |common: u64| memo_resume_limit(start, common, trail);
+        // (A decode resumed from a snapshot leaves no snapshot below it.)
+        let below = resume.as_ref().map_or(0, |r| r.m.at);
+        let usable = |common: u64| memo_resume_limit(start, common, trail, below);
         let (found, claim) = m.lookup(
             key,
             (&c.src(), *image, *id),
@@ -2371,6 +2368,10 @@ fn decode_scan(
                     .as_ref()
                     .is_none_or(|r| marks.last().is_some_and(|m| start + m.at > r.m.at)) =>
             {
+                use std::sync::atomic::Ordering::Relaxed;
+                let skipped = marks.last().map_or(0, |m| m.at);
+                m.resumes.fetch_add(1, Relaxed);
+                m.resumed_bytes.fetch_add(skipped, Relaxed);
                 from = Some(marks);
             }
             Lookup::From(_) | Lookup::Miss => {}
@@ -2468,8 +2469,9 @@ fn decode_scan(
 /// when the decode leaves a [`Trail`], before the grid points within the
 /// trail's span of there and the block-map boundaries it keeps (the decode
 /// stops at or past the first differing byte, and the trail's snapshots
-/// there must all be taken).
-fn memo_resume_limit(start: u64, common: u64, trail: Option<TrailSpec>) -> u64 {
+/// there must all be taken; those below `below`, where the decode resumed
+/// from a snapshot, it never takes).
+fn memo_resume_limit(start: u64, common: u64, trail: Option<TrailSpec>, below: u64) -> u64 {
     let differs = start.saturating_add(common);
     let mut limit = differs.saturating_sub(MEMO_SLACK);
     if let Some(spec) = trail {
@@ -2483,6 +2485,7 @@ fn memo_resume_limit(start: u64, common: u64, trail: Option<TrailSpec>) -> u64 {
                     .flat_map(|b| [b.saturating_sub(grid), b])
                     .filter(|g| g.is_multiple_of(grid))
                     .collect();
+            let points: Vec<u64> = points.into_iter().filter(|&g| g >= below).collect();
             let oldest_kept = points.len().saturating_sub(TRAIL_STICKY);
             if let Some(&p) = points.get(oldest_kept) {
                 limit = limit.min(p);
@@ -3836,8 +3839,8 @@ pub(crate) mod tests {
     #[test]
     fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
         use super::{
-            Damage, ScanMemo, Src, TrailSpec, validate, validate_capture, validate_resume,
-            with_memo, with_trail,
+            Damage, ScanMemo, Src, TrailSpec, validate, validate_capture, validate_capture_from,
+            validate_resume, validate_trail, with_memo, with_trail,
         };
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
@@ -3925,6 +3928,18 @@ pub(crate) mod tests {
                         trail.0.answer(src.len(), &near).is_some(),
                         "variant {i}: {near:?}"
                     );
+                    // The last block-map boundary before the failure (a
+                    // split the search places too) and the cluster before it.
+                    if let Some(bs) = block_map
+                        && let Some(b) = crate::carve::geometry::block_map_boundaries(bs, fail)
+                            .filter(|&b| b >= grid)
+                            .last()
+                    {
+                        assert!(
+                            trail.0.answer(src.len(), &[b, b - grid]).is_some(),
+                            "variant {i}: boundary {b}"
+                        );
+                    }
                     // Every split it answers for near there and at the
                     // block-map boundaries, as a capture takes it; none far
                     // below the failure when the decode resumed past it.
@@ -3951,7 +3966,7 @@ pub(crate) mod tests {
         let memo = std::sync::Arc::new(ScanMemo::default());
         let whole = Src::new(&sl, 0, NO_LIMIT);
         assert_eq!(with_memo(&memo, &sl, || validate(whole)), validate(whole));
-        let mut jumped = 0;
+        let (mut jumped, mut trailed_jumps) = (0, 0);
         for (i, _) in variants.iter().enumerate() {
             let at = ((i + 1) * slot) as u64;
             let src = Src::new(&sl, at, NO_LIMIT);
@@ -3962,10 +3977,53 @@ pub(crate) mod tests {
             let plain = validate_resume(src, &mut d0, &snap);
             let seen = memo.hits().0 + memo.resumes().0;
             let memoised = with_memo(&memo, &sl, || validate_resume(src, &mut d1, &snap));
-            assert_eq!((memoised, d1), (plain, d0), "resumed variant {i}");
+            assert_eq!((memoised, d1), (plain.clone(), d0), "resumed variant {i}");
             jumped += usize::from(memo.hits().0 + memo.resumes().0 > seen);
+            // Leaving a trail (block maps of 1 KiB: boundaries every 256
+            // KiB), as a search's proof does: the trail answers near where
+            // the decode stops as a capture resumed from the snapshot does.
+            let spec = TrailSpec {
+                grid: 4096,
+                span: 4 * 4096 + 64 * 1024,
+                block_map: Some(1024),
+            };
+            let mut d2 = Damage::default();
+            let seen = memo.resumes().0;
+            let (v, trail) = with_memo(&memo, &sl, || {
+                validate_trail(src, &mut d2, Some(&snap), spec)
+            });
+            assert_eq!((v, d2), (plain.clone(), d0), "resumed variant {i}, trail");
+            let (Some(trail), true) = (trail, d2.damaged) else {
+                continue;
+            };
+            trailed_jumps += usize::from(memo.resumes().0 > seen);
+            let top = d2.fail_at / 4096 * 4096;
+            let near: Vec<u64> = (0..3).filter_map(|k| top.checked_sub(k * 4096)).collect();
+            assert!(
+                trail.answer(src.len(), &near).is_some(),
+                "variant {i}: {near:?}"
+            );
+            let bounds = crate::carve::geometry::block_map_boundaries(1024, d2.fail_at)
+                .flat_map(|b| [b, b - 4096]);
+            for w in (top.saturating_sub(24 * 4096)..=top)
+                .step_by(4096)
+                .chain(bounds)
+            {
+                if let Some(mut one) = trail.answer(src.len(), &[w]) {
+                    let capture = validate_capture_from(src, &mut Damage::default(), &snap, &[w]).1;
+                    assert_eq!(
+                        one.pop(),
+                        capture.into_iter().next(),
+                        "variant {i}, split {w}"
+                    );
+                }
+            }
         }
         assert!(jumped >= 8, "{jumped} resumed decodes answered or moved on");
+        assert!(
+            trailed_jumps >= 3,
+            "{trailed_jumps} trailed decodes moved on"
+        );
         // A progressive copy broken in a later scan: the scans before it are
         // the memo's answers, and the trail still answers near the failure.
         let p = std::fs::read(dir.join("IMG_1054.jpg")).unwrap();
