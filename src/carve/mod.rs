@@ -372,7 +372,6 @@ pub fn carve_scoped(
                 workers,
                 known: &known,
                 geo,
-                memo: known.scan_memo.clone(),
                 needles: needles_by_stage,
             };
             stage::run(&cx, rx, vtx)

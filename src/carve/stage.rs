@@ -66,8 +66,6 @@ pub(super) struct Context<'a> {
     pub workers: usize,
     pub known: &'a fragments::KnownJpegs,
     pub geo: &'a geometry::Geometry,
-    /// JPEG scans already decoded in this carving.
-    pub memo: std::sync::Arc<validators::jpeg::ScanMemo>,
     /// The scan's log of signature positions (the PDF validator's markers).
     pub needles: std::sync::Arc<fragments::ScanNeedles>,
 }
@@ -236,7 +234,7 @@ fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     // of the image's bytes).
     let log = cx.needles.clone();
     let verdict = validators::read::with_signature_log(log, &cx.bytes, || {
-        validators::jpeg::with_memo(&cx.memo, &cx.bytes, || {
+        validators::jpeg::with_memo(&cx.known.scan_memo, &cx.bytes, || {
             let verdict = validators::jpeg::with_trail(trail, &cx.bytes, start, || {
                 validators::validate(v, &cx.bytes, start, Limits { max_len })
             });

@@ -300,6 +300,19 @@ impl ScanNeedles {
     }
 }
 
+impl ScanNeedles {
+    /// The first (or `last`) logged start of `sig` in `[from, below)`.
+    fn logged_in(&self, sig: &[u8], from: u64, below: u64, last: bool) -> Option<u64> {
+        let k = NEEDLES
+            .iter()
+            .position(|n| *n == sig)
+            .filter(|_| from < below)?;
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut at = st.at[k].range(from..below);
+        if last { at.next_back() } else { at.next() }.copied()
+    }
+}
+
 impl crate::carve::validators::read::SignatureLog for ScanNeedles {
     fn logged_through(&self, sig: &[u8], from: u64) -> Option<u64> {
         let k = NEEDLES.iter().position(|n| *n == sig)?;
@@ -307,20 +320,10 @@ impl crate::carve::validators::read::SignatureLog for ScanNeedles {
         (st.enabled[k] && st.lo <= from && st.kept_from[k] <= from).then_some(st.through)
     }
     fn first_in(&self, sig: &[u8], from: u64, below: u64) -> Option<u64> {
-        let k = NEEDLES
-            .iter()
-            .position(|n| *n == sig)
-            .filter(|_| from < below)?;
-        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.at[k].range(from..below).next().copied()
+        self.logged_in(sig, from, below, false)
     }
     fn last_in(&self, sig: &[u8], from: u64, below: u64) -> Option<u64> {
-        let k = NEEDLES
-            .iter()
-            .position(|n| *n == sig)
-            .filter(|_| from < below)?;
-        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.at[k].range(from..below).next_back().copied()
+        self.logged_in(sig, from, below, true)
     }
 }
 

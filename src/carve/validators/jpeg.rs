@@ -109,7 +109,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     // The validation stage's own validation of a header leaves a trail of
     // snapshots for the fragment search ([`with_trail`]).
     let spec = TRAIL
-        .with(|t| t.get())
+        .with(|t| *t.borrow())
         .filter(|&(_, id, at)| id == src.reader_id() && at == src.abs(0))
         .map(|(spec, _, _)| spec);
     let (v, trail) = match spec {
@@ -129,8 +129,8 @@ pub fn validate(src: Src) -> Option<Verdict> {
 thread_local! {
     /// The trail asked for by [`with_trail`]: its spec, and the reader (by
     /// [`Src::reader_id`]) and offset of the header it is asked for.
-    static TRAIL: std::cell::Cell<Option<(TrailSpec, usize, u64)>> =
-        const { std::cell::Cell::new(None) };
+    static TRAIL: std::cell::RefCell<Option<(TrailSpec, usize, u64)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// Runs `f`, a validation of the header at `start` of `image`, such that a
@@ -142,15 +142,8 @@ pub fn with_trail<R>(
     start: u64,
     f: impl FnOnce() -> R,
 ) -> R {
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            TRAIL.with(|t| t.set(None));
-        }
-    }
-    TRAIL.with(|t| t.set(Some((spec, super::read::reader_id(image), start))));
-    let _reset = Reset;
-    f()
+    let asked = (spec, super::read::reader_id(image), start);
+    super::read::with_local(&TRAIL, asked, f)
 }
 
 /// Where a [`Trail`] keeps snapshots: at every multiple of `grid` (window
@@ -167,6 +160,15 @@ pub struct TrailSpec {
 
 /// Most block-map snapshots a trail keeps (the latest ones).
 const TRAIL_STICKY: usize = 4;
+
+/// The splits a [`Trail`] keeps snapshots of at the ext2/3 block-map
+/// boundaries (blocks of `bs` bytes) below `below`: a grid step before each
+/// boundary and the boundary, those on the grid, ascending.
+fn block_map_splits(bs: u64, grid: u64, below: u64) -> impl Iterator<Item = u64> {
+    crate::carve::geometry::block_map_boundaries(bs, below)
+        .flat_map(move |b| [b.saturating_sub(grid), b])
+        .filter(move |g| g.is_multiple_of(grid))
+}
 
 /// The snapshots a decode left behind ([`TrailSpec`]), each equal to what
 /// [`validate_capture_all`] (or, resumed, [`validate_capture_from`]) takes
@@ -371,22 +373,18 @@ impl Trail {
                 g += grid;
             }
             if let Some(bs) = self.spec.block_map {
-                let near =
-                    crate::carve::geometry::block_map_boundaries(bs, upto.saturating_add(grid))
-                        .skip_while(|&b| b < self.next);
-                for b in near {
-                    for g in [b.saturating_sub(grid), b] {
-                        if g >= self.next && g < upto && g.is_multiple_of(grid) {
-                            let Some(h) = self.history_at(history, log_at) else {
-                                continue;
-                            };
-                            self.sticky.push_back(Snap {
-                                split: g,
-                                history: h,
-                                ..tail.clone()
-                            });
-                        }
-                    }
+                let next = self.next;
+                for g in block_map_splits(bs, grid, upto.saturating_add(grid))
+                    .filter(|&g| g >= next && g < upto)
+                {
+                    let Some(h) = self.history_at(history, log_at) else {
+                        continue;
+                    };
+                    self.sticky.push_back(Snap {
+                        split: g,
+                        history: h,
+                        ..tail.clone()
+                    });
                 }
                 while self.sticky.len() > TRAIL_STICKY {
                     self.sticky.pop_front();
@@ -2105,15 +2103,8 @@ pub fn with_memo<R>(
     image: &dyn super::ByteReader,
     f: impl FnOnce() -> R,
 ) -> R {
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            MEMO.with(|m| m.borrow_mut().take());
-        }
-    }
-    MEMO.with(|m| *m.borrow_mut() = Some((memo.clone(), super::read::reader_id(image))));
-    let _reset = Reset;
-    f()
+    let id = super::read::reader_id(image);
+    super::read::with_local(&MEMO, (memo.clone(), id), f)
 }
 
 /// The decoding parameters of a sequential scan, as a SHA-256 digest.
@@ -2478,14 +2469,10 @@ fn memo_resume_limit(start: u64, common: u64, trail: Option<TrailSpec>, below: u
         let grid = spec.grid.max(1);
         limit = limit.min(differs.saturating_sub(spec.span.saturating_add(grid)));
         if let Some(bs) = spec.block_map {
-            // (As `Trail::settle` takes them: a grid step before each
-            // boundary and the boundary; the latest TRAIL_STICKY kept.)
-            let points: Vec<u64> =
-                crate::carve::geometry::block_map_boundaries(bs, differs.saturating_add(grid))
-                    .flat_map(|b| [b.saturating_sub(grid), b])
-                    .filter(|g| g.is_multiple_of(grid))
-                    .collect();
-            let points: Vec<u64> = points.into_iter().filter(|&g| g >= below).collect();
+            // (The latest TRAIL_STICKY of them are kept.)
+            let points: Vec<u64> = block_map_splits(bs, grid, differs.saturating_add(grid))
+                .filter(|&g| g >= below)
+                .collect();
             let oldest_kept = points.len().saturating_sub(TRAIL_STICKY);
             if let Some(&p) = points.get(oldest_kept) {
                 limit = limit.min(p);

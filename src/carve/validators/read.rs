@@ -53,14 +53,25 @@ pub fn with_signature_log<R>(
     image: &dyn ByteReader,
     f: impl FnOnce() -> R,
 ) -> R {
-    struct Reset;
-    impl Drop for Reset {
+    with_local(&LOG, (log, reader_id(image)), f)
+}
+
+/// Runs `f` with the thread-local `slot` holding `value`, and empty again
+/// after it, however it ends (the validation contexts: [`with_signature_log`],
+/// the JPEG validator's memo and trail).
+pub(crate) fn with_local<T: 'static, R>(
+    slot: &'static std::thread::LocalKey<std::cell::RefCell<Option<T>>>,
+    value: T,
+    f: impl FnOnce() -> R,
+) -> R {
+    struct Reset<T: 'static>(&'static std::thread::LocalKey<std::cell::RefCell<Option<T>>>);
+    impl<T> Drop for Reset<T> {
         fn drop(&mut self) {
-            LOG.with(|l| l.borrow_mut().take());
+            self.0.with(|s| s.borrow_mut().take());
         }
     }
-    LOG.with(|l| *l.borrow_mut() = Some((log, reader_id(image))));
-    let _reset = Reset;
+    slot.with(|s| *s.borrow_mut() = Some(value));
+    let _reset = Reset(slot);
     f()
 }
 
