@@ -340,6 +340,7 @@ pub fn run(
                             block_size: bs,
                             io,
                             threads,
+                            observer: None,
                         };
                         let st = scan(
                             &image,

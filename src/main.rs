@@ -350,6 +350,7 @@ fn scan_options(args: &ScanArgs) -> ScanOptions {
         block_size: args.block_size,
         io: args.io,
         threads: args.threads,
+        observer: None,
     }
 }
 

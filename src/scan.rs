@@ -53,6 +53,19 @@ pub struct ScanOptions {
     pub io: IoMode,
     /// Worker threads searching blocks (0 = all cores).
     pub threads: usize,
+    /// Shown the owned bytes of every block, by the worker that searched
+    /// it, while the block is in memory (not when the blocks live in an
+    /// engine's staging memory, which the CPU may read only slowly).
+    pub observer: Option<Arc<dyn BlockObserver>>,
+}
+
+/// Something that looks at the image's bytes as the scan passes them (the
+/// carver's fragment searches keep a summary instead of reading the image
+/// again): called from the scan's worker threads, blocks in any order,
+/// each block once.
+pub trait BlockObserver: Send + Sync + std::fmt::Debug {
+    /// `owned` are the bytes the block at image offset `offset` owns.
+    fn observe(&self, offset: u64, owned: &[u8]);
 }
 
 impl Default for ScanOptions {
@@ -61,6 +74,7 @@ impl Default for ScanOptions {
             block_size: DEFAULT_BLOCK_SIZE,
             io: IoMode::Buffered,
             threads: 0,
+            observer: None,
         }
     }
 }
@@ -242,13 +256,14 @@ pub fn scan_range(
     let mut reader = open_reader(image, opts.io, warn)?;
     let io_backend = reader.name().to_string();
     let delivery = reader.delivery();
-    let pool = block_pool(
+    let (pool, staged) = block_pool(
         threads + queue + 2,
         plan.buffer_capacity(),
         delivery,
         engines.primary,
         warn,
     );
+    let observer = opts.observer.as_deref().filter(|_| !staged);
     let clock = StageClock::new();
 
     let stop = AtomicBool::new(false);
@@ -334,6 +349,11 @@ pub fn scan_range(
                     );
                     search_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
                     let spec = block.spec;
+                    if let Some(o) = observer
+                        && let Some(owned) = block.bytes().get(..spec.owned_len)
+                    {
+                        o.observe(spec.offset, owned);
+                    }
                     drop(block); // the buffer goes back to the pool before we wait on the merger
                     if tx.send(BlockResult { spec, matches }).is_err() {
                         break;
@@ -374,25 +394,26 @@ pub fn scan_range(
 
 /// The reader's buffers: the engine's own memory when it offers some and
 /// the reader fills buffers (not for mmap, whose blocks borrow the mapping),
-/// else the heap. A provider that fails leaves the heap, with a warning.
+/// else the heap (true: the engine's). A provider that fails leaves the
+/// heap, with a warning.
 fn block_pool(
     count: usize,
     capacity: usize,
     delivery: Delivery,
     engine: &dyn Engine,
     warn: &mut dyn FnMut(String),
-) -> BufferPool {
+) -> (BufferPool, bool) {
     if delivery != Delivery::Mapped
         && let Some(provider) = engine.buffer_provider()
     {
         match BufferPool::with_provider(count, capacity, provider.as_ref()) {
-            Ok(pool) => return pool,
+            Ok(pool) => return (pool, true),
             Err(e) => warn(format!(
                 "cannot read blocks into the engine's memory ({e}); reading into the heap, the engine copies each block"
             )),
         }
     }
-    BufferPool::new(count, capacity)
+    (BufferPool::new(count, capacity), false)
 }
 
 fn search_block(

@@ -75,6 +75,7 @@ fn scan_with(
         block_size: 64 << 10,
         io,
         threads: 2,
+        observer: None,
     };
     let mut warnings = Vec::new();
     let stats = scan(

@@ -9,7 +9,7 @@ use gpucarve::engine::cpu::CpuEngine;
 use gpucarve::engine::naive::NaiveEngine;
 use gpucarve::engine::{Engine, Hit};
 use gpucarve::pattern::Pattern;
-use gpucarve::scan::{Engines, Match, ScanOptions, scan};
+use gpucarve::scan::{BlockObserver, Engines, Match, ScanOptions, scan};
 use gpucarve::source::{BlockSpec, Image, IoMode};
 use proptest::prelude::*;
 
@@ -45,10 +45,12 @@ fn scan_file(
         got.extend_from_slice(m);
         Ok(())
     };
+    let seen = std::sync::Arc::new(Seen::default());
     let opts = ScanOptions {
         block_size,
         io,
         threads,
+        observer: Some(seen.clone()),
     };
     let stats = scan(
         &image,
@@ -66,7 +68,30 @@ fn scan_file(
     assert_eq!(last_end, image.len());
     assert_eq!(stats.bytes, image.len());
     assert_eq!(stats.matches, got.len() as u64);
+    // The observer was shown every owned byte once, as it is in the image.
+    let mut blocks = std::mem::take(&mut *seen.0.lock().unwrap());
+    blocks.sort_by_key(|(offset, _)| *offset);
+    let shown: Vec<u8> = blocks.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+    let mut at = 0u64;
+    for (offset, bytes) in &blocks {
+        assert_eq!(*offset, at, "blocks shown to the observer tile the image");
+        at += bytes.len() as u64;
+    }
+    assert!(
+        shown == std::fs::read(path).unwrap(),
+        "the observer saw the image's bytes"
+    );
     got
+}
+
+/// A [`BlockObserver`] that keeps what it is shown.
+#[derive(Debug, Default)]
+struct Seen(std::sync::Mutex<Vec<(u64, Vec<u8>)>>);
+
+impl BlockObserver for Seen {
+    fn observe(&self, offset: u64, owned: &[u8]) {
+        self.0.lock().unwrap().push((offset, owned.to_vec()));
+    }
 }
 
 fn write_temp(data: &[u8]) -> tempfile::NamedTempFile {
@@ -284,6 +309,7 @@ fn device_lost_mid_scan_falls_back_to_the_cpu_and_loses_nothing() {
             block_size: 4096,
             io: IoMode::Buffered,
             threads: 2,
+            observer: None,
         },
         &mut |_: &BlockSpec, m: &[Match]| {
             got.extend_from_slice(m);

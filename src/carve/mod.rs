@@ -347,7 +347,18 @@ pub fn carve_scoped(
     for k in needle_of.iter().flatten() {
         enabled[*k] = true;
     }
-    let needles = std::sync::Arc::new(fragments::ScanNeedles::new(scan_start, enabled));
+    let mut needles = fragments::ScanNeedles::new(scan_start, enabled);
+    // The JPEG searches' prefilter takes the scan's verdicts of its first
+    // tests when JPEG is carved (`NEEDLES[0]`, its SOI, is scanned for).
+    if enabled[0] {
+        needles = needles.with_entropy_sectors(image.len());
+    }
+    let needles = std::sync::Arc::new(needles);
+    let mut scan_opts = scan_opts.clone();
+    if needles.observes() {
+        scan_opts.observer = Some(needles.clone());
+    }
+    let scan_opts = &scan_opts;
     // The file systems (cluster sizes, FAT chains, ext inode tables), read
     // once for the validation stage and the carver.
     let geo = geometry::detect_with_files(&ImageBytes::new(image));

@@ -197,6 +197,28 @@ fn check_charged(
     Some((v?, d))
 }
 
+/// [`entropy_like`] of the `n` bytes at `pos`: no when the scan saw their
+/// first sector fail ([`EntropySectors`]), else the verdict shared by the
+/// carving's searches.
+fn looks_entropy(
+    b: &mut Budget,
+    (cache, look): (&mut Cache, &mut [u8; LOOK as usize]),
+    pos: u64,
+    n: u64,
+) -> bool {
+    let scan_says_no = || {
+        n.clamp(SECTOR as u64, LOOK) > SECTOR as u64
+            && b.claims
+                .needles
+                .as_ref()
+                .and_then(|l| l.sectors.as_ref())
+                .is_some_and(|e| e.fails(pos))
+    };
+    !scan_says_no()
+        && b.claims
+            .entropy_verdict((pos, n), || entropy_like(cache, look, pos, n))
+}
+
 /// True when the `n` bytes (512 to [`LOOK`]) at `s2` could continue
 /// entropy-coded data: every `FF` is stuffing, a restart marker, fill,
 /// EOI (the file ends: stop looking) or a marker that may sit between the
@@ -216,10 +238,10 @@ fn entropy_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u6
     }
     // Zeros and text fail on their first 64 bytes, most other foreign
     // data in its first 512: look at those first.
-    let (Some(head), Some(first)) = (buf.get(..64), buf.get(..512)) else {
+    let (Some(head), Some(first)) = (buf.get(..64), buf.get(..SECTOR)) else {
         return false;
     };
-    if count_high(head) < 2 || (n > 512 && ff_rule(first).is_none()) {
+    if count_high(head) < 2 || (n > SECTOR && ff_rule(first).is_none()) {
         return false;
     }
     let Some(body) = ff_rule(buf).and_then(|seen| buf.get(..seen)) else {
@@ -230,6 +252,106 @@ fn entropy_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u6
         return false;
     }
     body.len() >= 16 && count_high(body) * 16 >= body.len()
+}
+
+/// The sector of [`entropy_like`]'s first tests.
+const SECTOR: usize = 512;
+
+/// True when the [`SECTOR`] bytes at the start of a window of more than
+/// [`SECTOR`] bytes fail [`entropy_like`]'s first tests: fewer than 2 of the
+/// first 64 have their top bit set, or an `FF` is followed by what
+/// entropy-coded data cannot hold before any EOI.
+fn first_sector_fails(first: &[u8]) -> bool {
+    first.get(..64).is_none_or(|head| count_high(head) < 2)
+        || first.get(..SECTOR).is_none_or(|s| ff_rule(s).is_none())
+}
+
+/// Sectors per slot of [`EntropySectors`] (the bits of one `u64` beside
+/// a 32-bit tag).
+const SLOT_SECTORS: u64 = 32;
+/// Most slots of [`EntropySectors`]: 8 MiB, the sectors of the last 16 GiB
+/// the scan has passed.
+const MAX_SLOTS: u64 = 1 << 20;
+
+/// The scan's verdicts of [`entropy_like`]'s first tests at every
+/// image-aligned sector it passes ([`first_sector_fails`]), so that the
+/// JPEG searches' prefilter need not read a candidate cluster that fails
+/// them: on the fragmented ext2 image the searches examined 52 000
+/// clusters (80% of the image) and 84% failed on their first sector; each
+/// was read through 64 KiB blocks, 260 MB in all.
+///
+/// A ring of slots of [`SLOT_SECTORS`] sectors, each one atomic word: the
+/// slot's chunk number (above the ring's size, plus one) in the top 32
+/// bits, a bit per failing sector below. A word is written whole by the
+/// scan worker that saw its whole chunk in one block (a chunk across two
+/// blocks is not written), and read whole: a word of another chunk, or
+/// none, says nothing, and the search reads the cluster as before. The
+/// answer is the same either way; only what is read differs. Bounded by
+/// [`MAX_SLOTS`] whatever the image's size.
+#[derive(Debug)]
+pub struct EntropySectors {
+    slots: Box<[std::sync::atomic::AtomicU64]>,
+}
+
+impl EntropySectors {
+    /// A ring for an image of `len` bytes.
+    pub fn new(len: u64) -> Self {
+        let n = len
+            .div_ceil(SECTOR as u64 * SLOT_SECTORS)
+            .clamp(1, MAX_SLOTS);
+        EntropySectors {
+            slots: (0..n).map(|_| Default::default()).collect(),
+        }
+    }
+
+    /// The slot of chunk `c`, and the tag its word carries.
+    fn slot(&self, c: u64) -> (&std::sync::atomic::AtomicU64, u64) {
+        let n = self.slots.len() as u64;
+        let slot = self.slots.get((c % n) as usize);
+        // (Never None: `c % n < n`; a tag past 32 bits would be an image
+        // of 2^32 rings, and answers nothing.)
+        match slot {
+            Some(w) if c / n < u64::from(u32::MAX) => (w, c / n + 1),
+            _ => (&self.slots[0], 0),
+        }
+    }
+
+    /// Records the chunks wholly inside `owned`, the bytes at image offset
+    /// `offset`.
+    pub fn record(&self, offset: u64, owned: &[u8]) {
+        let span = SECTOR as u64 * SLOT_SECTORS;
+        let mut c = offset.div_ceil(span);
+        while let Some(chunk) = c
+            .checked_mul(span)
+            .and_then(|at| usize::try_from(at - offset).ok())
+            .and_then(|at| owned.get(at..at.checked_add(span as usize)?))
+        {
+            let mut fails = 0u64;
+            for (k, sector) in chunk.chunks_exact(SECTOR).enumerate() {
+                if first_sector_fails(sector) {
+                    fails |= 1 << k;
+                }
+            }
+            let (word, tag) = self.slot(c);
+            if tag != 0 {
+                word.store(tag << 32 | fails, std::sync::atomic::Ordering::Relaxed);
+            }
+            c += 1;
+        }
+    }
+
+    /// True when the window at `pos` (more than [`SECTOR`] bytes) is known
+    /// to fail [`entropy_like`]; false when it passes its first tests or is
+    /// not known.
+    pub fn fails(&self, pos: u64) -> bool {
+        if !pos.is_multiple_of(SECTOR as u64) {
+            return false;
+        }
+        let sector = pos / SECTOR as u64;
+        let (word, tag) = self.slot(sector / SLOT_SECTORS);
+        let w = word.load(std::sync::atomic::Ordering::Relaxed);
+        tag != 0 && w >> 32 == tag && w & (1 << (sector % SLOT_SECTORS)) != 0
+    }
 }
 
 /// The `FF` rule of [`entropy_like`]: `None` when an `FF` is followed by
@@ -536,9 +658,7 @@ pub(super) fn recover(
         if b.covers(s2) || b.starts_within(head.b(), head.map(split)) {
             return None;
         }
-        let good = b
-            .claims
-            .entropy_verdict((s2, LOOK), || entropy_like(&mut cache, &mut look, s2, LOOK));
+        let good = looks_entropy(b, (&mut cache, &mut look), s2, LOOK);
         if !good || owned(r, &mut heads, start, s2, b) {
             return None;
         }
@@ -549,9 +669,7 @@ pub(super) fn recover(
         // bytes pass for entropy data too often.
         if let Some(before) = s2.checked_sub(cl) {
             let n = cl.max(LOOK).min(s2);
-            let like = b.claims.entropy_verdict((s2 - n, n), || {
-                entropy_like(&mut cache, &mut look, s2 - n, n)
-            });
+            let like = looks_entropy(b, (&mut cache, &mut look), s2 - n, n);
             if like && !owned(r, &mut heads, start, before, b) {
                 return None;
             }
@@ -729,4 +847,146 @@ fn try_join<'a>(
         "{kind} join proven by a JPEG entropy decode across the join (every Huffman code valid, the exact MCU count{scans}, EOI after the last MCU); split at {split}, second fragment at {s2}"
     );
     joined(&j, v.length, v.subtype, note).map(Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An image of 512-byte sectors of every kind the prefilter's first
+    /// tests tell apart: entropy-like bytes, zeros, text, a bad `FF`, a bad
+    /// `FF` after an EOI, too few high bytes in the first 64, an `FF` as
+    /// the last byte followed by a bad byte in the next sector.
+    fn sectors(n: usize) -> Vec<u8> {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut img = Vec::with_capacity(n * SECTOR + 300);
+        for _ in 0..n {
+            let kind = next() % 8;
+            let mut s: Vec<u8> = (0..SECTOR)
+                .map(|_| (next() as u8 | (0x80 * u8::from(kind != 5))).min(0xFE))
+                .collect();
+            let at = (next() as usize) % (SECTOR - 1);
+            match kind {
+                1 => s.fill(0),
+                2 => s.copy_from_slice(&[b'a'; SECTOR]),
+                3 => s[at..at + 2].copy_from_slice(&[0xFF, 0x12]),
+                4 => {
+                    s[at / 2..at / 2 + 2].copy_from_slice(&[0xFF, 0xD9]);
+                    s[SECTOR - 2..].copy_from_slice(&[0xFF, 0x12]);
+                }
+                5 => s[..64].fill(0x11),
+                6 => s[SECTOR - 1] = 0xFF,
+                _ => s[at..at + 2].copy_from_slice(&[0xFF, 0x00]),
+            }
+            img.extend_from_slice(&s);
+        }
+        // A tail shorter than a sector.
+        img.extend_from_slice(&[0x99; 300]);
+        img
+    }
+
+    #[test]
+    fn the_scans_sector_verdicts_agree_with_the_prefilter() {
+        let img = sectors(700);
+        let len = img.len() as u64;
+        let e = EntropySectors::new(len);
+        // Blocks as the scan shows them: owned bytes from offsets that are
+        // not chunk (or even sector) multiples.
+        let cuts = [0usize, 40_000, 70_001, 150_000, 200_000, img.len()];
+        for w in cuts.windows(2).rev() {
+            e.record(w[0] as u64, &img[w[0]..w[1]]);
+        }
+        let span = SECTOR * SLOT_SECTORS as usize;
+        let whole = |p: usize| {
+            let c = p / span * span;
+            cuts.windows(2).any(|w| w[0] <= c && c + span <= w[1])
+        };
+        let mut cache = Cache::new(&img);
+        let mut look = [0u8; LOOK as usize];
+        let (mut known, mut failing) = (0, 0);
+        for p in (0..img.len()).step_by(SECTOR) {
+            let says = e.fails(p as u64);
+            if whole(p) {
+                // Answered: exactly the first tests' verdict.
+                known += 1;
+                failing += usize::from(says);
+                assert_eq!(says, first_sector_fails(&img[p..p + SECTOR]), "{p}");
+            } else {
+                assert!(!says, "{p}: not seen whole, not answered");
+            }
+            if says {
+                assert!(!entropy_like(&mut cache, &mut look, p as u64, LOOK), "{p}");
+            }
+            // Off a sector boundary: never answered.
+            assert!(!e.fails(p as u64 + 1));
+        }
+        assert!(
+            known > 500 && failing > 200 && failing < known - 200,
+            "{known} {failing}"
+        );
+        // Every kind of sector, passing or failing, meets entropy_like's
+        // own verdict: a window passing the first tests is decided by it.
+        let passes = (0..img.len() - SECTOR)
+            .step_by(SECTOR)
+            .filter(|&p| entropy_like(&mut cache, &mut look, p as u64, LOOK))
+            .count();
+        assert!(passes > 50, "{passes}");
+    }
+
+    #[test]
+    fn the_first_tests_look_at_one_sector_as_a_window_starting_there_does() {
+        let plain: Vec<u8> = (0..SECTOR).map(|i| 0x80 | (i as u8 & 0x3F)).collect();
+        assert!(!first_sector_fails(&plain));
+        // An FF as the sector's last byte: what follows is the window's
+        // next sector, not these tests'.
+        let mut s = plain.clone();
+        s[SECTOR - 1] = 0xFF;
+        assert!(!first_sector_fails(&s));
+        // A bad FF after an EOI is past the data.
+        s[10..12].copy_from_slice(&[0xFF, 0xD9]);
+        s[20..22].copy_from_slice(&[0xFF, 0x12]);
+        assert!(!first_sector_fails(&s));
+        s[10] = 0x80;
+        assert!(first_sector_fails(&s));
+        // One high byte in the first 64 is too few; two are enough.
+        let mut s = plain.clone();
+        s[..64].fill(0x01);
+        s[63] = 0x80;
+        assert!(first_sector_fails(&s));
+        s[0] = 0x80;
+        assert!(!first_sector_fails(&s));
+        assert!(first_sector_fails(&plain[..SECTOR - 1]), "short");
+    }
+
+    #[test]
+    fn a_ring_smaller_than_the_image_answers_only_its_latest_chunks() {
+        let img = sectors(2048);
+        let span = SECTOR * SLOT_SECTORS as usize;
+        // Room for 8 chunks of an image of 64.
+        let e = EntropySectors::new(8 * span as u64);
+        let (lo, hi) = (16 * span, 40 * span);
+        e.record(lo as u64, &img[lo..hi]);
+        for p in (0..img.len() - SECTOR).step_by(SECTOR) {
+            let latest = (hi - 8 * span..hi).contains(&p);
+            let expect = latest && first_sector_fails(&img[p..p + SECTOR]);
+            assert_eq!(e.fails(p as u64), expect, "{p}");
+        }
+        // An earlier block seen after a later one takes the slots back:
+        // the later chunks no longer answer.
+        e.record(0, &img[..8 * span]);
+        for p in (0..8 * span).step_by(SECTOR) {
+            assert_eq!(e.fails(p as u64), first_sector_fails(&img[p..p + SECTOR]));
+        }
+        assert!(
+            (hi - 8 * span..hi)
+                .step_by(SECTOR)
+                .all(|p| !e.fails(p as u64))
+        );
+    }
 }

@@ -242,9 +242,15 @@ const MAX_LOGGED: usize = 1 << 18;
 /// ext4 image the searches re-read 430 MiB to find them). A stretch the
 /// scan has not reached, or whose positions were dropped, is read as
 /// before: the positions are the same either way.
+///
+/// It also keeps, for the JPEG searches' prefilter, the scan's verdicts of
+/// its first tests at every sector (`jpeg::EntropySectors`), when asked
+/// ([`ScanNeedles::with_entropy_sectors`]): the scan shows it every block
+/// ([`crate::scan::BlockObserver`]).
 #[derive(Debug, Default)]
 pub struct ScanNeedles {
     state: std::sync::Mutex<NeedleState>,
+    sectors: Option<jpeg::EntropySectors>,
 }
 
 #[derive(Debug, Default)]
@@ -269,7 +275,20 @@ impl ScanNeedles {
                 enabled,
                 ..NeedleState::default()
             }),
+            sectors: None,
         }
+    }
+
+    /// Keeps the scan's verdicts of the JPEG prefilter's first tests too,
+    /// for an image of `len` bytes.
+    pub fn with_entropy_sectors(mut self, len: u64) -> Self {
+        self.sectors = Some(jpeg::EntropySectors::new(len));
+        self
+    }
+
+    /// True when it keeps the scan's verdicts of the JPEG prefilter.
+    pub fn observes(&self) -> bool {
+        self.sectors.is_some()
     }
 
     /// Records the scan's matches of needle `k` (ascending, any number of
@@ -310,6 +329,14 @@ impl ScanNeedles {
         let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut at = st.at[k].range(from..below);
         if last { at.next_back() } else { at.next() }.copied()
+    }
+}
+
+impl crate::scan::BlockObserver for ScanNeedles {
+    fn observe(&self, offset: u64, owned: &[u8]) {
+        if let Some(e) = &self.sectors {
+            e.record(offset, owned);
+        }
     }
 }
 
