@@ -280,9 +280,10 @@ const MAX_SLOTS: u64 = 1 << 20;
 /// clusters (80% of the image) and 84% failed on their first sector; each
 /// was read through 64 KiB blocks, 260 MB in all.
 ///
-/// A ring of slots of [`SLOT_SECTORS`] sectors, each one atomic word: the
-/// slot's chunk number (above the ring's size, plus one) in the top 32
-/// bits, a bit per failing sector below. A word is written whole by the
+/// A ring of slots of [`SLOT_SECTORS`] sectors (a chunk), each one atomic
+/// word: which of the chunks sharing the slot it holds (the chunk's number
+/// divided by the ring's size, plus one) in the top 32 bits, a bit per
+/// failing sector below. A word is written whole by the
 /// scan worker that saw its whole chunk in one block (a chunk across two
 /// blocks is not written), and read whole: a word of another chunk, or
 /// none, says nothing, and the search reads the cluster as before. The
@@ -304,16 +305,15 @@ impl EntropySectors {
         }
     }
 
-    /// The slot of chunk `c`, and the tag its word carries.
-    fn slot(&self, c: u64) -> (&std::sync::atomic::AtomicU64, u64) {
+    /// The slot of chunk `c`, and the tag its word carries (none past 32
+    /// bits: an image of 2^32 rings, whose chunks there are not kept).
+    fn slot(&self, c: u64) -> Option<(&std::sync::atomic::AtomicU64, u64)> {
         let n = self.slots.len() as u64;
-        let slot = self.slots.get((c % n) as usize);
-        // (Never None: `c % n < n`; a tag past 32 bits would be an image
-        // of 2^32 rings, and answers nothing.)
-        match slot {
-            Some(w) if c / n < u64::from(u32::MAX) => (w, c / n + 1),
-            _ => (&self.slots[0], 0),
+        let tag = c / n + 1;
+        if tag > u64::from(u32::MAX) {
+            return None;
         }
+        Some((self.slots.get(usize::try_from(c % n).ok()?)?, tag))
     }
 
     /// Records the chunks wholly inside `owned`, the bytes at image offset
@@ -332,8 +332,7 @@ impl EntropySectors {
                     fails |= 1 << k;
                 }
             }
-            let (word, tag) = self.slot(c);
-            if tag != 0 {
+            if let Some((word, tag)) = self.slot(c) {
                 word.store(tag << 32 | fails, std::sync::atomic::Ordering::Relaxed);
             }
             c += 1;
@@ -348,9 +347,10 @@ impl EntropySectors {
             return false;
         }
         let sector = pos / SECTOR as u64;
-        let (word, tag) = self.slot(sector / SLOT_SECTORS);
-        let w = word.load(std::sync::atomic::Ordering::Relaxed);
-        tag != 0 && w >> 32 == tag && w & (1 << (sector % SLOT_SECTORS)) != 0
+        self.slot(sector / SLOT_SECTORS).is_some_and(|(word, tag)| {
+            let w = word.load(std::sync::atomic::Ordering::Relaxed);
+            w >> 32 == tag && w & (1 << (sector % SLOT_SECTORS)) != 0
+        })
     }
 }
 
