@@ -2157,6 +2157,70 @@ mod tests {
                 }
             }
         }
+
+        /// How far a window's bytes equal the image's along some runs is
+        /// what comparing them byte by byte gives, whether the runs are
+        /// where the window's bytes lie (not read then), shifted, cut,
+        /// past the image's end or anywhere.
+        #[test]
+        fn a_common_prefix_equals_a_byte_by_byte_comparison(
+            view in proptest::collection::vec((0u64..6000, 1u64..2500), 1..4),
+            off in 0u64..3000,
+            pick in 0u8..5,
+            tweak in (0u64..4000, 1u64..3000, 0usize..4),
+            other in proptest::collection::vec((0u64..6500, 1u64..2000), 1..4),
+        ) {
+            // Few byte values: equal bytes at other offsets are common.
+            let img: Vec<u8> = (0..6000u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 13) % 3) as u8).collect();
+            let sl = crate::carve::validators::testutil::Slice(&img);
+            let image: &dyn ByteReader = &sl;
+            let view: Vec<(u64, u64)> = view
+                .into_iter()
+                .map(|(a, n)| (a, n.min(6000 - a)))
+                .filter(|r| r.1 > 0)
+                .collect();
+            proptest::prop_assume!(!view.is_empty());
+            let v = RunsView::new(image, &view);
+            let src = validators::read::Src::new(&v, 0, Limits { max_len: v.len() });
+            let id = validators::read::Src::new(image, 0, Limits { max_len: 1 }).reader_id();
+            let off = off.min(v.len());
+            // The window's own runs from `off`, then changed one way or another.
+            let (extra, len2, at) = tweak;
+            let mut runs = v.lies_in(off, v.len() - off).map(|r| r.1).unwrap_or_default();
+            match pick {
+                0 => {}
+                1 => {
+                    let k = at % runs.len().max(1);
+                    if let Some(r) = runs.get_mut(k) {
+                        r.0 += extra % 7;
+                    }
+                }
+                2 => runs.push((extra, len2)),
+                // One run from where the window's first starts, as long as
+                // its first two: the same bytes, then others.
+                3 if runs.len() > 1 => {
+                    let second = runs.remove(1);
+                    runs[0].1 += second.1;
+                }
+                _ => runs = other,
+            }
+            let len: u64 = runs.iter().map(|r| r.1).sum();
+            let want = {
+                let mut mine = vec![0u8; len as usize];
+                let got_mine = v.read_at(off, &mut mine);
+                let theirs: Vec<Option<u8>> = runs
+                    .iter()
+                    .flat_map(|&(a, n)| (a..a + n).map(|p| img.get(p as usize).copied()))
+                    .collect();
+                mine.iter()
+                    .take(got_mine)
+                    .zip(&theirs)
+                    .take_while(|(x, y)| Some(**x) == **y)
+                    .count() as u64
+            };
+            proptest::prop_assert_eq!(src.common_prefix_runs(off, (image, id), &runs, len), want);
+            proptest::prop_assert_eq!(src.common_prefix_runs(off, (image, id), &runs, len + 1), 0);
+        }
     }
 
     /// A search run ahead records the claims' answers it relied on; the

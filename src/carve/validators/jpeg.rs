@@ -2217,7 +2217,7 @@ impl ScanMemo {
             {
                 continue;
             }
-            let common = src.common_prefix_runs(start, image, &e.runs, e.depends);
+            let common = src.common_prefix_runs(start, (image, id), &e.runs, e.depends);
             // (A failure answered whole leaves a trail nothing near it: with
             // one asked for, the decode resumes from a mark before it.)
             if common == e.depends

@@ -172,41 +172,72 @@ impl<'a> Src<'a> {
     }
 
     /// True when the `len` bytes at window offset `off` all lie in the window
-    /// and equal the bytes of `image` along `runs` (`len` bytes in all),
-    /// every one of them read.
+    /// and equal the bytes of `image` (identity `id`, [`Src::reader_id`])
+    /// along `runs` (`len` bytes in all), every one of them read.
     pub fn same_as_runs(
         &self,
         off: u64,
-        image: &dyn ByteReader,
+        (image, id): (&dyn ByteReader, usize),
         runs: &[(u64, u64)],
         len: u64,
     ) -> bool {
-        self.common_prefix_runs(off, image, runs, len) == len
+        self.common_prefix_runs(off, (image, id), runs, len) == len
     }
 
     /// How many of the `len` bytes at window offset `off`, from the first
-    /// on, lie in the window and equal the bytes of `image` along `runs`
-    /// (`len` bytes in all; 0 when the runs add up to another length): `len`
-    /// when every one does. A byte that cannot be read counts as different.
+    /// on, lie in the window and equal the bytes of `image` (identity `id`)
+    /// along `runs` (`len` bytes in all; 0 when the runs add up to another
+    /// length): `len` when every one does. A byte that cannot be read
+    /// counts as different. Where the window's bytes are `image`'s at the
+    /// very offsets `runs` name (a decode of the same file's head again),
+    /// they are equal without being read.
     pub fn common_prefix_runs(
         &self,
         off: u64,
-        image: &dyn ByteReader,
+        (image, id): (&dyn ByteReader, usize),
         runs: &[(u64, u64)],
         len: u64,
     ) -> u64 {
         if runs.iter().map(|r| r.1).sum::<u64>() != len {
             return 0;
         }
-        let (mut a, mut b) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
+        // Where the window's bytes lie in `image` (as far as both go).
+        let mine = self
+            .image_runs(id, off, len.min(self.len.saturating_sub(off)))
+            .unwrap_or_default();
+        let mut seg = 0usize;
+        let mut seg_at = 0u64;
+        let (mut a, mut b) = (Vec::new(), Vec::new());
         let mut done = 0u64;
         for &(at, n) in runs {
             let mut k = 0u64;
             while k < n {
+                // The window's run holding byte `done`, and what is left of it.
+                while mine.get(seg).is_some_and(|r| seg_at + r.1 <= done) {
+                    seg_at += mine[seg].1;
+                    seg += 1;
+                }
+                let here = mine
+                    .get(seg)
+                    .map(|&(p, l)| (p + (done - seg_at), seg_at + l - done));
+                let there = at.saturating_add(k);
+                if let Some((p, left)) = here
+                    && p == there
+                    && there < image.len()
+                {
+                    // The same bytes of the same image.
+                    let step = (n - k).min(left).min(image.len() - there);
+                    done += step;
+                    k += step;
+                    continue;
+                }
                 let m = usize::try_from(n - k).map_or(CHUNK, |r| r.min(CHUNK));
+                let m = here.map_or(m, |(_, left)| m.min(usize::try_from(left).unwrap_or(m)));
+                a.resize(m, 0);
+                b.resize(m, 0);
                 let (x, y) = (&mut a[..m], &mut b[..m]);
                 let got_x = self.read(off.saturating_add(done), x);
-                let got_y = at.checked_add(k).map_or(0, |o| image.read_at(o, y));
+                let got_y = image.read_at(there, y);
                 let got = got_x.min(got_y).min(m);
                 let same = if x[..got] == y[..got] {
                     got
