@@ -1188,13 +1188,13 @@ fn load_dht(b: &[u8], t: &mut Tables) -> bool {
         let Some(syms) = b.get(i + 17..i + 17 + n) else {
             return false;
         };
-        let Some(h) = Huff::new(counts, syms, tc != 0) else {
+        let Some(h) = Huff::shared(counts, syms, tc != 0) else {
             return false;
         };
         if tc == 0 {
-            t.dc[th] = Some(Box::new(h));
+            t.dc[th] = Some(h);
         } else {
-            t.ac[th] = Some(Box::new(h));
+            t.ac[th] = Some(h);
         }
         i += 17 + n;
     }
@@ -1281,15 +1281,47 @@ struct Huff {
     /// lookahead) | their index increments << 8 | [`MULTI_EOB`] when the
     /// last ends the block | the offset of the last code << 24 (a reader
     /// holding fewer than 16 bits there would fill first). 0: none. Built
-    /// by [`Huff::build_multi`] for scans long enough to repay it.
-    multi: Option<Box<[u32; 1 << LOOK_BITS]>>,
+    /// by [`Huff::build_multi`] for the first scan long enough to repay it,
+    /// once for every decode sharing the table ([`Huff::shared`]).
+    multi: std::sync::OnceLock<Option<Box<[u32; 1 << LOOK_BITS]>>>,
     maxcode: [i32; 18],
     valptr: [i32; 17],
     mincode: [i32; 17],
     vals: [u8; 256],
 }
 
+/// The Huffman tables built in this process, by DHT table: most pictures
+/// (every camera's, every copy of one) use a few, and each decode of one
+/// (the validation, the layouts, the fragment searches' proofs) parsed
+/// and built its tables again. At most [`MAX_HUFFS`] (then forgotten all
+/// at once): what a table decodes is a function of its DHT bytes alone.
+static HUFFS: std::sync::Mutex<Option<std::collections::HashMap<HuffKey, std::sync::Arc<Huff>>>> =
+    std::sync::Mutex::new(None);
+
+/// Most tables [`HUFFS`] holds (up to 16 KiB each).
+const MAX_HUFFS: usize = 256;
+
+/// A DHT table: its class (AC), its 16 counts, its symbols.
+type HuffKey = (bool, [u8; 16], Vec<u8>);
+
 impl Huff {
+    /// [`Huff::new`] of a DHT table, built once per table ([`HUFFS`]).
+    fn shared(counts: &[u8], syms: &[u8], ac: bool) -> Option<std::sync::Arc<Huff>> {
+        let key: HuffKey = (ac, counts.try_into().ok()?, syms.to_vec());
+        let lock = || HUFFS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(h) = lock().as_ref().and_then(|m| m.get(&key)) {
+            return Some(h.clone());
+        }
+        let h = std::sync::Arc::new(Huff::new(counts, syms, ac)?);
+        let mut m = lock();
+        let m = m.get_or_insert_with(Default::default);
+        if m.len() >= MAX_HUFFS {
+            m.clear();
+        }
+        m.insert(key, h.clone());
+        Some(h)
+    }
+
     /// From the 16 code counts and the symbols of a DHT table (`ac`: of
     /// class AC, which the one-lookup tables are built for); `None` when
     /// the counts over-subscribe the code space.
@@ -1297,7 +1329,7 @@ impl Huff {
         let mut h = Huff {
             look: zeroed()?,
             fast: if ac { Some(zeroed()?) } else { None },
-            multi: None,
+            multi: Default::default(),
             maxcode: [-1; 18],
             valptr: [0; 17],
             mincode: [0; 17],
@@ -1346,16 +1378,14 @@ impl Huff {
     /// Fills [`Huff::multi`] from [`Huff::fast`]: from each lookahead, the
     /// symbols whose codes lie wholly inside it, one after the other, up to
     /// a block's end (EOB) and at most 64 index steps.
-    fn build_multi(&mut self) {
-        let Some(table) = self.fast.as_deref() else {
-            return;
-        };
-        if self.multi.is_some() {
-            return;
+    fn build_multi(&self) {
+        if let Some(table) = self.fast.as_deref() {
+            self.multi.get_or_init(|| self.multi_from(table));
         }
-        let Some(mut multi) = zeroed::<u32, { 1 << LOOK_BITS }>() else {
-            return;
-        };
+    }
+
+    fn multi_from(&self, table: &[u16; 1 << LOOK_BITS]) -> Option<Box<[u32; 1 << LOOK_BITS]>> {
+        let mut multi = zeroed::<u32, { 1 << LOOK_BITS }>()?;
         let mask = (1usize << LOOK_BITS) - 1;
         for (idx, m) in multi.iter_mut().enumerate() {
             // Bits taken so far, index steps so far.
@@ -1381,7 +1411,12 @@ impl Huff {
                 inc += step;
             }
         }
-        self.multi = Some(multi);
+        Some(multi)
+    }
+
+    /// [`Huff::multi`], once built.
+    fn multi(&self) -> Option<&[u32; 1 << LOOK_BITS]> {
+        self.multi.get().and_then(Option::as_deref)
     }
 }
 
@@ -1912,8 +1947,8 @@ fn mpf_end(src: &Src, first_end: u64, images: &[(u64, u64)], budget: u64) -> Opt
 }
 
 struct Tables {
-    dc: [Option<Box<Huff>>; 4],
-    ac: [Option<Box<Huff>>; 4],
+    dc: [Option<std::sync::Arc<Huff>>; 4],
+    ac: [Option<std::sync::Arc<Huff>>; 4],
     restart: u32,
     /// Progressive: per component, one bit per coefficient per block.
     history: Option<Vec<Vec<u64>>>,
@@ -2595,7 +2630,7 @@ fn scan_body(
     let progressive = f.kind == FrameKind::Progressive;
     if !progressive && total * per_mcu >= MULTI_MIN_BLOCKS {
         for &(_, _, ta) in &s.comps {
-            if let Some(h) = t.ac[ta].as_mut() {
+            if let Some(h) = &t.ac[ta] {
                 h.build_multi();
             }
         }
@@ -2773,7 +2808,7 @@ fn block_sequential(
     max_ac: u8,
 ) -> Result<(), ScanErr> {
     b.dc(dc, max_dc)?;
-    let multi = ac.multi.as_deref().unwrap_or(&NO_MULTI);
+    let multi = ac.multi().unwrap_or(&NO_MULTI);
     let fast = ac.fast.as_deref().unwrap_or(&NO_FAST);
     let mut k = 1u32;
     // The accumulator in registers between fills and long-way symbols.
@@ -3028,6 +3063,36 @@ pub(crate) mod tests {
     /// A valid file, the seed for the mutation property test.
     pub fn seed() -> Vec<u8> {
         sample()
+    }
+
+    /// A DHT table's Huffman tables are those built from it alone, whoever
+    /// asked first, by class; an over-subscribed table has none; the
+    /// tables kept stay bounded however many tables an image holds.
+    #[test]
+    fn huffman_tables_are_shared_by_dht_table_and_bounded() {
+        use super::{HUFFS, Huff, MAX_HUFFS};
+        // T.81 K.3: the luminance DC table.
+        let counts = [0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0];
+        let syms: Vec<u8> = (0..12).collect();
+        let same = |a: &Huff, b: &Huff| {
+            a.look == b.look && a.fast == b.fast && a.maxcode == b.maxcode && a.vals == b.vals
+        };
+        for ac in [false, true] {
+            let built = Huff::new(&counts, &syms, ac).unwrap();
+            let first = Huff::shared(&counts, &syms, ac).unwrap();
+            let again = Huff::shared(&counts, &syms, ac).unwrap();
+            assert!(same(&built, &first) && same(&first, &again));
+            assert_eq!(first.fast.is_some(), ac);
+        }
+        let over = [3u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert!(Huff::shared(&over, &[1, 2, 3], false).is_none());
+        for k in 0..MAX_HUFFS + 10 {
+            let syms: Vec<u8> = (0..12).map(|i| (i + k) as u8).collect();
+            let h = Huff::shared(&counts, &syms, true).unwrap();
+            assert_eq!(h.vals[..12], syms[..]);
+            let held = HUFFS.lock().unwrap().as_ref().map_or(0, |m| m.len());
+            assert!(held <= MAX_HUFFS, "{held}");
+        }
     }
 
     fn seg(out: &mut Vec<u8>, m: u8, data: &[u8]) {
