@@ -2108,6 +2108,15 @@ mod zip;
 mod tests {
     use super::*;
 
+    /// Runs `(offset, length)` cut to an image of `len` bytes (`offset <
+    /// len`), empty ones dropped.
+    fn runs_within(runs: Vec<(u64, u64)>, len: u64) -> Vec<(u64, u64)> {
+        runs.into_iter()
+            .map(|(a, n)| (a, n.min(len - a)))
+            .filter(|r| r.1 > 0)
+            .collect()
+    }
+
     proptest::proptest! {
         /// Where a view says a range of its bytes lies in the image, the
         /// image holds those bytes: for a file system's runs and for the
@@ -2121,11 +2130,7 @@ mod tests {
             let img: Vec<u8> = (0..5000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
             let sl = crate::carve::validators::testutil::Slice(&img);
             let image: &dyn ByteReader = &sl;
-            let runs: Vec<(u64, u64)> = runs
-                .into_iter()
-                .map(|(a, n)| (a, n.min(5000 - a)))
-                .filter(|r| r.1 > 0)
-                .collect();
+            let runs = runs_within(runs, 5000);
             let (split, b, split2, c) = cuts;
             let two = TwoRuns::new(image, 100, split, b, 6000);
             let three = two.then(split + split2 % 700 + 1, c, 6000);
@@ -2174,11 +2179,7 @@ mod tests {
             let img: Vec<u8> = (0..6000u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 13) % 3) as u8).collect();
             let sl = crate::carve::validators::testutil::Slice(&img);
             let image: &dyn ByteReader = &sl;
-            let view: Vec<(u64, u64)> = view
-                .into_iter()
-                .map(|(a, n)| (a, n.min(6000 - a)))
-                .filter(|r| r.1 > 0)
-                .collect();
+            let view = runs_within(view, 6000);
             proptest::prop_assume!(!view.is_empty());
             let v = RunsView::new(image, &view);
             let src = validators::read::Src::new(&v, 0, Limits { max_len: v.len() });
