@@ -3904,7 +3904,7 @@ pub(crate) mod tests {
     #[test]
     fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
         use super::{
-            Damage, ScanMemo, Src, TrailSpec, validate, validate_capture, validate_capture_from,
+            Damage, ScanMemo, Src, validate, validate_capture, validate_capture_from,
             validate_resume, validate_trail, with_memo, with_trail,
         };
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
@@ -3956,12 +3956,9 @@ pub(crate) mod tests {
                 for (i, (_, resumes)) in variants.iter().enumerate() {
                     let at = ((i + 1) * slot) as u64;
                     let src = Src::new(&sl, at, NO_LIMIT);
-                    let grid = 4096;
-                    let spec = TrailSpec {
-                        grid,
-                        span: 4 * grid + 64 * 1024,
-                        block_map,
-                    };
+                    // As a fragment search's proof asks (4 KiB clusters).
+                    let spec = crate::carve::fragments::jpeg_trail_spec(4096, block_map);
+                    let grid = spec.grid;
                     let before = memo.resumes().0;
                     let got = with_memo(&memo, &sl, || {
                         if with_a_trail {
@@ -4047,11 +4044,7 @@ pub(crate) mod tests {
             // Leaving a trail (block maps of 1 KiB: boundaries every 256
             // KiB), as a search's proof does: the trail answers near where
             // the decode stops as a capture resumed from the snapshot does.
-            let spec = TrailSpec {
-                grid: 4096,
-                span: 4 * 4096 + 64 * 1024,
-                block_map: Some(1024),
-            };
+            let spec = crate::carve::fragments::jpeg_trail_spec(4096, Some(1024));
             let mut d2 = Damage::default();
             let seen = memo.resumes().0;
             let (v, trail) = with_memo(&memo, &sl, || {
@@ -4109,12 +4102,8 @@ pub(crate) mod tests {
         for i in 0..cuts.len() {
             let at = ((i + 1) * pslot) as u64;
             let src = Src::new(&psl, at, NO_LIMIT);
-            let grid = 4096;
-            let spec = TrailSpec {
-                grid,
-                span: 4 * grid + 64 * 1024,
-                block_map: None,
-            };
+            let spec = crate::carve::fragments::jpeg_trail_spec(4096, None);
+            let grid = spec.grid;
             let before = memo.hits().0;
             let got = with_memo(&memo, &psl, || with_trail(spec, &psl, at, || validate(src)));
             assert!(memo.hits().0 > before, "cut {i}: no scan answered");

@@ -171,19 +171,6 @@ impl<'a> Src<'a> {
         (reader_id(inner) == id).then_some(runs)
     }
 
-    /// True when the `len` bytes at window offset `off` all lie in the window
-    /// and equal the bytes of `image` (identity `id`, [`Src::reader_id`])
-    /// along `runs` (`len` bytes in all), every one of them read.
-    pub fn same_as_runs(
-        &self,
-        off: u64,
-        (image, id): (&dyn ByteReader, usize),
-        runs: &[(u64, u64)],
-        len: u64,
-    ) -> bool {
-        self.common_prefix_runs(off, (image, id), runs, len) == len
-    }
-
     /// How many of the `len` bytes at window offset `off`, from the first
     /// on, lie in the window and equal the bytes of `image` (identity `id`)
     /// along `runs` (`len` bytes in all; 0 when the runs add up to another
