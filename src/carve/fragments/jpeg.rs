@@ -611,7 +611,6 @@ pub(super) fn recover(
     // One decode for every split, charged as one per split. A cluster
     // before each split too: the join's proof decodes it with the boundary
     // moved one cluster back ([`try_join`]).
-    let mut d = Damage::default();
     let src = Src::new(&whole, 0, Limits { max_len: whole.len });
     let mut wanted = splits.clone();
     wanted.extend(
@@ -623,15 +622,25 @@ pub(super) fn recover(
     // The decode that placed the splits left their snapshots behind (the
     // validation stage's, or the one that proved the crossing): taken from
     // its trail when it holds them all, else captured by decoding again.
-    let trailed = v
-        .trail
-        .as_ref()
-        .and_then(|t| t.0.answer(whole.len, &wanted));
-    let got = match (trailed, from) {
-        (Some(got), _) => got,
-        (None, Some(sn)) => vj::validate_capture_from(src, &mut d, sn, &wanted).1,
-        (None, None) => vj::validate_capture_all(src, &mut d, &wanted).1,
+    // Those it does not hold are captured by a decode that stops past the
+    // last of them.
+    let mut got = match v.trail.as_ref() {
+        Some(t) => t.0.answer_each(whole.len, &wanted),
+        None => vec![None; wanted.len()],
     };
+    let missing: Vec<u64> = wanted
+        .iter()
+        .zip(&got)
+        .filter(|(_, g)| g.is_none())
+        .map(|(&w, _)| w)
+        .collect();
+    if !missing.is_empty() {
+        let mut captured = vj::capture_snaps(src, from, &missing).into_iter();
+        for g in got.iter_mut().filter(|g| g.is_none()) {
+            *g = captured.next();
+        }
+    }
+    let got = got.into_iter().map(Option::flatten);
     // The snapshots before this head's last split hold for it (it equals
     // the file they were taken over up to there); later ones do not.
     let mut snaps: Snaps = prior

@@ -413,10 +413,17 @@ impl Trail {
     /// `window` bytes long returns them), when the trail is of such a
     /// window and holds every one of them.
     pub fn answer(&self, window: u64, splits: &[u64]) -> Option<Vec<Option<Snap>>> {
-        if !self.valid || window != self.window {
-            return None;
-        }
-        splits.iter().map(|&w| self.get(w)).collect()
+        self.answer_each(window, splits).into_iter().collect()
+    }
+
+    /// [`Trail::answer`] split by split: `None` for each split the trail
+    /// does not hold (all of them when it is not of such a window).
+    pub fn answer_each(&self, window: u64, splits: &[u64]) -> Vec<Option<Option<Snap>>> {
+        let usable = self.valid && window == self.window;
+        splits
+            .iter()
+            .map(|&w| usable.then(|| self.get(w)).flatten())
+            .collect()
     }
 
     fn get(&self, w: u64) -> Option<Option<Snap>> {
@@ -592,12 +599,42 @@ pub fn validate_capture_all(
     d: &mut Damage,
     splits: &[u64],
 ) -> (Option<Verdict>, Vec<Option<Snap>>) {
-    let mut wants = splits.to_vec();
+    capture(src, d, None, splits, false)
+}
+
+/// The snapshots of [`validate_capture_all`] (or, from a snapshot, of
+/// [`validate_capture_from`]) without its verdict: the decode stops at the
+/// first MCU boundary past the last split, where every snapshot is final
+/// (a fragment search wants the decoder's state at its splits, not how
+/// the rest of the file decodes).
+pub fn capture_snaps(src: Src, from: Option<&Snap>, splits: &[u64]) -> Vec<Option<Snap>> {
+    capture(src, &mut Damage::default(), from, splits, true).1
+}
+
+/// [`validate_capture_all`], resumed from `from` (see
+/// [`validate_capture_from`]); `stop`: see [`capture_snaps`].
+fn capture(
+    src: Src,
+    d: &mut Damage,
+    from: Option<&Snap>,
+    splits: &[u64],
+    stop: bool,
+) -> (Option<Verdict>, Vec<Option<Snap>>) {
+    let mut wants: Vec<u64> = splits
+        .iter()
+        .copied()
+        .filter(|&s| from.is_none_or(|sn| s >= sn.at()))
+        .collect();
     wants.sort_unstable();
     wants.dedup();
     let ctl = SnapCtl {
         got: vec![None; wants.len()],
         wants,
+        // The scans before the snapshot's are skipped, not decoded: their
+        // ends are the snapshot's.
+        scan_ends: from.map(|sn| sn.scan_ends.clone()).unwrap_or_default(),
+        resume: from.cloned(),
+        stop,
         ..SnapCtl::default()
     };
     let mut tables = Tables::new(MAX_BLOCKS, ctl, false);
@@ -626,29 +663,7 @@ pub fn validate_capture_from(
     snap: &Snap,
     splits: &[u64],
 ) -> (Option<Verdict>, Vec<Option<Snap>>) {
-    let mut wants: Vec<u64> = splits.iter().copied().filter(|&s| s >= snap.at()).collect();
-    wants.sort_unstable();
-    wants.dedup();
-    let ctl = SnapCtl {
-        got: vec![None; wants.len()],
-        wants,
-        // The scans before the snapshot's are skipped, not decoded: their
-        // ends are the snapshot's.
-        scan_ends: snap.scan_ends.clone(),
-        resume: Some(snap.clone()),
-        ..SnapCtl::default()
-    };
-    let mut tables = Tables::new(MAX_BLOCKS, ctl, false);
-    let v = walk_inner(src, d, &mut tables);
-    let ctl = &mut tables.snap;
-    let snaps = splits
-        .iter()
-        .map(|s| {
-            let i = ctl.wants.binary_search(s).ok()?;
-            ctl.got.get_mut(i)?.take()
-        })
-        .collect();
-    (v, snaps)
+    capture(src, d, Some(snap), splits, false)
 }
 
 /// [`validate_probe`] of a window whose bytes before `snap`'s split are those
@@ -682,6 +697,8 @@ struct SnapCtl {
     got: Vec<Option<Snap>>,
     /// Resume from this state.
     resume: Option<Snap>,
+    /// Capture: stop decoding once every snapshot is final ([`capture_snaps`]).
+    stop: bool,
     /// Rolling capture: the snapshots of every grid point ([`Trail`]).
     trail: Option<Trail>,
     /// The marks a decode under a [`ScanMemo`] leaves for later copies.
@@ -2704,6 +2721,11 @@ fn scan_body(
             if t.snap.latest.is_some() {
                 t.snap.finalize_upto(k, &t.history);
             }
+            // Past every split: no later boundary changes a snapshot (a
+            // split's is final once a boundary past it is seen).
+            if ok && k == t.snap.wants.len() && t.snap.stop {
+                return Err((ScanErr::Bad("every snapshot taken"), good));
+            }
             if ok && k < t.snap.wants.len() {
                 let undo = changed_word(t, s, progressive, mcu);
                 let snap = Mark::here(b, t, (mcu, eobrun, rst, good)).snap(
@@ -3574,7 +3596,7 @@ pub(crate) mod tests {
     /// fragment search asks, and far apart, across progressive scans).
     #[test]
     fn capturing_several_splits_equals_one_at_a_time() {
-        use super::{Damage, Src, validate_capture, validate_capture_all};
+        use super::{Damage, Src, capture_snaps, validate_capture, validate_capture_all};
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
         let files = snapshot_files();
         let mut compared = 0;
@@ -3589,6 +3611,9 @@ pub(crate) mod tests {
                     let asked = [splits[2], splits[0], splits[1]];
                     let mut d = Damage::default();
                     let (v, all) = validate_capture_all(src, &mut d, &asked);
+                    // Stopped past the last split: the same snapshots.
+                    let stopped = capture_snaps(src, None, &asked);
+                    assert_eq!(format!("{all:?}"), format!("{stopped:?}"), "{n}");
                     for (split, got) in asked.iter().zip(&all) {
                         let mut d1 = Damage::default();
                         let (v1, one) = validate_capture(src, &mut d1, *split);
@@ -3613,7 +3638,10 @@ pub(crate) mod tests {
     /// into a further fragment).
     #[test]
     fn capture_resumed_from_a_snapshot_equals_one_from_the_start() {
-        use super::{Damage, Src, validate_capture, validate_capture_all, validate_capture_from};
+        use super::{
+            Damage, Src, capture_snaps, validate_capture, validate_capture_all,
+            validate_capture_from,
+        };
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
         let files = snapshot_files();
         let mut compared = 0;
@@ -3643,6 +3671,12 @@ pub(crate) mod tests {
                     let (v0, all) = validate_capture_all(src, &mut d0, &asked);
                     let (v1, resumed) = validate_capture_from(src, &mut d1, &from, &asked);
                     assert_eq!((&v0, d0), (&v1, d1), "{first} of {n}");
+                    let stopped = capture_snaps(src, Some(&from), &asked);
+                    assert_eq!(
+                        format!("{resumed:?}"),
+                        format!("{stopped:?}"),
+                        "{first} of {n}"
+                    );
                     for ((split, a), b) in asked.iter().zip(&all).zip(&resumed) {
                         if *split < from.at() {
                             assert!(b.is_none());
