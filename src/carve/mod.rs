@@ -35,8 +35,8 @@
 //! capped by [`fragments::FragLimits`]; signature positions the searches need
 //! (ZIP EOCDs, JPEG SOIs) are indexed once per carving and the entropy test of
 //! a cluster is memoised, so overlapping searches do not re-read the image
-//! (and its first tests are answered from what the scan saw of each sector,
-//! [`fragments::ScanNeedles`], for the clusters that fail them);
+//! (and answered from what the scan saw of each sector,
+//! [`fragments::ScanNeedles`], without reading the cluster);
 //! all the searches of one carving share one budget, linear in the image
 //! ([`fragments::image_budget`]). A JPEG scan already decoded in the
 //! carving (a copy of the same picture) is not decoded again, and one that

@@ -243,8 +243,9 @@ const MAX_LOGGED: usize = 1 << 18;
 /// scan has not reached, or whose positions were dropped, is read as
 /// before: the positions are the same either way.
 ///
-/// It also keeps, for the JPEG searches' prefilter, the scan's verdicts of
-/// its first tests at every sector (`jpeg::EntropySectors`), when asked
+/// It also keeps, for the JPEG searches' prefilter, what the scan saw of
+/// every sector (`jpeg::EntropySectors`: enough to decide the prefilter
+/// over any window of whole sectors), when asked
 /// ([`ScanNeedles::with_entropy_sectors`]): the scan shows it every block
 /// ([`crate::scan::BlockObserver`]).
 #[derive(Debug, Default)]
@@ -279,7 +280,7 @@ impl ScanNeedles {
         }
     }
 
-    /// Keeps the scan's verdicts of the JPEG prefilter's first tests too,
+    /// Keeps what the scan saw of every sector for the JPEG prefilter too,
     /// for an image of `len` bytes.
     pub fn with_entropy_sectors(mut self, len: u64) -> Self {
         self.sectors = Some(jpeg::EntropySectors::new(len));
