@@ -64,6 +64,29 @@ fn read_report(dir: &Path) -> Vec<Value> {
 
 /// Every written file equals a planted original, its report entry is right,
 /// and recall of contiguous files of validated types is high.
+/// The resume journal holds every reported file once, and each checkpoint
+/// comes after exactly the files numbered before it (a resumed run keeps
+/// the lines up to a checkpoint and numbers on from its count), at
+/// frontiers that never go back.
+fn check_journal_order(out: &Path, reported: usize) {
+    let journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
+    let (mut files, mut checkpoints, mut frontier) = (0u64, 0, 0u64);
+    for line in journal.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v.get("file").is_some() {
+            files += 1;
+        } else if let Some(cp) = v.get("checkpoint") {
+            checkpoints += 1;
+            assert_eq!(cp["files"].as_u64(), Some(files), "{line}");
+            let f = cp["frontier"].as_u64().unwrap();
+            assert!(f >= frontier, "{line}");
+            frontier = f;
+        }
+    }
+    assert_eq!(files as usize, reported);
+    assert!(checkpoints >= 2, "{checkpoints} checkpoints");
+}
+
 fn check_carving(fs: &str, seed: u32) {
     let dir = tempfile::tempdir().unwrap();
     let Some((img, truth)) = generated_image(dir.path(), fs, seed) else {
@@ -109,6 +132,7 @@ fn check_carving(fs: &str, seed: u32) {
         }
     }
     let report = read_report(&out);
+    check_journal_order(&out, report.len());
     let mut embedded_written = 0;
     let mut recovered: HashSet<&str> = HashSet::new();
     let mut written = 0;

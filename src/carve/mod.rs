@@ -766,8 +766,18 @@ fn search_ahead() -> (usize, bool) {
     }
 }
 
-/// The emitter: runs each batch's actions on every core, then reports the
-/// files and checkpoints in order. Stops at the first failure.
+/// The emitter: runs the files' actions (writing, hashing) on a pool of
+/// one thread per core, and reports the files and checkpoints in order as
+/// their actions end. Actions of consecutive batches overlap: a batch
+/// waits for no other batch's files (the carver's last batches are often
+/// one large file each, and a barrier per batch left a core idle for the
+/// carving's last tens of milliseconds). Stops at the first failure in
+/// the files' order (no action is started after a failure is seen; the
+/// files before it are reported).
+///
+/// Memory: at most [`EMIT_AHEAD`] files are between being planned and
+/// being reported (each its report entry, not its bytes), and the pool's
+/// queue holds two per thread.
 fn emit_loop(
     rx: Receiver<Emit>,
     image: &Image,
@@ -775,50 +785,219 @@ fn emit_loop(
     hashes: crate::hashing::HashChoice,
     report: &mut (dyn CarveReport + Send),
 ) -> Result<CarverTotals, CarveError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
     let bytes = ImageBytes::new(image);
-    let mut totals = CarverTotals::default();
-    for msg in rx {
-        match msg {
-            Emit::Files(planned) => {
-                let t0 = std::time::Instant::now();
-                let outcomes = run_actions(&planned, &bytes, out, hashes);
-                let n_out = outcomes
-                    .iter()
-                    .filter(|o| !matches!(o, Outcome::Nothing))
-                    .count() as u64;
-                totals
-                    .profile
-                    .add("write+hash (wall)", "", n_out, t0.elapsed().as_secs_f64());
-                let t_report = std::time::Instant::now();
-                let n_planned = planned.len() as u64;
-                for (mut p, outcome) in planned.into_iter().zip(outcomes) {
-                    match outcome {
-                        Outcome::Written(w) => {
-                            p.file.path = Some(w.path);
-                            p.file.set_digests(w.digests);
-                            totals.written += 1;
-                            totals.bytes_written += p.file.length;
-                        }
-                        Outcome::Hashed(digests) => p.file.set_digests(digests),
-                        Outcome::Nothing => {}
-                        Outcome::Failed(e) => return Err(CarveError::Output(e)),
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The first file whose action failed (none: `u64::MAX`).
+    let failed = AtomicU64::new(u64::MAX);
+    let (work_tx, work_rx) = sync_channel::<(u64, Planned)>(workers * 2);
+    let work_rx = std::sync::Mutex::new(work_rx);
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<(u64, Planned, Outcome)>();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            let (work_rx, done_tx, bytes, failed) = (&work_rx, done_tx.clone(), &bytes, &failed);
+            s.spawn(move || {
+                loop {
+                    let job = work_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok((seq, p)) = job else { break };
+                    // (Nothing after a failure is written: it would not be
+                    // reported.)
+                    let o = if seq > failed.load(Ordering::Relaxed) {
+                        Outcome::Nothing
+                    } else {
+                        // (A panic is a failure the emitter reports, not a
+                        // thread it would wait for forever.)
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            run_action(&p, bytes, out, hashes)
+                        }))
+                        .unwrap_or(Outcome::Panicked)
+                    };
+                    if matches!(o, Outcome::Failed(_) | Outcome::Panicked) {
+                        failed.fetch_min(seq, Ordering::Relaxed);
                     }
-                    let e = totals
-                        .counts
-                        .entry((p.file.file_type.clone(), p.file.status.clone()))
-                        .or_insert((0, 0));
-                    e.0 += 1;
-                    e.1 += p.file.length;
-                    report.file(&p.file).map_err(CarveError::Report)?;
+                    if done_tx.send((seq, p, o)).is_err() {
+                        break;
+                    }
                 }
-                totals
-                    .profile
-                    .add("reports", "", n_planned, t_report.elapsed().as_secs_f64());
-            }
-            Emit::Checkpoint(cp) => report.checkpoint(&cp).map_err(CarveError::Report)?,
+            });
         }
+        drop(done_tx);
+        let mut order = InOrder::default();
+        let r = (|| {
+            for msg in rx {
+                match msg {
+                    Emit::Files(planned) => {
+                        for p in planned {
+                            // (A bounded number of files in flight.)
+                            while order.waiting() >= EMIT_AHEAD {
+                                let Ok(d) = done_rx.recv() else { break };
+                                order.done(d, report)?;
+                            }
+                            let seq = order.planned();
+                            if matches!(p.action, Action::Nothing) {
+                                order.done((seq, p, Outcome::Nothing), report)?;
+                            } else {
+                                order.started();
+                                if work_tx.send((seq, p)).is_err() {
+                                    return Err(CarveError::Internal(
+                                        "the output threads stopped".into(),
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                    Emit::Checkpoint(cp) => order.checkpoint(cp, report)?,
+                }
+                while let Ok(d) = done_rx.try_recv() {
+                    order.done(d, report)?;
+                }
+            }
+            Ok(())
+        })();
+        // No more work: the threads end once the queue is empty (at once
+        // after a failure).
+        if r.is_err() {
+            failed.store(0, Ordering::Relaxed);
+        }
+        drop(work_tx);
+        r?;
+        for d in done_rx.iter() {
+            if let Err(e) = order.done(d, report) {
+                failed.store(0, Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+        if order.waiting() > 0 {
+            return Err(CarveError::Internal("an output thread stopped".into()));
+        }
+        Ok(order.totals)
+    })
+}
+
+/// Most files between being planned and being reported ([`emit_loop`]).
+const EMIT_AHEAD: u64 = 4096;
+
+/// [`emit_loop`]'s reporting in the files' order.
+#[derive(Default)]
+struct InOrder {
+    totals: CarverTotals,
+    /// Sequence number of the next file planned, and of the next reported.
+    next: u64,
+    reported: u64,
+    /// Files done and waiting for those before them.
+    ready: std::collections::BTreeMap<u64, (Planned, Outcome)>,
+    /// Checkpoints, each with the number of files planned before it.
+    checkpoints: std::collections::VecDeque<(u64, Checkpoint)>,
+    /// Actions running, and since when some have been (the pool's busy
+    /// time: "write+hash (wall)").
+    running: u64,
+    busy_since: Option<std::time::Instant>,
+    actions: u64,
+}
+
+impl InOrder {
+    fn planned(&mut self) -> u64 {
+        self.next += 1;
+        self.next - 1
     }
-    Ok(totals)
+
+    fn waiting(&self) -> u64 {
+        self.next - self.reported
+    }
+
+    fn started(&mut self) {
+        self.running += 1;
+        self.busy_since.get_or_insert_with(std::time::Instant::now);
+    }
+
+    fn checkpoint(
+        &mut self,
+        cp: Checkpoint,
+        report: &mut (dyn CarveReport + Send),
+    ) -> Result<(), CarveError> {
+        self.checkpoints.push_back((self.next, cp));
+        self.flush(report)
+    }
+
+    /// A file's action has ended: reports what is now in order.
+    fn done(
+        &mut self,
+        (seq, p, o): (u64, Planned, Outcome),
+        report: &mut (dyn CarveReport + Send),
+    ) -> Result<(), CarveError> {
+        if !matches!(p.action, Action::Nothing) {
+            self.running = self.running.saturating_sub(1);
+            self.actions += 1;
+            if self.running == 0
+                && let Some(t0) = self.busy_since.take()
+            {
+                let secs = t0.elapsed().as_secs_f64();
+                let n = std::mem::take(&mut self.actions);
+                self.totals.profile.add("write+hash (wall)", "", n, secs);
+            }
+        }
+        self.ready.insert(seq, (p, o));
+        self.flush(report)
+    }
+
+    fn flush(&mut self, report: &mut (dyn CarveReport + Send)) -> Result<(), CarveError> {
+        let t0 = std::time::Instant::now();
+        let mut n = 0;
+        loop {
+            // (A checkpoint goes before the files planned after it.)
+            if self
+                .checkpoints
+                .front()
+                .is_some_and(|(before, _)| *before <= self.reported)
+            {
+                if let Some((_, cp)) = self.checkpoints.pop_front() {
+                    report.checkpoint(&cp).map_err(CarveError::Report)?;
+                }
+            } else if let Some((p, o)) = self.ready.remove(&self.reported) {
+                self.reported += 1;
+                n += 1;
+                self.file(p, o, report)?;
+            } else {
+                break;
+            }
+        }
+        if n > 0 {
+            self.totals
+                .profile
+                .add("reports", "", n, t0.elapsed().as_secs_f64());
+        }
+        Ok(())
+    }
+
+    fn file(
+        &mut self,
+        mut p: Planned,
+        o: Outcome,
+        report: &mut (dyn CarveReport + Send),
+    ) -> Result<(), CarveError> {
+        let totals = &mut self.totals;
+        match o {
+            Outcome::Written(w) => {
+                p.file.path = Some(w.path);
+                p.file.set_digests(w.digests);
+                totals.written += 1;
+                totals.bytes_written += p.file.length;
+            }
+            Outcome::Hashed(digests) => p.file.set_digests(digests),
+            Outcome::Nothing => {}
+            Outcome::Failed(e) => return Err(CarveError::Output(e)),
+            Outcome::Panicked => {
+                return Err(CarveError::Internal("an output thread panicked".into()));
+            }
+        }
+        let e = totals
+            .counts
+            .entry((p.file.file_type.clone(), p.file.status.clone()))
+            .or_insert((0, 0));
+        e.0 += 1;
+        e.1 += p.file.length;
+        report.file(&p.file).map_err(CarveError::Report)
+    }
 }
 
 /// The emitter has stopped (its error is returned instead of this one).
@@ -1292,6 +1471,8 @@ enum Outcome {
     Hashed(crate::hashing::Digests),
     Nothing,
     Failed(OutputError),
+    /// The action panicked (a bug): the carving stops.
+    Panicked,
 }
 
 /// Numbers `c`, finds its parent and decides its action: the ordered, cheap
@@ -1391,83 +1572,24 @@ fn plan(
     Planned { file, action }
 }
 
-/// Runs the planned actions on every core; outcomes in the plan's order.
-/// After a failure no further action is started.
-fn run_actions(
-    planned: &[Planned],
+/// Runs one file's action.
+fn run_action(
+    p: &Planned,
     bytes: &ImageBytes<'_>,
     out: &OutputDir,
     hashes: crate::hashing::HashChoice,
-) -> Vec<Outcome> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let busy = planned
-        .iter()
-        .filter(|p| !matches!(p.action, Action::Nothing))
-        .count();
-    let run_one = |p: &Planned| -> Outcome {
-        match &p.action {
-            Action::Write(ext) => match out.write_file(bytes, &p.file, ext, hashes) {
-                Ok(w) => Outcome::Written(w),
-                Err(e) => Outcome::Failed(e),
-            },
-            Action::Hash => match output::hash_runs(bytes, &p.file.byte_runs, hashes) {
-                Ok(digests) => Outcome::Hashed(digests),
-                Err(e) => Outcome::Failed(e),
-            },
-            Action::Nothing => Outcome::Nothing,
-        }
-    };
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(busy);
-    if workers <= 1 {
-        return until_failure(planned.iter().map(run_one));
+) -> Outcome {
+    match &p.action {
+        Action::Write(ext) => match out.write_file(bytes, &p.file, ext, hashes) {
+            Ok(w) => Outcome::Written(w),
+            Err(e) => Outcome::Failed(e),
+        },
+        Action::Hash => match output::hash_runs(bytes, &p.file.byte_runs, hashes) {
+            Ok(digests) => Outcome::Hashed(digests),
+            Err(e) => Outcome::Failed(e),
+        },
+        Action::Nothing => Outcome::Nothing,
     }
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let slots: Vec<std::sync::Mutex<Option<Outcome>>> = planned
-        .iter()
-        .map(|_| std::sync::Mutex::new(None))
-        .collect();
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                while !failed.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(p) = planned.get(i) else {
-                        break;
-                    };
-                    let o = run_one(p);
-                    if matches!(o, Outcome::Failed(_)) {
-                        failed.store(true, Ordering::Relaxed);
-                    }
-                    if let Some(slot) = slots.get(i) {
-                        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(o);
-                    }
-                }
-            });
-        }
-    });
-    // In order, up to the first failure or the first action never run.
-    until_failure(
-        slots
-            .into_iter()
-            .map_while(|slot| slot.into_inner().unwrap_or_else(|e| e.into_inner())),
-    )
-}
-
-/// The outcomes in order, up to and including the first failure (lazy: with
-/// a sequential iterator no action after a failure is run).
-fn until_failure(outcomes: impl Iterator<Item = Outcome>) -> Vec<Outcome> {
-    let mut v = Vec::new();
-    for o in outcomes {
-        let stop = matches!(o, Outcome::Failed(_));
-        v.push(o);
-        if stop {
-            break;
-        }
-    }
-    v
 }
 
 /// Byte runs of a proven join from `(image offset, length)` pairs.
