@@ -1,0 +1,60 @@
+#!/bin/bash
+# The carving-speed loops of BENCHMARKS.md ("Carving speed, all types").
+#
+#   corpora/carve_speed.sh photorec BIN DIR   gpucarve vs PhotoRec (everything enabled),
+#                                             3 runs alternating, medians, per image
+#   corpora/carve_speed.sh bound BIN DIR IMG...  carve vs 2 x scan + write/hash, where
+#                                             write/hash is `gpucarve extract` of the files
+#                                             the carving wrote (medians of 5)
+#
+# DIR holds the images made by corpora/mkimage.py as in sessions 8-12:
+#   fat.img  (512 MiB FAT32, seed 7), ext4.img (256 MiB ext4, seed 8),
+#   ext2.img (256 MiB ext2, seed 9, --fragmented-fraction 0.3), each with its .truth.json.
+# Needs photorec (testdisk), python3, bc. Times are wall-clock milliseconds; the
+# machine's noise is large, so compare binaries side by side in one sitting.
+set -euo pipefail
+what=$1 bin=$(realpath "$2") dir=$(realpath "$3"); shift 3
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $(((e - s) / 1000000)); }
+med() { printf "%s\n" "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
+photorec_run() { # IMG [ext2] [types]
+  local mode="" types="everything,enable"
+  [ "${2:-}" = ext2 ] && mode=",mode_ext2"
+  [ -n "${3:-}" ] && types="everything,disable,$(echo "$3" | sed 's/jpeg/jpg/; s/,/,enable,/g'),enable"
+  rm -rf "$work/pr"; mkdir -p "$work/pr"
+  # (In the work folder: /log writes photorec.log where it runs.)
+  (cd "$work/pr" && photorec /log /d "$work/pr/recup" /cmd "$1" "partition_none,options,paranoid${mode},fileopt,${types},wholespace,search")
+}
+case $what in
+photorec)
+  for row in fat ext4 ext2 5types; do
+    a=() b=() img=$dir/$row.img extra=() mode="" types=""
+    [ "$row" = 5types ] && img=$dir/fat.img types=jpeg,png,gif,pdf,zip extra=(--types "$types")
+    [ "$row" = ext2 ] && mode=ext2
+    for _ in 1 2 3; do
+      rm -rf "$work/gc"
+      a+=("$(ms "$bin" carve "$img" -o "$work/gc" -q "${extra[@]}")")
+      b+=("$(ms photorec_run "$img" "$mode" "$types")")
+    done
+    ma=$(med "${a[@]}") mb=$(med "${b[@]}")
+    echo "$row gpucarve ${a[*]} ms, median $ma | photorec ${b[*]} ms, median $mb | ratio $(echo "scale=2; $mb / $ma" | bc)"
+  done
+  ;;
+bound)
+  for name in "$@"; do
+    img=$dir/$name.img
+    rm -rf "$work/ref"; "$bin" carve "$img" -o "$work/ref" -q
+    ids=$(python3 -c "import json,sys; print(','.join(str(r['id']) for r in map(json.loads, open(sys.argv[1])) if r.get('path')))" "$work/ref/report.jsonl")
+    c=() s=() x=()
+    for _ in 1 2 3 4 5; do
+      rm -rf "$work/gc"; c+=("$(ms "$bin" carve "$img" -o "$work/gc" -q)")
+      s+=("$(ms "$bin" scan "$img")")
+      rm -rf "$work/x"; x+=("$(ms "$bin" extract "$work/ref/report.jsonl" --ids "$ids" -o "$work/x")")
+    done
+    mc=$(med "${c[@]}") msc=$(med "${s[@]}") mx=$(med "${x[@]}")
+    bound=$((2 * msc + mx))
+    echo "$name carve $mc ms | scan $msc ms | write+hash (extract) $mx ms | 2 x scan + write/hash = $bound ms | carve/bound $(echo "scale=2; $mc / $bound" | bc)"
+  done
+  ;;
+*) echo "usage: $0 photorec|bound BIN DIR [IMG...]" >&2; exit 2 ;;
+esac
