@@ -867,10 +867,9 @@ pub(super) fn recover(
             .filter(|&s| head.count() == 1 || s > head.split()),
     );
     // The decode that placed the splits left their snapshots behind (the
-    // validation stage's, or the one that proved the crossing): taken from
-    // its trail when it holds them all, else captured by decoding again.
-    // Those it does not hold are captured by a decode that stops past the
-    // last of them.
+    // validation stage's, or the one that proved the crossing): each taken
+    // from its trail where the trail holds it; the others are captured by
+    // decoding again, up to the first boundary past the last of them.
     let mut got = match v.trail.as_ref() {
         Some(t) => t.0.answer_each(whole.len, &wanted),
         None => vec![None; wanted.len()],
