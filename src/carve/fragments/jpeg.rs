@@ -366,6 +366,12 @@ fn first_uniform(s: &[u8]) -> u32 {
 /// when seen. 64 bytes at a time: most foreign data has a bad `FF`
 /// within a few hundred bytes, and nothing after it matters.
 fn summarize(s: &[u8], next: Option<u8>) -> u32 {
+    // Zeroed or filled space: a window reaching a sector whose first 32
+    // bytes are one value fails there (its first decisive FF, if any, is
+    // at 31 or later: that chunk is in the body), whatever follows.
+    if s.get(..32).is_some_and(|c| first_uniform(c) == 0) {
+        return sum::KNOWN;
+    }
     let mut w = sum::KNOWN;
     let mut high = 0u32;
     let mut last_ff = false;
@@ -1124,7 +1130,7 @@ mod tests {
         };
         let mut img = Vec::with_capacity(n * SECTOR + 300);
         for _ in 0..n {
-            let kind = next() % 12;
+            let kind = next() % 13;
             let mut s: Vec<u8> = (0..SECTOR)
                 .map(|_| (next() as u8 | 0x80).min(0xFE))
                 .collect();
@@ -1169,6 +1175,12 @@ mod tests {
                     s[0] = first;
                 }
                 10 => s[0..2].copy_from_slice(&[0xD9, 0x80]),
+                11 => {
+                    // A run of FF (fill) opening the sector, then an EOI
+                    // or stuffing.
+                    s[..32 + at % 8].fill(0xFF);
+                    s[32 + at % 8] = [0xD9, 0x00][at % 2];
+                }
                 _ => s[at..at + 2].copy_from_slice(&[0xFF, 0x00]),
             }
             img.extend_from_slice(&s);
