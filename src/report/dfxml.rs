@@ -233,7 +233,8 @@ fn host_facts() -> HostFacts {
         let bytes: Vec<u8> = f
             .iter()
             .take_while(|c| **c != 0)
-            .map(|c| *c as u8)
+            // (`c_char` is `i8` on x86-64 and `u8` on AArch64.)
+            .map(|c| c.to_ne_bytes()[0])
             .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
