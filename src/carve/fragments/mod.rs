@@ -964,8 +964,16 @@ impl Fragments {
     /// `start` (`length` 0: not a JPEG), so that the search does not decode it
     /// again to see whether it owns a candidate second fragment. Verdicts cut
     /// by the window (`max_len`) or shortened by the ext2/3 indirect-block
-    /// check are not the search's own kind of answer and are left out.
+    /// check are not the search's own kind of answer and are left out, and
+    /// so are verdicts over a file system's layout of the file (its runs):
+    /// a search validates the header's contiguous bytes, as the validation
+    /// stage's shared verdicts ([`KnownJpegs`]) are, and what it finds must
+    /// not depend on whether the carver had passed the header when the
+    /// search was asked.
     pub fn note_jpeg(&mut self, start: u64, max_len: u64, verdict: Option<&Verdict>) {
+        if verdict.is_some_and(|v| v.runs.is_some()) {
+            return;
+        }
         if let Some(length) = owner_length(max_len, verdict)
             && self.claims.jpeg_heads.len() < MAX_CLAIMS
         {
@@ -2345,6 +2353,26 @@ mod tests {
             assert!(fs_layout_verdict(validator, &plain, &vol, start, max_len, None).is_none());
         }
     }
+    /// The owner lengths the carver tells the searches are those of
+    /// contiguous validations only (what a search asking about the header
+    /// would compute, and what the validation stage shares): a verdict over
+    /// the file system's layout of the file is left out, so that a search's
+    /// answer does not depend on whether the carver had passed the header.
+    #[test]
+    fn owner_lengths_come_from_contiguous_verdicts_only() {
+        let mut f = Fragments::new(None);
+        let contiguous = Verdict::complete(70_000);
+        let mut laid_out = Verdict::complete(2_000_000);
+        laid_out.runs = Some(vec![(4096, 49_152), (57_344, 2_000_000 - 49_152)]);
+        f.note_jpeg(4096, 1 << 30, Some(&laid_out));
+        f.note_jpeg(1 << 20, 1 << 30, Some(&contiguous));
+        f.note_jpeg(2 << 20, 1 << 30, None);
+        let heads = &f.claims.jpeg_heads;
+        assert_eq!(heads.get(&4096), None);
+        assert_eq!(heads.get(&(1 << 20)), Some(&70_000));
+        assert_eq!(heads.get(&(2 << 20)), Some(&0));
+    }
+
     /// The searches' index filled from the scan's log holds exactly what
     /// reading the image finds (phase, the byte after the needle, the image
     /// end), and the log answers only for stretches it holds entirely.
