@@ -350,8 +350,9 @@ pub fn carve_scoped(
         enabled[*k] = true;
     }
     let mut needles = fragments::ScanNeedles::new(scan_start, enabled);
-    // The JPEG searches' prefilter takes the scan's verdicts of its first
-    // tests when JPEG is carved (`NEEDLES[0]`, its SOI, is scanned for).
+    // The JPEG searches' prefilter is decided from what the scan saw of
+    // each sector when JPEG is carved (`NEEDLES[0]`, its SOI, is scanned
+    // for).
     if enabled[0] {
         needles = needles.with_entropy_sectors(image.len());
     }
