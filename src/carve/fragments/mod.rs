@@ -287,7 +287,8 @@ impl ScanNeedles {
         self
     }
 
-    /// True when it keeps the scan's verdicts of the JPEG prefilter.
+    /// True when it keeps what the scan saw of each sector for the JPEG
+    /// prefilter.
     pub fn observes(&self) -> bool {
         self.sectors.is_some()
     }
