@@ -576,13 +576,9 @@ const LOOKAHEAD_EVENTS: usize = 4 * PREVALIDATE_EVENTS;
 /// whatever the density of headers in a block.
 const PREVALIDATE_EVENTS: usize = 1 << 14;
 
-/// `verdict` (the validator's over contiguous bytes), or the verdict over
-/// the file as its file system lays it out (an ext2/3 block map, a FAT
-/// cluster chain), when that one proves the file
-/// ([`fragments::fs_layout_verdict`]).
 /// The carver's own validation of a candidate the stage left to it (ZIP's,
-/// or one whose stage verdict is missing), as the stage's: the validator,
-/// then the file system's layout; timed into `profile`.
+/// or one whose stage verdict is missing), as the stage's
+/// ([`validate_laid_out`]); timed into `profile`.
 fn validate_here(
     v: &str,
     bytes: &ImageBytes<'_>,
@@ -591,27 +587,48 @@ fn validate_here(
     profile: &mut Profile,
 ) -> Option<validators::Verdict> {
     let t0 = std::time::Instant::now();
-    let verdict = validators::validate(v, bytes, start, Limits { max_len });
-    let verdict = with_fs_layout(v, bytes, geo, start, max_len, verdict);
+    let verdict = validate_laid_out(v, bytes, geo, (start, max_len), || {
+        validators::validate(v, bytes, start, Limits { max_len })
+    });
     profile.add("validate", v, 1, t0.elapsed().as_secs_f64());
     verdict
 }
 
-fn with_fs_layout(
+/// The verdict of `validator` for the file at `start`, given `contiguous`,
+/// its validation over the contiguous bytes:
+///
+/// * a file an ext inode lists in several runs: the verdict along them when
+///   they prove it, and then its contiguous bytes are not validated at all
+///   (on the ext2 image 14 JPEGs whose contiguous decode ran on through the
+///   indirect block); else the contiguous verdict;
+/// * otherwise the contiguous verdict, or the verdict over the file as its
+///   file system lays it out (an ext2/3 block map, a FAT cluster chain)
+///   when that one proves the file ([`fragments::fs_layout_verdict`]).
+fn validate_laid_out(
     validator: &str,
     bytes: &ImageBytes<'_>,
     geo: &geometry::Geometry,
-    start: u64,
-    max_len: u64,
-    verdict: Option<validators::Verdict>,
+    (start, max_len): (u64, u64),
+    contiguous: impl FnOnce() -> Option<validators::Verdict>,
 ) -> Option<validators::Verdict> {
-    match geo.at(start) {
-        Some(vol) if vol.block_map().is_some() || vol.fat.is_some() || vol.ext_files.is_some() => {
-            fragments::fs_layout_verdict(validator, bytes, vol, start, max_len, verdict.as_ref())
-                .or(verdict)
-        }
-        _ => verdict,
+    let Some(vol) = geo
+        .at(start)
+        .filter(|v| v.block_map().is_some() || v.fat.is_some() || v.ext_files.is_some())
+    else {
+        return contiguous();
+    };
+    let listed = vol
+        .ext_files
+        .as_ref()
+        .is_some_and(|m| m.files.contains_key(&start));
+    if listed {
+        // (The inode's runs decide; the contiguous verdict does not enter.)
+        return fragments::fs_layout_verdict(validator, bytes, vol, start, max_len, None)
+            .or_else(contiguous);
     }
+    let verdict = contiguous();
+    fragments::fs_layout_verdict(validator, bytes, vol, start, max_len, verdict.as_ref())
+        .or(verdict)
 }
 
 /// Ranges `[start, end)` of structures validators walked, for asking in

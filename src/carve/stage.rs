@@ -24,7 +24,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, channel, sync_channel}
 use std::time::Instant;
 
 use super::ImageBytes;
-use super::{Event, Profile, Validated, fragments, geometry, validators, with_fs_layout};
+use super::{Event, Profile, Validated, fragments, geometry, validate_laid_out, validators};
 use crate::catalogue::Catalogue;
 use validators::{ByteReader, Limits};
 
@@ -235,38 +235,21 @@ fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     let log = cx.needles.clone();
     let verdict = validators::read::with_signature_log(log, &cx.bytes, || {
         validators::jpeg::with_memo(&cx.known.scan_memo, &cx.bytes, || {
-            // A file its inode lists in several runs is validated along them
-            // first: when they prove it, that is the verdict whatever its
-            // contiguous bytes give, and those are not decoded (on the ext2
-            // image 14 JPEGs whose contiguous decode ran on through the
-            // indirect block). A fragment search asking whether this header
-            // owns a candidate then decodes it itself, as it would anyway
-            // before the stage got here.
-            let inode = cx.geo.at(start).filter(|vol| {
-                vol.ext_files
-                    .as_ref()
-                    .is_some_and(|m| m.files.contains_key(&start))
-            });
-            if let Some(vol) = inode {
-                let laid_out =
-                    fragments::fs_layout_verdict(v, &cx.bytes, vol, start, max_len, None);
-                if laid_out.is_some() {
-                    return laid_out;
+            // (A file an inode lists in several runs that prove it is not
+            // validated contiguously: a fragment search asking whether its
+            // header owns a candidate decodes it itself, as it would before
+            // the stage got there.)
+            validate_laid_out(v, &cx.bytes, cx.geo, (start, max_len), || {
+                let verdict = validators::jpeg::with_trail(trail, &cx.bytes, start, || {
+                    validators::validate(v, &cx.bytes, start, Limits { max_len })
+                });
+                // (The contiguous verdict: what a fragment search's own
+                // validation of this header would give.)
+                if v == "jpeg" {
+                    cx.known.note(start, max_len, verdict.as_ref());
                 }
-            }
-            let verdict = validators::jpeg::with_trail(trail, &cx.bytes, start, || {
-                validators::validate(v, &cx.bytes, start, Limits { max_len })
-            });
-            // (The contiguous verdict: what a fragment search's own validation
-            // of this header would give.)
-            if v == "jpeg" {
-                cx.known.note(start, max_len, verdict.as_ref());
-            }
-            if inode.is_some() {
-                // (Its layout did not prove it just above.)
-                return verdict;
-            }
-            with_fs_layout(v, &cx.bytes, cx.geo, start, max_len, verdict)
+                verdict
+            })
         })
     });
     (i, verdict, v, t0.elapsed().as_secs_f64())

@@ -224,7 +224,7 @@ fn looks_entropy(
 /// entropy-coded data ([`entropy_like_bytes`]); false when they cannot be
 /// read.
 fn entropy_like(cache: &mut Cache, buf: &mut [u8; LOOK as usize], s2: u64, n: u64) -> bool {
-    let n = n.clamp(512, LOOK) as usize;
+    let n = n.clamp(SECTOR as u64, LOOK) as usize;
     let Some(buf) = buf.get_mut(..n) else {
         return false;
     };

@@ -171,8 +171,8 @@ fn block_map_splits(bs: u64, grid: u64, below: u64) -> impl Iterator<Item = u64>
 }
 
 /// The snapshots a decode left behind ([`TrailSpec`]), each equal to what
-/// [`validate_capture_all`] (or, resumed, [`validate_capture_from`]) takes
-/// for that split: the fragment search learns its splits only from where
+/// a capture of that split takes ([`capture_snaps`], from the file's start
+/// or resumed from a snapshot): the fragment search learns its splits only from where
 /// the decode failed, and takes them from here instead of decoding the
 /// file again. A progressive file's snapshots hold its coefficient history
 /// as it was there: the trail keeps the history the decode ended with and
@@ -409,14 +409,15 @@ impl Trail {
         }
     }
 
-    /// The snapshots of `splits` (as [`validate_capture_all`] of a window
-    /// `window` bytes long returns them), when the trail is of such a
-    /// window and holds every one of them.
+    /// [`Trail::answer_each`] when the trail holds every one of the splits
+    /// (the tests' form).
+    #[cfg(test)]
     pub fn answer(&self, window: u64, splits: &[u64]) -> Option<Vec<Option<Snap>>> {
         self.answer_each(window, splits).into_iter().collect()
     }
 
-    /// [`Trail::answer`] split by split: `None` for each split the trail
+    /// The snapshots of `splits`, as a capture of a window `window` bytes
+    /// long takes them ([`capture_snaps`]): `None` for each split the trail
     /// does not hold (all of them when it is not of such a window).
     pub fn answer_each(&self, window: u64, splits: &[u64]) -> Vec<Option<Option<Snap>>> {
         let usable = self.valid && window == self.window;
@@ -585,7 +586,9 @@ impl Snap {
 }
 
 /// [`validate_probe`], also returning the decoder's state at the last MCU
-/// boundary before `split` (`None` when `split` is not inside a decoded scan).
+/// boundary before `split` (`None` when `split` is not inside a decoded scan):
+/// the decode the tests compare [`capture_snaps`] and the trails with.
+#[cfg(test)]
 pub fn validate_capture(src: Src, d: &mut Damage, split: u64) -> (Option<Verdict>, Option<Snap>) {
     let (v, mut snaps) = validate_capture_all(src, d, &[split]);
     (v, snaps.pop().flatten())
@@ -594,6 +597,7 @@ pub fn validate_capture(src: Src, d: &mut Damage, split: u64) -> (Option<Verdict
 /// [`validate_capture`] for several splits in one decode: `snaps[i]` is the
 /// snapshot for `splits[i]` (in any order), each equal to what
 /// [`validate_capture`] takes for that split alone.
+#[cfg(test)]
 pub fn validate_capture_all(
     src: Src,
     d: &mut Damage,
@@ -602,17 +606,20 @@ pub fn validate_capture_all(
     capture(src, d, None, splits, false)
 }
 
-/// The snapshots of [`validate_capture_all`] (or, from a snapshot, of
-/// [`validate_capture_from`]) without its verdict: the decode stops at the
-/// first MCU boundary past the last split, where every snapshot is final
-/// (a fragment search wants the decoder's state at its splits, not how
-/// the rest of the file decodes).
+/// The decoder's state at the last MCU boundary before each of `splits` (in
+/// any order; `None` for a split not inside a decoded scan), decoding
+/// `src` from its start, or resumed from `from`, a snapshot taken over the
+/// same bytes (the scans before its own skipped; `None` for a split before
+/// where it resumes). The decode stops at the first MCU boundary past the
+/// last split, where every snapshot is final: a fragment search wants the
+/// decoder's state at its splits, not how the rest of the file decodes.
+/// (The tests compare it with a capture decoding on, `validate_capture_all`.)
 pub fn capture_snaps(src: Src, from: Option<&Snap>, splits: &[u64]) -> Vec<Option<Snap>> {
     capture(src, &mut Damage::default(), from, splits, true).1
 }
 
-/// [`validate_capture_all`], resumed from `from` (see
-/// [`validate_capture_from`]); `stop`: see [`capture_snaps`].
+/// [`capture_snaps`], with the decode's verdict; `stop`: stop past the last
+/// split (else decode on as a validation does).
 fn capture(
     src: Src,
     d: &mut Damage,
@@ -657,6 +664,7 @@ fn capture(
 /// again; `None` for a split before that. (A search that follows a file
 /// into its next fragment captures the longer head from the last split's
 /// snapshot, not from the file's start.)
+#[cfg(test)]
 pub fn validate_capture_from(
     src: Src,
     d: &mut Damage,
