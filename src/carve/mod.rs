@@ -785,17 +785,22 @@ fn search_ahead() -> (usize, bool) {
 }
 
 /// The emitter: runs the files' actions (writing, hashing) on a pool of
-/// one thread per core, and reports the files and checkpoints in order as
-/// their actions end. Actions of consecutive batches overlap: a batch
-/// waits for no other batch's files (the carver's last batches are often
-/// one large file each, and a barrier per batch left a core idle for the
-/// carving's last tens of milliseconds). Stops at the first failure in
-/// the files' order (no action is started after a failure is seen; the
-/// files before it are reported).
+/// one thread per core, and reports the files and checkpoints in order
+/// once their actions have ended. Actions of consecutive batches overlap:
+/// a batch waits for no other batch's files (the carver's last batches are
+/// often one large file each, and a barrier per batch left a core idle for
+/// the carving's last tens of milliseconds). The reports are written only
+/// while no action runs, as when each batch was written and then reported:
+/// on a full disk the write that fails is a carved file's, whose error says
+/// so, not a report line's, and the reports hold every file before it
+/// (reports written between a pool's writes failed instead, now and then).
+/// Stops at the first failure in the files' order (no action is started
+/// after a failure is seen; the files before it are reported).
 ///
 /// Memory: at most [`EMIT_AHEAD`] files are between being planned and
-/// being reported (each its report entry, not its bytes), and the pool's
-/// queue holds two per thread.
+/// being reported (each its report entry, not its bytes; past it the pool
+/// drains and the reports catch up), and the pool's queue holds two per
+/// thread.
 fn emit_loop(
     rx: Receiver<Emit>,
     image: &Image,
@@ -893,7 +898,7 @@ fn emit_loop(
 }
 
 /// Most files between being planned and being reported ([`emit_loop`]).
-const EMIT_AHEAD: u64 = 4096;
+const EMIT_AHEAD: u64 = 1024;
 
 /// [`emit_loop`]'s reporting in the files' order.
 #[derive(Default)]
@@ -958,7 +963,11 @@ impl InOrder {
         self.flush(report)
     }
 
+    /// Reports what is in order, when no action runs.
     fn flush(&mut self, report: &mut (dyn CarveReport + Send)) -> Result<(), CarveError> {
+        if self.running > 0 {
+            return Ok(());
+        }
         let t0 = std::time::Instant::now();
         let mut n = 0;
         loop {
