@@ -362,13 +362,14 @@ pub fn carve_scoped(
         scan_opts.observer = Some(needles.clone());
     }
     let scan_opts = &scan_opts;
-    // The file systems (cluster sizes, FAT chains, ext inode tables), read
-    // once for the validation stage and the carver.
-    let geo = geometry::detect_with_files(&ImageBytes::new(image));
-    let geo = &geo;
     let result = std::thread::scope(|s| {
         let known_by_stage = known.clone();
         let needles_by_stage = needles.clone();
+        // The file systems (cluster sizes, FAT chains, ext inode tables) are
+        // read once, for the validation stage and the carver, on the stage's
+        // thread while the scan starts (the scan does not need them; its
+        // first pieces wait in the queue meanwhile).
+        let (geo_tx, geo_rx) = sync_channel::<std::sync::Arc<geometry::Geometry>>(1);
         let stage = s.spawn(move || {
             let known = known_by_stage;
             // However the stage ends (a panic included), no search waits for it.
@@ -379,18 +380,28 @@ pub fn carve_scoped(
                 }
             }
             let _finished = Finished(&known);
+            let geo = std::sync::Arc::new(geometry::detect_with_files(&ImageBytes::new(image)));
+            // (A carver that has stopped does not need it.)
+            let _ = geo_tx.send(geo.clone());
             let cx = stage::Context {
                 catalogue,
                 bytes: ImageBytes::new(image),
                 own,
                 workers,
                 known: &known,
-                geo,
+                geo: &geo,
                 needles: needles_by_stage,
             };
             stage::run(&cx, rx, vtx)
         });
         let carver = s.spawn(|| {
+            // (Moved in: a receiver is not shared between threads.)
+            let geo_rx = geo_rx;
+            let Ok(geo) = geo_rx.recv() else {
+                return Err(CarveError::Internal(
+                    "the validation stage stopped before reading the file systems".into(),
+                ));
+            };
             carve_events(
                 vrx,
                 image,
@@ -403,7 +414,7 @@ pub fn carve_scoped(
                 &found,
                 &done,
                 &carved_to,
-                (known.clone(), needles.clone(), geo),
+                (known.clone(), needles.clone(), &geo),
             )
         });
         let mut sink = |b: &BlockSpec, matches: &[Match]| -> Result<(), String> {
