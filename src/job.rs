@@ -550,6 +550,12 @@ impl CarveJob {
                 d.reason
             ));
         }
+        let faults = image.media().mapped_faults();
+        if faults > 0 {
+            text.push_str(&format!(
+                "mapped reads: stopped at an unreadable page ({faults} SIGBUS handled); the image was read with pread from then on\n"
+            ));
+        }
         if demoted > 0 {
             text.push_str(&format!(
                 "demoted: {demoted} files would be complete but cross a damaged range: reported partial\n"

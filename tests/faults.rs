@@ -5,7 +5,9 @@
 //! Expected: the run goes on past the bad ranges; they are listed in
 //! audit.txt, report.jsonl (`unreadable` records) and report.xml
 //! (`gc:unreadable`); no file crossing them is `complete`; the exit status
-//! is 3 ("not fully read"); mmap does not die of SIGBUS.
+//! is 3 ("not fully read"); mmap does not die of SIGBUS, neither the scan's
+//! `--io mmap` nor the memory map the carving's random reads go through
+//! (`source::guarded`).
 //!
 //! Needs fuse3 and python3-fuse; skipped with a printed reason without them,
 //! and FAILS when `GPUCARVE_REQUIRE_FUSE=1` (CI).
@@ -157,6 +159,15 @@ fn eio_with_every_backend() {
         assert_eq!(o.status.code(), Some(3), "carve --io {io}: {err}");
         assert!(err.contains("could not be read"), "carve --io {io}: {err}");
         check_carving(&out, true, &format!("carve --io {io}"));
+        // The carving's random reads go through a memory map of the raw
+        // image: the bad range is met there as a SIGBUS, handled, and the
+        // image read with pread from then on (the checks above: the same
+        // ranges, the same files).
+        let audit = std::fs::read_to_string(out.join("audit.txt")).unwrap();
+        assert!(
+            audit.contains("mapped reads: stopped at an unreadable page"),
+            "carve --io {io}: {audit}"
+        );
 
         let o = common::run(&["scan", fs.image().to_str().unwrap(), "--io", io, "-q"]);
         let err = String::from_utf8_lossy(&o.stderr);

@@ -3,9 +3,15 @@
 //! Validators, the bifragment search and the writer make many small reads
 //! (header fields, 4 KiB windows, segment tables), often of the same bytes
 //! again. Each [`Image::read_at`] is one `pread`: a syscall and a copy out of
-//! the page cache however few bytes are asked for. [`ImageBytes`] therefore
-//! serves reads shorter than [`BLOCK_SIZE`] from a small cache of aligned
-//! blocks, each filled by one read of the whole block; reads of
+//! the page cache however few bytes are asked for. A plain raw file or
+//! device is therefore read through a memory map of it
+//! ([`Image::read_mapped`]: no system call, one copy, and a bad sector is
+//! a refused mapped read, never a SIGBUS; see `source::guarded`): on a
+//! 256 MiB ext2 image the carving's CPU time fell 8% (the `pread` copies and
+//! this cache's page faults). Other images (containers, segment sets), and a
+//! raw one whose map has met an unreadable page, are read as follows:
+//! [`ImageBytes`] serves reads shorter than [`BLOCK_SIZE`] from a small cache
+//! of aligned blocks, each filled by one read of the whole block; reads of
 //! [`BLOCK_SIZE`] bytes or more go straight to [`Image::read_at`] into the
 //! caller's buffer. A read across block boundaries is served from each of the
 //! blocks it touches.
@@ -35,8 +41,8 @@
 //! every byte it asked for; a failed or short fill is never kept, and the
 //! caller's read is then done exactly as without the cache (one
 //! [`Image::read_at`] of the bytes asked for), so an I/O error is still a
-//! short read of the same length as before. mmap is deliberately not used:
-//! a bad sector under a mapping is a SIGBUS, not a short read.
+//! short read of the same length as before. A mapped read that met an
+//! unreadable page is not used either: it is done again that way.
 
 use std::sync::Mutex;
 
@@ -188,6 +194,9 @@ impl ByteReader for ImageBytes<'_> {
         }
         let n = (self.image.len() - offset).min(buf.len() as u64) as usize;
         let buf = &mut buf[..n];
+        if self.image.read_mapped(offset, buf) {
+            return n;
+        }
         if n >= BLOCK_SIZE {
             return self.direct(offset, buf);
         }

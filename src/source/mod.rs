@@ -29,6 +29,7 @@ pub mod buffered;
 pub mod direct;
 pub mod evidence;
 pub mod ewf;
+pub mod guarded;
 pub mod gzip;
 pub mod mmap;
 pub mod split;
@@ -119,6 +120,18 @@ pub trait Media: Send + Sync + fmt::Debug {
     fn damage(&self) -> Vec<Damage> {
         Vec::new()
     }
+    /// Copies `buf.len()` bytes at `offset` out of a memory map of the
+    /// medium ([`guarded::GuardedMap`]) without a system call; false when
+    /// the medium has none or cannot give them that way (the caller uses
+    /// [`Media::read_at`]). The bytes are those `read_at` would return.
+    fn read_mapped(&self, _offset: u64, _buf: &mut [u8]) -> bool {
+        false
+    }
+    /// Unreadable pages the memory map of [`Media::read_mapped`] met (after
+    /// the first, the medium is read the ordinary way); 0 without a map.
+    fn mapped_faults(&self) -> u64 {
+        0
+    }
 }
 
 /// A range of the logical medium that could not be read: its container
@@ -144,6 +157,8 @@ struct RawMedia {
     file: File,
     len: u64,
     unread: BadSectors,
+    /// Mapped on the first mapped read (`None`: it could not be).
+    map: std::sync::OnceLock<Option<guarded::GuardedMap>>,
 }
 
 /// Granularity of the retry after a read error.
@@ -246,6 +261,18 @@ impl Media for RawMedia {
     fn raw_file(&self) -> Option<&File> {
         Some(&self.file)
     }
+    fn read_mapped(&self, offset: u64, buf: &mut [u8]) -> bool {
+        self.map
+            .get_or_init(|| guarded::GuardedMap::new(&self.file, self.len))
+            .as_ref()
+            .is_some_and(|m| m.read(offset, buf))
+    }
+    fn mapped_faults(&self) -> u64 {
+        self.map
+            .get()
+            .and_then(Option::as_ref)
+            .map_or(0, guarded::GuardedMap::faults)
+    }
     fn describe(&self) -> String {
         "raw".into()
     }
@@ -303,6 +330,7 @@ impl Image {
                 file,
                 len,
                 unread: BadSectors::default(),
+                map: Default::default(),
             }),
             kind,
         })
@@ -342,6 +370,14 @@ impl Image {
     /// The medium, shared.
     pub fn media(&self) -> Arc<dyn Media> {
         Arc::clone(&self.media)
+    }
+
+    /// Copies `buf.len()` bytes at `offset` out of a memory map of the
+    /// image, when it is a plain file or device that could be mapped and the
+    /// map could give them ([`Media::read_mapped`]); false otherwise, for
+    /// [`Image::read_at`].
+    pub fn read_mapped(&self, offset: u64, buf: &mut [u8]) -> bool {
+        self.media.read_mapped(offset, buf)
     }
 
     /// Reads `buf.len()` bytes at `offset` (fewer only at the end of the image).
