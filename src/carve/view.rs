@@ -188,6 +188,9 @@ impl ByteReader for ImageBytes<'_> {
     fn len(&self) -> u64 {
         self.image.len()
     }
+    fn cheap_small_reads(&self) -> bool {
+        self.image.reads_mapped()
+    }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
         if offset >= self.image.len() {
             return 0;

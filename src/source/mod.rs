@@ -132,6 +132,11 @@ pub trait Media: Send + Sync + fmt::Debug {
     fn mapped_faults(&self) -> u64 {
         0
     }
+    /// True while [`Media::read_mapped`] serves reads (a map, and no
+    /// unreadable page met in it).
+    fn reads_mapped(&self) -> bool {
+        false
+    }
 }
 
 /// A range of the logical medium that could not be read: its container
@@ -244,6 +249,15 @@ impl BadSectors {
     }
 }
 
+impl RawMedia {
+    /// The memory map, made on first use (`None`: it could not be).
+    fn mapped(&self) -> Option<&guarded::GuardedMap> {
+        self.map
+            .get_or_init(|| guarded::GuardedMap::new(&self.file, self.len))
+            .as_ref()
+    }
+}
+
 impl Media for RawMedia {
     fn len(&self) -> u64 {
         self.len
@@ -262,10 +276,10 @@ impl Media for RawMedia {
         Some(&self.file)
     }
     fn read_mapped(&self, offset: u64, buf: &mut [u8]) -> bool {
-        self.map
-            .get_or_init(|| guarded::GuardedMap::new(&self.file, self.len))
-            .as_ref()
-            .is_some_and(|m| m.read(offset, buf))
+        self.mapped().is_some_and(|m| m.read(offset, buf))
+    }
+    fn reads_mapped(&self) -> bool {
+        self.mapped().is_some_and(|m| m.faults() == 0)
     }
     fn mapped_faults(&self) -> u64 {
         self.map
@@ -378,6 +392,11 @@ impl Image {
     /// [`Image::read_at`].
     pub fn read_mapped(&self, offset: u64, buf: &mut [u8]) -> bool {
         self.media.read_mapped(offset, buf)
+    }
+
+    /// True while [`Image::read_mapped`] serves reads.
+    pub fn reads_mapped(&self) -> bool {
+        self.media.reads_mapped()
     }
 
     /// Reads `buf.len()` bytes at `offset` (fewer only at the end of the image).

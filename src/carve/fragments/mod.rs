@@ -1483,6 +1483,9 @@ impl ByteReader for RunsView<'_> {
     fn len(&self) -> u64 {
         self.len
     }
+    fn cheap_small_reads(&self) -> bool {
+        self.r.cheap_small_reads()
+    }
     fn lies_in(&self, offset: u64, len: u64) -> Option<validators::LiesIn<'_>> {
         let end = offset.checked_add(len).filter(|&e| e <= self.len)?;
         let runs = self
@@ -1852,6 +1855,9 @@ impl ByteReader for TwoRuns<'_> {
     fn len(&self) -> u64 {
         self.len
     }
+    fn cheap_small_reads(&self) -> bool {
+        self.r.cheap_small_reads()
+    }
     fn lies_in(&self, offset: u64, len: u64) -> Option<validators::LiesIn<'_>> {
         let end = offset.checked_add(len).filter(|&e| e <= self.len)?;
         let mut runs = Vec::new();
@@ -1899,6 +1905,9 @@ struct Cache<'a> {
     r: &'a dyn ByteReader,
     blocks: Vec<(u64, Vec<u8>)>,
     next: usize,
+    /// Reads go straight to `r` (its small reads cost no system call: a
+    /// block here would only copy 64 KiB for the few bytes asked).
+    direct: bool,
 }
 
 impl<'a> Cache<'a> {
@@ -1907,6 +1916,7 @@ impl<'a> Cache<'a> {
             r,
             blocks: Vec::new(),
             next: 0,
+            direct: r.cheap_small_reads(),
         }
     }
     fn block(&mut self, base: u64) -> &[u8] {
@@ -1943,6 +1953,9 @@ impl<'a> Cache<'a> {
     }
     /// Reads exactly `out.len()` bytes at image offset `off`.
     fn read(&mut self, off: u64, out: &mut [u8]) -> bool {
+        if self.direct {
+            return read_exact(self.r, off, out);
+        }
         let mut done = 0usize;
         while done < out.len() {
             let o = off + done as u64;

@@ -58,6 +58,13 @@ pub trait ByteReader: Sync {
     fn lies_in(&self, _offset: u64, _len: u64) -> Option<LiesIn<'_>> {
         None
     }
+    /// True when a read of a few bytes costs about what copying them does
+    /// (no system call: bytes in memory, a memory-mapped image). Callers
+    /// that gather small reads into large ones to spare system calls read
+    /// directly then.
+    fn cheap_small_reads(&self) -> bool {
+        false
+    }
 }
 
 /// [`ByteReader::lies_in`]: the reader a view is of, and runs
@@ -79,6 +86,9 @@ impl ByteReader for [u8] {
         buf[..n].copy_from_slice(&self[off..off + n]);
         n
     }
+    fn cheap_small_reads(&self) -> bool {
+        true
+    }
 }
 
 impl ByteReader for Vec<u8> {
@@ -87,6 +97,9 @@ impl ByteReader for Vec<u8> {
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
         self.as_slice().read_at(offset, buf)
+    }
+    fn cheap_small_reads(&self) -> bool {
+        true
     }
 }
 
