@@ -5,7 +5,15 @@
 #                                             3 runs alternating, medians, per image
 #   corpora/carve_speed.sh bound BIN DIR IMG...  carve vs 2 x scan + write/hash, where
 #                                             write/hash is `gpucarve extract` of the files
-#                                             the carving wrote (medians of 5)
+#                                             the carving wrote (medians of 5); also with
+#                                             write/hash = extract then `sync` (the carving
+#                                             makes its output durable before it ends: its
+#                                             journal syncs the file system)
+#
+# Every timed command starts after a `sync` (not timed), so that none of them
+# pays for writing back what the one before it left in the page cache (an
+# extract leaves ~30 MB dirty, which the next carving's final sync used to
+# write out).
 #
 # DIR holds the images made by corpora/mkimage.py as in sessions 8-12:
 #   fat.img  (512 MiB FAT32, seed 7), ext4.img (256 MiB ext4, seed 8),
@@ -25,6 +33,7 @@ photorec_run() { # IMG [ext2] [types]
   # (In the work folder: /log writes photorec.log where it runs.)
   (cd "$work/pr" && photorec /log /d "$work/pr/recup" /cmd "$1" "partition_none,options,paranoid${mode},fileopt,${types},wholespace,search")
 }
+extract_sync() { "$bin" extract "$@" && sync; }
 case $what in
 photorec)
   for row in fat ext4 ext2 5types; do
@@ -45,15 +54,16 @@ bound)
     img=$dir/$name.img
     rm -rf "$work/ref"; "$bin" carve "$img" -o "$work/ref" -q
     ids=$(python3 -c "import json,sys; print(','.join(str(r['id']) for r in map(json.loads, open(sys.argv[1])) if r.get('path')))" "$work/ref/report.jsonl")
-    c=() s=() x=()
+    c=() s=() x=() y=()
     for _ in 1 2 3 4 5; do
-      rm -rf "$work/gc"; c+=("$(ms "$bin" carve "$img" -o "$work/gc" -q)")
-      s+=("$(ms "$bin" scan "$img")")
-      rm -rf "$work/x"; x+=("$(ms "$bin" extract "$work/ref/report.jsonl" --ids "$ids" -o "$work/x")")
+      rm -rf "$work/gc"; sync; c+=("$(ms "$bin" carve "$img" -o "$work/gc" -q)")
+      sync; s+=("$(ms "$bin" scan "$img")")
+      rm -rf "$work/x"; sync; x+=("$(ms "$bin" extract "$work/ref/report.jsonl" --ids "$ids" -o "$work/x")")
+      rm -rf "$work/x"; sync; y+=("$(ms extract_sync "$work/ref/report.jsonl" --ids "$ids" -o "$work/x")")
     done
-    mc=$(med "${c[@]}") msc=$(med "${s[@]}") mx=$(med "${x[@]}")
-    bound=$((2 * msc + mx))
-    echo "$name carve $mc ms | scan $msc ms | write+hash (extract) $mx ms | 2 x scan + write/hash = $bound ms | carve/bound $(echo "scale=2; $mc / $bound" | bc)"
+    mc=$(med "${c[@]}") msc=$(med "${s[@]}") mx=$(med "${x[@]}") my=$(med "${y[@]}")
+    bound=$((2 * msc + mx)) bsync=$((2 * msc + my))
+    echo "$name carve $mc ms | scan $msc ms | write+hash (extract) $mx ms, with sync $my ms | 2 x scan + write/hash = $bound ms, $bsync ms | carve/bound $(echo "scale=2; $mc / $bound" | bc), with sync $(echo "scale=2; $mc / $bsync" | bc)"
   done
   ;;
 *) echo "usage: $0 photorec|bound BIN DIR [IMG...]" >&2; exit 2 ;;

@@ -2131,6 +2131,51 @@ mod zip;
 mod tests {
     use super::*;
 
+    /// An image whose small reads are said to be costly: the search's
+    /// cache gathers them into blocks.
+    struct Costly(Vec<u8>);
+    impl ByteReader for Costly {
+        fn len(&self) -> u64 {
+            self.0.len() as u64
+        }
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
+            self.0.read_at(offset, buf)
+        }
+    }
+
+    /// The search's cache gives the same bytes and the same answers whether
+    /// it reads through blocks or straight from a reader whose small reads
+    /// are cheap: across block boundaries, at the image's end and past it.
+    #[test]
+    fn cached_and_direct_reads_are_the_same() {
+        let len = 5 * BLOCK as usize + 777;
+        let img: Vec<u8> = (0..len).map(|i| (i * 31 + i / 977) as u8).collect();
+        let costly = Costly(img.clone());
+        let (mut blocks, mut direct) = (Cache::new(&costly), Cache::new(&img));
+        assert!(!blocks.direct && direct.direct);
+        let mut rng = 99u64;
+        for k in 0..3000 {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let off = match k % 3 {
+                0 => (rng >> 20) % (len as u64 + 64),
+                1 => (((rng >> 20) % 6) * BLOCK).saturating_sub((rng >> 50) % 16),
+                _ => (len as u64).saturating_sub((rng >> 50) % 40),
+            };
+            let n = 1 + (rng >> 40) as usize % 24;
+            let (mut a, mut b) = (vec![0u8; n], vec![0u8; n]);
+            let (ra, rb) = (blocks.read(off, &mut a), direct.read(off, &mut b));
+            assert_eq!(ra, rb, "read of {n} at {off}");
+            assert_eq!(ra, off as usize + n <= len, "read of {n} at {off}");
+            if ra {
+                assert_eq!(a, b);
+                assert_eq!(a, img[off as usize..off as usize + n]);
+            }
+        }
+        assert!(!blocks.blocks.is_empty() && direct.blocks.is_empty());
+    }
+
     /// Runs `(offset, length)` cut to an image of `len` bytes (`offset <
     /// len`), empty ones dropped.
     fn runs_within(runs: Vec<(u64, u64)>, len: u64) -> Vec<(u64, u64)> {
