@@ -315,7 +315,7 @@ impl CarveJob {
         let engines = build_engines(
             &set.patterns,
             &self.engine,
-            self.scan.block_size + set.max_len().saturating_sub(1),
+            crate::scan::haystack_len(self.scan.block_size, set.max_len().saturating_sub(1)),
             warn,
         )
         .map_err(|e| e.to_string())?;

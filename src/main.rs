@@ -11,7 +11,7 @@ use gpucarve::carve::validators::Status;
 use gpucarve::catalogue::Catalogue;
 use gpucarve::engine::{EngineChoice, build_engines};
 use gpucarve::report::matches::{MatchFormat, MatchWriter};
-use gpucarve::scan::{DEFAULT_BLOCK_SIZE, Engines, ScanOptions, scan};
+use gpucarve::scan::{Engines, ScanOptions, scan};
 use gpucarve::source::IoMode;
 
 #[derive(Parser)]
@@ -42,8 +42,8 @@ struct ScanArgs {
     /// I/O backend: buffered, mmap, direct (O_DIRECT), uring (io_uring + O_DIRECT)
     #[arg(long, default_value = "buffered")]
     io: IoMode,
-    /// Block size (e.g. 8MiB); a multiple of 4 KiB
-    #[arg(long, value_parser = parse_size_arg, default_value_t = DEFAULT_BLOCK_SIZE)]
+    /// Block size (e.g. 8MiB), a multiple of 4 KiB; 0: 4 MiB with the CPU engine, 8 MiB with a GPU
+    #[arg(long, value_parser = parse_size_arg, default_value_t = 0)]
     block_size: usize,
     /// Worker threads (default: all cores)
     #[arg(long, default_value_t = 0)]
@@ -279,7 +279,7 @@ fn run_scan(
     let engines = build_engines(
         &set.patterns,
         &choice,
-        args.block_size + set.max_len().saturating_sub(1),
+        gpucarve::scan::haystack_len(args.block_size, set.max_len().saturating_sub(1)),
         &mut |m| warn(m),
     )
     .map_err(|e| e.to_string())?;

@@ -65,6 +65,13 @@ pub trait Engine: Send + Sync {
         None
     }
 
+    /// The block size a scan uses when none is asked for: the CPU engine's
+    /// [`crate::scan::CPU_BLOCK_SIZE`]; a GPU's larger blocks spare it
+    /// dispatches ([`crate::scan::DEFAULT_BLOCK_SIZE`]).
+    fn default_block_size(&self) -> usize {
+        crate::scan::CPU_BLOCK_SIZE
+    }
+
     /// [`search`](Self::search), reporting the time spent in each stage and
     /// the bytes copied to `clock`. The default counts the whole search as
     /// compute (a CPU engine searches the bytes where they lie).

@@ -12,6 +12,11 @@
 //! rest of the program expects), and so does every later read of that map.
 //! Until a fault, the bytes are the page cache's, the same a `pread` returns.
 //!
+//! The handler is installed once per process, the first time a map is made,
+//! and passes on what is not its own; a program embedding this library that
+//! installs a SIGBUS handler of its own afterwards must likewise pass on what
+//! is not its own, or an unreadable page under a map ends the process.
+//!
 //! The scan does not read through here: it reads blocks with the `--io`
 //! backend chosen. Mapped pages the reads have touched count towards the
 //! process's resident memory (clean file pages, which the kernel may drop at

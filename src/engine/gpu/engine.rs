@@ -1195,6 +1195,10 @@ impl Engine for GpuEngine {
         Some(self.slot_bytes)
     }
 
+    fn default_block_size(&self) -> usize {
+        crate::scan::DEFAULT_BLOCK_SIZE
+    }
+
     fn buffer_provider(&self) -> Option<Arc<dyn BufferProvider>> {
         self.staging
             .as_ref()
