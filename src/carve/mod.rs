@@ -1193,9 +1193,10 @@ fn carve_ordered(
             lookahead.push_back(batch);
         }
         // Searches are asked for ahead once their verdicts are here (on
-        // fewer than 4 cores, once the validation stage has ended: before,
-        // it keeps every core busy).
-        if !after_stage || stage.is_finished() {
+        // fewer than 4 cores, once the validation stage has ended or waits
+        // for the carver: before, it keeps every core busy; a long search
+        // of the carver's own had left a core idle behind a full queue).
+        if !after_stage || stage.is_idle() {
             while let Some(batch) = lookahead.get_mut(asked_upto) {
                 ask(&mut frags, batch);
                 asked_upto += 1;

@@ -1238,12 +1238,11 @@ impl KnownJpegs {
         self.update(|st| st.finished = true);
     }
 
-    /// True once the stage has ended.
-    pub fn is_finished(&self) -> bool {
-        self.stage
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .finished
+    /// True once the stage has ended, or while it waits for the carver
+    /// (its output queue is full): either way it keeps no core busy.
+    pub fn is_idle(&self) -> bool {
+        let st = self.stage.lock().unwrap_or_else(|e| e.into_inner());
+        st.finished || st.blocked
     }
 
     /// Waits until the stage has validated the candidates below `pos`, or
@@ -2130,6 +2129,22 @@ mod zip;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The stage keeps no core busy once it has ended or while it waits for
+    /// the carver (the carver's cue to ask for searches ahead on few cores).
+    #[test]
+    fn the_stage_is_idle_when_ended_or_waiting_for_the_carver() {
+        let k = KnownJpegs::default();
+        assert!(!k.is_idle());
+        k.stage_through(1 << 20);
+        assert!(!k.is_idle());
+        k.stage_blocked(true);
+        assert!(k.is_idle());
+        k.stage_blocked(false);
+        assert!(!k.is_idle());
+        k.stage_finished();
+        assert!(k.is_idle());
+    }
 
     /// An image whose small reads are said to be costly: the search's
     /// cache gathers them into blocks.
