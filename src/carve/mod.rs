@@ -777,10 +777,10 @@ fn carve_events(
 }
 
 /// How many threads search fragments ahead of the carver, and whether
-/// only once the validation stage has ended: one per core; on fewer than
-/// 4 cores only after the stage (before, the scan and the stage keep every
-/// core busy, and searches asked then mostly wait for the stage). None on
-/// one core. `GPUCARVE_SEARCH_AHEAD=N` asks for N threads, asked for all
+/// only once the validation stage is idle (ended, or waiting for the
+/// carver): one per core; on fewer than 4 cores only then (before, the scan
+/// and the stage keep every core busy, and searches asked then mostly wait
+/// for the stage). None on one core. `GPUCARVE_SEARCH_AHEAD=N` asks for N threads, asked for all
 /// along (the tests run with 0 and more and compare).
 fn search_ahead() -> (usize, bool) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
