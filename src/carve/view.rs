@@ -26,7 +26,9 @@
 //! per view, whatever the image size and however many threads read it;
 //! a slot's buffer is only allocated when first filled, and all of it is
 //! freed with the view. Each shard evicts its least recently used block.
-//! A carve makes one view (so 8 MiB per image being carved).
+//! A carve makes one view (so 8 MiB per image being carved). A raw image
+//! read through its memory map uses none of it; the map's resident pages
+//! have their own bound (`source::guarded::RELEASE_EVERY`).
 //!
 //! One cache shared by the view's readers rather than one per thread: the
 //! validator and writer threads are scoped threads started anew for every
