@@ -35,6 +35,10 @@ pub const RELEASE_EVERY: u64 = 32 << 20;
 /// having made resident, window by window.
 const FAULT_AROUND: usize = 64 << 10;
 
+/// Largest medium mapped (its window bitmap is then 32 MiB); larger ones
+/// are read the ordinary way.
+const MAX_MAPPED: u64 = 16 << 40;
+
 /// Registered maps, at most this many at once (one per raw image open).
 const SLOTS: usize = 64;
 
@@ -94,6 +98,9 @@ impl GuardedMap {
     /// could not be installed): the caller reads the ordinary way.
     pub fn new(file: &std::fs::File, len: u64) -> Option<GuardedMap> {
         if !cfg!(target_os = "linux") || len == 0 || !install() {
+            return None;
+        }
+        if len > MAX_MAPPED {
             return None;
         }
         let len = usize::try_from(len).ok()?;
