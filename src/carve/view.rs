@@ -4,7 +4,8 @@
 //! (header fields, 4 KiB windows, segment tables), often of the same bytes
 //! again. Each [`Image::read_at`] is one `pread`: a syscall and a copy out of
 //! the page cache however few bytes are asked for. A plain raw file or
-//! device is therefore read through a memory map of it
+//! device (and the spool of a gzip image or of standard input) is therefore
+//! read through a memory map of it
 //! ([`Image::read_mapped`]: no system call, one copy, and a bad sector is
 //! a refused mapped read, never a SIGBUS; see `source::guarded`): on a
 //! 256 MiB ext2 image the carving's CPU time fell 8% (the `pread` copies and

@@ -207,6 +207,27 @@ impl GuardedMap {
     }
 }
 
+/// A medium's map, made on first use: what a [`super::Media`] over one
+/// plain file holds to serve [`super::Media::read_mapped`].
+#[derive(Debug, Default)]
+pub struct LazyMap(std::sync::OnceLock<Option<GuardedMap>>);
+
+impl LazyMap {
+    /// The map of `len` bytes of `file`, made on the first call (`None`:
+    /// it could not be, and will not be tried again).
+    pub fn get(&self, file: &std::fs::File, len: u64) -> Option<&GuardedMap> {
+        self.0.get_or_init(|| GuardedMap::new(file, len)).as_ref()
+    }
+
+    /// Faults counted in the map; 0 when none was made.
+    pub fn faults(&self) -> u64 {
+        self.0
+            .get()
+            .and_then(Option::as_ref)
+            .map_or(0, GuardedMap::faults)
+    }
+}
+
 impl Drop for GuardedMap {
     fn drop(&mut self) {
         // Unregistered before the map goes (a fault can only come from an

@@ -98,6 +98,7 @@ pub fn open(path: &Path, spool_dir: &Path) -> Result<Spooled, SourceError> {
             if members == 1 { "" } else { "s" }
         ),
         damage,
+        map: Default::default(),
     })
 }
 
@@ -135,6 +136,12 @@ mod tests {
         let mut b = vec![0u8; 1000];
         m.read_at(99_500, &mut b).unwrap();
         assert_eq!(&b[..], &data[99_500..100_500]);
+        // The spool is read through its memory map too, the same bytes.
+        let mut c = vec![0u8; 1000];
+        assert!(m.read_mapped(99_500, &mut c));
+        assert_eq!(b, c);
+        assert!(m.reads_mapped() && m.mapped_faults() == 0);
+        assert!(!m.read_mapped(299_500, &mut c), "past the end");
         // No spool left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 

@@ -162,8 +162,8 @@ struct RawMedia {
     file: File,
     len: u64,
     unread: BadSectors,
-    /// Mapped on the first mapped read (`None`: it could not be).
-    map: std::sync::OnceLock<Option<guarded::GuardedMap>>,
+    /// Mapped on the first mapped read.
+    map: guarded::LazyMap,
 }
 
 /// Granularity of the retry after a read error.
@@ -249,15 +249,6 @@ impl BadSectors {
     }
 }
 
-impl RawMedia {
-    /// The memory map, made on first use (`None`: it could not be).
-    fn mapped(&self) -> Option<&guarded::GuardedMap> {
-        self.map
-            .get_or_init(|| guarded::GuardedMap::new(&self.file, self.len))
-            .as_ref()
-    }
-}
-
 impl Media for RawMedia {
     fn len(&self) -> u64 {
         self.len
@@ -276,16 +267,15 @@ impl Media for RawMedia {
         Some(&self.file)
     }
     fn read_mapped(&self, offset: u64, buf: &mut [u8]) -> bool {
-        self.mapped().is_some_and(|m| m.read(offset, buf))
+        let map = self.map.get(&self.file, self.len);
+        map.is_some_and(|m| m.read(offset, buf))
     }
     fn reads_mapped(&self) -> bool {
-        self.mapped().is_some_and(|m| m.faults() == 0)
+        let map = self.map.get(&self.file, self.len);
+        map.is_some_and(|m| m.faults() == 0)
     }
     fn mapped_faults(&self) -> u64 {
-        self.map
-            .get()
-            .and_then(Option::as_ref)
-            .map_or(0, guarded::GuardedMap::faults)
+        self.map.faults()
     }
     fn describe(&self) -> String {
         "raw".into()

@@ -42,6 +42,8 @@ pub struct Spooled {
     /// What it was, for reports.
     pub(super) what: String,
     pub(super) damage: Vec<Damage>,
+    /// Mapped on the first mapped read (the spool is complete by then).
+    pub(super) map: super::guarded::LazyMap,
 }
 
 impl Media for Spooled {
@@ -54,6 +56,17 @@ impl Media for Spooled {
     }
     fn raw_file(&self) -> Option<&File> {
         Some(&self.file)
+    }
+    fn read_mapped(&self, offset: u64, buf: &mut [u8]) -> bool {
+        let map = self.map.get(&self.file, self.len);
+        map.is_some_and(|m| m.read(offset, buf))
+    }
+    fn reads_mapped(&self) -> bool {
+        let map = self.map.get(&self.file, self.len);
+        map.is_some_and(|m| m.faults() == 0)
+    }
+    fn mapped_faults(&self) -> u64 {
+        self.map.faults()
     }
     fn describe(&self) -> String {
         self.what.clone()

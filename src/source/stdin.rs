@@ -70,6 +70,7 @@ pub fn from_reader(mut input: impl Read, spool_dir: &Path) -> Result<Spooled, So
         len,
         what: "standard input, spooled".into(),
         damage: Vec::new(),
+        map: Default::default(),
     })
 }
 
