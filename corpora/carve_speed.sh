@@ -5,7 +5,8 @@
 #                                             3 runs alternating, medians, per image
 #   corpora/carve_speed.sh bound BIN DIR IMG...  carve vs 2 x scan + write/hash, where
 #                                             write/hash is `gpucarve extract` of the files
-#                                             the carving wrote (medians of 5); also with
+#                                             the carving wrote (medians of ROUNDS, default
+#                                             5, from the environment); also with
 #                                             write/hash = extract then `sync` (the carving
 #                                             makes its output durable before it ends: its
 #                                             journal syncs the file system)
@@ -55,7 +56,7 @@ bound)
     rm -rf "$work/ref"; "$bin" carve "$img" -o "$work/ref" -q
     ids=$(python3 -c "import json,sys; print(','.join(str(r['id']) for r in map(json.loads, open(sys.argv[1])) if r.get('path')))" "$work/ref/report.jsonl")
     c=() s=() x=() y=()
-    for _ in 1 2 3 4 5; do
+    for _ in $(seq "${ROUNDS:-5}"); do
       rm -rf "$work/gc"; sync; c+=("$(ms "$bin" carve "$img" -o "$work/gc" -q)")
       sync; s+=("$(ms "$bin" scan "$img")")
       rm -rf "$work/x"; sync; x+=("$(ms "$bin" extract "$work/ref/report.jsonl" --ids "$ids" -o "$work/x")")
