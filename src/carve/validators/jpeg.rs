@@ -2165,7 +2165,7 @@ type History = Option<Vec<Vec<u64>>>;
 /// component, or the DC bits of all; the history after one scan is the
 /// history before the next). A first decode of a progressive file under
 /// the memo copied the whole history twice per scan: 1.9x the decode's
-/// time on `d-debian.jpg` (1 920 x 1 080 blocks' worth in 160 KB).
+/// time on `d-debian.jpg` (800 x 600, ten scans in 160 KB).
 type MemoHistory = Option<Vec<std::sync::Arc<Vec<u64>>>>;
 
 /// `h` as a [`MemoHistory`], each component equal to `like`'s taken from
