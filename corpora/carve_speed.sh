@@ -17,10 +17,12 @@
 # write out; PhotoRec leaves its recovered files, 100-300 MB, which made the
 # next carving's final sync take 150-250 ms until session 14). Nothing is
 # deleted until the end: every command writes into a folder of its own. On a
-# file system without a journal, ext4 skips inodes freed in the last 60 s when
-# it allocates one (`recently_deleted`), so deleting the last command's output
-# made the next one's file creations slow (PhotoRec's thousands of files: the
-# next carving took 630 ms instead of 400 on ext2).
+# file system without a journal, ext4 skips inodes freed in the last 60 s
+# (300 s while their table block is dirty) when it allocates one
+# (`recently_deleted`), so deleting the last command's output made the next
+# one's file creations slow (PhotoRec's thousands of files: the next carving
+# took 630 ms instead of 400 on ext2). Start it after a few minutes in which
+# nothing was deleted.
 #
 # DIR holds the images made by corpora/mkimage.py as in sessions 8-12:
 #   fat.img  (512 MiB FAT32, seed 7), ext4.img (256 MiB ext4, seed 8),

@@ -3614,6 +3614,20 @@ pub(crate) mod tests {
     /// The files the snapshot tests decode: the hand-made baseline and
     /// progressive samples, and three real pictures (progressive and
     /// baseline, with and without chroma subsampling).
+    /// Every `FF DA` (start of scan) in `f`, with where that scan's
+    /// entropy-coded data starts (after its header).
+    fn scan_starts(f: &[u8]) -> Vec<(usize, usize)> {
+        (0..f.len().saturating_sub(3))
+            .filter(|&i| f[i] == 0xFF && f[i + 1] == 0xDA)
+            .map(|i| {
+                (
+                    i,
+                    i + 2 + usize::from(u16::from_be_bytes([f[i + 2], f[i + 3]])),
+                )
+            })
+            .collect()
+    }
+
     fn snapshot_files() -> Vec<Vec<u8>> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
         let mut files = vec![sample(), progressive()];
@@ -3776,10 +3790,7 @@ pub(crate) mod tests {
     /// damage are a plain validation's.
     #[test]
     fn a_trail_holds_the_snapshots_a_capture_takes() {
-        use super::{
-            Damage, Src, TrailSpec, validate_capture, validate_capture_all, validate_capture_from,
-            validate_probe, validate_trail,
-        };
+        use super::{Damage, Src, TrailSpec, validate_capture, validate_probe, validate_trail};
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
         // Noise that breaks a decode soon after it starts.
         let noise = xorshift_noise(0x9E37_79B9_7F4A_7C15, 16384);
@@ -3819,23 +3830,8 @@ pub(crate) mod tests {
                         let bounds = crate::carve::geometry::block_map_boundaries(1024, len)
                             .flat_map(|b| [b, b - grid]);
                         let points = (0..len).step_by(grid as usize).chain(bounds);
-                        for p in points {
-                            let Some(mut got) = trail.answer(len, &[p]) else {
-                                continue;
-                            };
-                            let want = match resume {
-                                Some(sn) => {
-                                    validate_capture_from(src, &mut Damage::default(), sn, &[p]).1
-                                }
-                                None => validate_capture_all(src, &mut Damage::default(), &[p]).1,
-                            };
-                            assert_eq!(
-                                got.pop(),
-                                want.into_iter().next(),
-                                "{k}: cut {cut}, grid {grid}, split {p}"
-                            );
-                            compared += 1;
-                        }
+                        let at = format!("{k}: cut {cut}, grid {grid}");
+                        compared += trail_equals_captures(&trail, src, resume, points, &at);
                     }
                 }
             }
@@ -3846,6 +3842,32 @@ pub(crate) mod tests {
         );
     }
 
+    /// Asserts that `trail` holds, for each of `points` it answers, the
+    /// snapshot a capture over `src` takes (resumed from `resume` when
+    /// given); returns how many it answered.
+    fn trail_equals_captures(
+        trail: &super::Trail,
+        src: super::Src,
+        resume: Option<&super::Snap>,
+        points: impl Iterator<Item = u64>,
+        at: &str,
+    ) -> usize {
+        use super::{Damage, validate_capture_all, validate_capture_from};
+        let mut compared = 0;
+        for p in points {
+            let Some(mut got) = trail.answer(src.len(), &[p]) else {
+                continue;
+            };
+            let want = match resume {
+                Some(sn) => validate_capture_from(src, &mut Damage::default(), sn, &[p]).1,
+                None => validate_capture_all(src, &mut Damage::default(), &[p]).1,
+            };
+            assert_eq!(got.pop(), want.into_iter().next(), "{at}, split {p}");
+            compared += 1;
+        }
+        compared
+    }
+
     /// Where a scan of a progressive file ends with an end-of-band run (the
     /// decode counts the run off at once, [`scan_body`]), a trail still
     /// holds the snapshots a capture takes: at every grid point from the
@@ -3854,7 +3876,7 @@ pub(crate) mod tests {
     /// trail covers those bytes).
     #[test]
     fn a_trail_holds_the_snapshots_at_the_ends_of_scans() {
-        use super::{Damage, Src, TrailSpec, validate_capture_all, validate_trail};
+        use super::{Damage, Src, TrailSpec, validate_trail};
         use crate::carve::validators::testutil::{NO_LIMIT, Slice};
         let noise = xorshift_noise(0x2545_F491_4F6C_DD1D, 4096);
         let (mut ends, mut compared) = (0, 0);
@@ -3862,30 +3884,24 @@ pub(crate) mod tests {
             if !f.windows(2).any(|m| m == [0xFF, 0xC2]) {
                 continue;
             }
-            // The markers that end the scans: the first after each SOS's
-            // entropy-coded data.
-            let mut at = 0;
-            while let Some(sos) = (at..f.len() - 3).find(|&i| f[i] == 0xFF && f[i + 1] == 0xDA) {
-                let body = sos + 2 + usize::from(u16::from_be_bytes([f[sos + 2], f[sos + 3]]));
+            let scans = scan_starts(&f);
+            for &(_, body) in &scans {
+                // The marker that ends the scan: the first after its
+                // entropy-coded data.
                 let Some(end) = (body..f.len() - 1)
                     .find(|&i| f[i] == 0xFF && !matches!(f[i + 1], 0x00 | 0xD0..=0xD7))
                 else {
                     break;
                 };
-                at = end;
                 // Cut a little into the next scan's data: its first
                 // boundaries settle the grid points up to them.
-                let Some(next) = (end..f.len() - 3).find(|&i| f[i] == 0xFF && f[i + 1] == 0xDA)
-                else {
+                let Some(&(_, next_body)) = scans.iter().find(|&&(sos, _)| sos >= end) else {
                     continue;
                 };
-                let next_body =
-                    next + 2 + usize::from(u16::from_be_bytes([f[next + 2], f[next + 3]]));
                 let cut = (next_body + 256).min(f.len());
                 let w = [&f[..cut], &noise[..]].concat();
                 let sl = Slice(&w);
                 let src = Src::new(&sl, 0, NO_LIMIT);
-                let len = src.len();
                 let spec = TrailSpec {
                     grid: 8,
                     span: 4 * 8 + 1024,
@@ -3894,18 +3910,9 @@ pub(crate) mod tests {
                 let (_, trail) = validate_trail(src, &mut Damage::default(), None, spec);
                 let Some(trail) = trail else { continue };
                 ends += 1;
-                for p in (end.saturating_sub(96) as u64..next_body as u64 + 16).step_by(8) {
-                    let Some(mut got) = trail.answer(len, &[p]) else {
-                        continue;
-                    };
-                    let want = validate_capture_all(src, &mut Damage::default(), &[p]).1;
-                    assert_eq!(
-                        got.pop(),
-                        want.into_iter().next(),
-                        "scan end {end}, split {p}"
-                    );
-                    compared += 1;
-                }
+                let points = (end.saturating_sub(96) as u64..next_body as u64 + 16).step_by(8);
+                compared +=
+                    trail_equals_captures(&trail, src, None, points, &format!("scan end {end}"));
             }
         }
         assert!(
@@ -3928,10 +3935,7 @@ pub(crate) mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
         for name in ["debian_logo.jpg", "d-debian.jpg"] {
             let f = std::fs::read(dir.join(name)).unwrap();
-            let sos = (0..f.len() - 1)
-                .find(|&i| f[i] == 0xFF && f[i + 1] == 0xDA)
-                .unwrap();
-            let body = sos + 2 + usize::from(u16::from_be_bytes([f[sos + 2], f[sos + 3]]));
+            let (_, body) = scan_starts(&f)[0];
             let mut copy = f[..2].to_vec();
             copy.extend_from_slice(&[0xFF, 0xFE, 0, 6, b'c', b'o', b'p', b'y']);
             copy.extend_from_slice(&f[2..]);
@@ -4105,11 +4109,7 @@ pub(crate) mod tests {
         variants.push(([&f[..n / 50], &noise[..]].concat(), false));
         // Breaking a few bytes past a mark (the picture's scan data start
         // + k·32 KiB): inside the MCU row the decode resumes in.
-        let sos = (0..n - 1)
-            .rev()
-            .find(|&i| f[i] == 0xFF && f[i + 1] == 0xDA)
-            .unwrap();
-        let body = sos + 2 + usize::from(u16::from_be_bytes([f[sos + 2], f[sos + 3]]));
+        let (_, body) = *scan_starts(&f).last().unwrap();
         for (k, resumes) in [(3, false), (20, true)] {
             let p = body + k * 32 * 1024 + 200;
             variants.push(([&f[..p], &noise[..]].concat(), resumes));
