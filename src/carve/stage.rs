@@ -21,7 +21,6 @@ use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, channel, sync_channel};
-use std::time::Instant;
 
 use super::ImageBytes;
 use super::{Event, Profile, Validated, fragments, geometry, validate_laid_out, validators};
@@ -219,7 +218,7 @@ fn job_list<'v>(cx: &Context<'v>, batch: &[Event]) -> Vec<Job<'v>> {
 
 /// One candidate's verdict, timed.
 fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
-    let t0 = Instant::now();
+    let t0 = super::CpuClock::start();
     // A JPEG that breaks leaves the decoder's snapshots near where it broke
     // for the fragment search (on the grid of its volume's clusters, or of
     // 512 bytes where no file system says).
@@ -252,7 +251,7 @@ fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
             })
         })
     });
-    (i, verdict, v, t0.elapsed().as_secs_f64())
+    (i, verdict, v, t0.secs())
 }
 
 /// Files a piece's verdicts and times in its batch.

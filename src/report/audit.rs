@@ -81,7 +81,7 @@ pub fn render(
     if !summary.profile.stages.is_empty() {
         let _ = writeln!(
             s,
-            "\nstage profile (seconds summed over threads; the scan: {secs:.2} s wall)\n{:<32} {:<10} {:>10} {:>10}",
+            "\nstage profile (CPU seconds summed over threads; waiting and write+hash: wall; the scan: {secs:.2} s wall)\n{:<32} {:<10} {:>10} {:>10}",
             "stage", "type", "count", "seconds"
         );
         for ((stage, what), (n, t)) in &summary.profile.stages {

@@ -743,7 +743,7 @@ pub fn run_ahead(
                 }
             }
         }
-        let t0 = Instant::now();
+        let t0 = crate::carve::CpuClock::start();
         let attempt = recover_given(
             job.validator,
             r,
@@ -754,7 +754,7 @@ pub fn run_ahead(
             &mut claims,
             Some(&job.verdict),
         );
-        let secs = t0.elapsed().as_secs_f64();
+        let secs = t0.secs();
         if let Some(j) = &attempt.joined {
             joins
                 .lock()
