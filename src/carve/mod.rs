@@ -535,23 +535,65 @@ pub struct Profile {
     pub stages: BTreeMap<(String, String), (u64, f64)>,
 }
 
-/// The CPU time the calling thread has used since [`CpuClock::start`]
-/// (`CLOCK_THREAD_CPUTIME_ID`): a stage's own work, without the time its
-/// thread waited or was not running. The carving runs more threads than
-/// cores (scan, stage, carver, searches, writers), so the wall time of a
-/// task counts the others' work too (session 15, two cores: the stage's
-/// JPEG validations summed to 0.19-0.31 s of wall time in runs of equal
-/// CPU time).
-pub(crate) struct CpuClock(std::time::Duration);
+/// A task's CPU time, for the stage profile: its wall time times its
+/// thread's CPU share while busy. The carving runs more threads than cores
+/// (scan, stage, carver, searches, writers), so a task's wall time counts
+/// the others' work too (session 15, two cores: the stage's JPEG validations
+/// summed to 0.19-0.31 s of wall time in runs of equal CPU time, 0.11 s of
+/// CPU). Reading a thread's CPU clock is a system call (0.5 µs on this VM;
+/// dense input validates millions of candidates: 8 s of system time when
+/// every task read it twice), so each thread reads it at most every
+/// [`CPU_SAMPLE`]: the CPU it used since, over the wall time of its tasks
+/// since (its waits between tasks use no CPU), is the share applied to its
+/// tasks until the next reading. A task longer than that is measured alone.
+pub(crate) struct CpuClock(std::time::Instant);
+
+/// Least wall time between two readings of a thread's CPU clock.
+const CPU_SAMPLE: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// A thread's last CPU clock reading, the wall time of its tasks since, and
+/// the CPU share found at that reading.
+struct CpuMeter {
+    read_at: std::time::Instant,
+    cpu: std::time::Duration,
+    busy: f64,
+    share: f64,
+}
+
+thread_local! {
+    static CPU_METER: std::cell::RefCell<Option<CpuMeter>> = const { std::cell::RefCell::new(None) };
+}
 
 impl CpuClock {
     pub(crate) fn start() -> CpuClock {
-        CpuClock(thread_cpu_time())
+        CPU_METER.with(|m| {
+            m.borrow_mut().get_or_insert_with(|| CpuMeter {
+                read_at: std::time::Instant::now(),
+                cpu: thread_cpu_time(),
+                busy: 0.0,
+                share: 1.0,
+            });
+        });
+        CpuClock(std::time::Instant::now())
     }
 
-    /// CPU seconds since the start.
+    /// The task's CPU seconds, once it has ended (call once per task).
     pub(crate) fn secs(&self) -> f64 {
-        thread_cpu_time().saturating_sub(self.0).as_secs_f64()
+        let now = std::time::Instant::now();
+        let wall = now.saturating_duration_since(self.0).as_secs_f64();
+        CPU_METER.with(|m| {
+            let mut m = m.borrow_mut();
+            let Some(m) = m.as_mut() else {
+                return wall;
+            };
+            m.busy += wall;
+            if now.saturating_duration_since(m.read_at) >= CPU_SAMPLE && m.busy > 0.0 {
+                let cpu = thread_cpu_time();
+                m.share = (cpu.saturating_sub(m.cpu).as_secs_f64() / m.busy).min(1.0);
+                (m.read_at, m.cpu, m.busy) = (now, cpu, 0.0);
+            }
+            wall * m.share
+        })
     }
 }
 
@@ -1738,7 +1780,9 @@ mod cpu_clock_tests {
     use std::time::{Duration, Instant};
 
     /// The stage profile's clock counts a thread's work, not its waits:
-    /// a sleep adds (almost) nothing, a busy loop adds what it spins.
+    /// a sleep adds (almost) nothing, a busy loop what it spun, and a
+    /// thread that timed many short tasks read its CPU clock only now and
+    /// then.
     #[test]
     fn a_thread_clock_counts_work_not_waiting() {
         let c = CpuClock::start();
@@ -1746,13 +1790,17 @@ mod cpu_clock_tests {
         let slept = c.secs();
         assert!(slept < 0.05, "a 200 ms sleep counted {slept} s of CPU");
         let c = CpuClock::start();
-        let wall = Instant::now();
+        let (cpu0, wall) = (super::thread_cpu_time(), Instant::now());
         let mut x = 1u64;
-        while c.secs() < 0.02 && wall.elapsed() < Duration::from_secs(20) {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        while super::thread_cpu_time() - cpu0 < Duration::from_millis(30)
+            && wall.elapsed() < Duration::from_secs(20)
+        {
+            for _ in 0..1000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
         }
         let spun = c.secs();
-        assert!(spun >= 0.02, "20 s of spinning counted {spun} s of CPU");
+        assert!(spun >= 0.025, "30 ms of spinning counted {spun} s of CPU");
         assert!(spun <= wall.elapsed().as_secs_f64() + 0.01);
     }
 }
