@@ -527,7 +527,8 @@ pub enum CarveError {
 }
 
 /// Time per carving stage, for the audit: `(stage, what) → (count, seconds)`,
-/// the CPU seconds of the threads that did the work ([`CpuClock`]), summed
+/// the CPU seconds of the threads that did the work (their tasks' wall times
+/// times their CPU share while busy, read from the thread CPU clock), summed
 /// (so on several cores the stages add up to more than the wall time);
 /// `write+hash (wall)` is the emitter's wall time.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -546,6 +547,10 @@ pub struct Profile {
 /// [`CPU_SAMPLE`]: the CPU it used since, over the wall time of its tasks
 /// since (its waits between tasks use no CPU), is the share applied to its
 /// tasks until the next reading. A task longer than that is measured alone.
+/// What a thread does between its tasks counts towards the share too (the
+/// carver decides files between its validations and searches), and the
+/// share is at most 1: such a thread's tasks count at most their wall time.
+/// Clocks do not nest (no timed task runs inside another on one thread).
 pub(crate) struct CpuClock(std::time::Instant);
 
 /// Least wall time between two readings of a thread's CPU clock.
