@@ -700,16 +700,74 @@ pub struct AheadDone {
 /// to the carver).
 const MAX_AHEAD_CLAIMS: usize = 4096;
 
-/// Joins found by the searches run ahead: header → runs.
-pub type AheadJoins = std::sync::Mutex<std::collections::BTreeMap<u64, Vec<(u64, u64)>>>;
+/// What the searching threads share: the joins found by the searches run
+/// ahead (header → runs), and the starts of the searches running now.
+#[derive(Default)]
+pub struct AheadJoins {
+    state: std::sync::Mutex<AheadState>,
+    /// Signalled when a search ends.
+    ended: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct AheadState {
+    found: std::collections::BTreeMap<u64, Vec<(u64, u64)>>,
+    /// One entry per search running (at most one per searching thread).
+    running: Vec<u64>,
+}
+
+impl AheadJoins {
+    fn lock(&self) -> std::sync::MutexGuard<'_, AheadState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Enters a search starting at `start` as running, until the guard is
+    /// dropped.
+    fn enter(&self, start: u64) -> Running<'_> {
+        self.lock().running.push(start);
+        Running { joins: self, start }
+    }
+
+    /// The shared state, once no search starting in `[behind, start)` runs.
+    fn after_earlier(&self, behind: u64, start: u64) -> std::sync::MutexGuard<'_, AheadState> {
+        let mut st = self.lock();
+        while st.running.iter().any(|&s| s >= behind && s < start) {
+            st = self.ended.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st
+    }
+}
+
+/// A search's place among the running ones ([`AheadState::running`]), left
+/// when it ends, also by unwinding (no later search waits for it then).
+struct Running<'a> {
+    joins: &'a AheadJoins,
+    start: u64,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let mut st = self.joins.lock();
+        if let Some(i) = st.running.iter().position(|&s| s == self.start) {
+            st.running.swap_remove(i);
+        }
+        drop(st);
+        self.joins.ended.notify_all();
+    }
+}
 
 /// A searching thread (one of several): takes the jobs in turn and runs
 /// each with the claims it carries, plus the joins the searches run ahead
 /// have found before it (the carver claims each when it takes that answer,
 /// before it reaches later files), and its own caches (pure functions of
-/// the image); until the carver hangs up. A search that ran while an
-/// earlier one, not finished yet, was to claim what it looked at is not
-/// taken: the carver checks every answer ([`Attempt::asked`]).
+/// the image); until the carver hangs up. A search waits for the earlier
+/// ones still running whose joins it would take (within twice the largest
+/// gap before it): run beside them, it asked about clusters their joins
+/// then claimed, and the carver, which checks every answer
+/// ([`Attempt::asked`]), searched again (4-6 of 16 JPEG searches ahead on
+/// the ext2 image of BENCHMARKS.md, session 15). The jobs come in offset
+/// order; the carver takes the answers in that order too, so the one
+/// waited for is needed first anyway.
 pub fn run_ahead(
     r: &dyn ByteReader,
     (known, needles): (Option<Arc<KnownJpegs>>, Option<Arc<ScanNeedles>>),
@@ -723,9 +781,15 @@ pub fn run_ahead(
         ..Claims::default()
     };
     loop {
-        let next = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv();
-        let Ok(job) = next else {
-            return;
+        // (Taken and entered as running under the queue's lock: a later
+        // job taken by another thread sees this one running.)
+        let (job, running) = {
+            let queue = jobs.lock().unwrap_or_else(|e| e.into_inner());
+            let Ok(job) = queue.recv() else {
+                return;
+            };
+            let running = joins.enter(job.start);
+            (job, running)
         };
         let behind = job
             .start
@@ -734,12 +798,19 @@ pub fn run_ahead(
         claims.ranges = job.claims.ranges;
         claims.merged = job.claims.merged;
         {
-            let mut found = joins.lock().unwrap_or_else(|e| e.into_inner());
-            // (Far enough behind that no job still to start looks there.)
-            *found = found.split_off(&behind.saturating_sub(job.limits.max_gap.saturating_mul(2)));
-            for runs in found.range(behind..job.start).map(|(_, r)| r) {
+            let mut st = joins.after_earlier(behind, job.start);
+            // Every join found before this file, by where its runs lie (a
+            // ZIP's central directory can place its second fragment far
+            // from its header): those ending far enough behind that no job
+            // still to start looks there are let go.
+            let gone = behind.saturating_sub(job.limits.max_gap.saturating_mul(2));
+            st.found
+                .retain(|_, runs| runs.iter().any(|&(o, l)| o.saturating_add(l) > gone));
+            for runs in st.found.range(..job.start).map(|(_, r)| r) {
                 for &(off, len) in runs {
-                    claims.claim(off, off.saturating_add(len));
+                    if off.saturating_add(len) > behind {
+                        claims.claim(off, off.saturating_add(len));
+                    }
                 }
             }
         }
@@ -756,11 +827,10 @@ pub fn run_ahead(
         );
         let secs = t0.secs();
         if let Some(j) = &attempt.joined {
-            joins
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(job.start, j.runs.clone());
+            joins.lock().found.insert(job.start, j.runs.clone());
         }
+        // (Before the answer: a search waiting for this one goes on with its join.)
+        drop(running);
         // (The carver may have passed the file by: no one waits then.)
         let _ = job.reply.send(AheadDone { attempt, secs });
     }
@@ -2355,6 +2425,47 @@ mod tests {
         taken.claim(b, b + 4 * CL);
         assert!(!taken.answers(&asked));
         assert_ne!(run(&mut taken).joined, Some(joined));
+    }
+
+    /// A search run ahead waits for the earlier ones running within its
+    /// reach (their joins are claims it must see), not for those behind
+    /// it or after it, and not for one whose thread unwound.
+    #[test]
+    fn a_search_ahead_waits_for_the_earlier_ones_in_reach() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::Duration;
+        let joins = AheadJoins::default();
+        let ended = AtomicBool::new(false);
+        let earlier = joins.enter(100);
+        let later = joins.enter(300);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                drop(joins.after_earlier(50, 200));
+                ended.load(Ordering::SeqCst)
+            });
+            // Out of reach (behind 150) or after it: no wait.
+            drop(joins.after_earlier(150, 200));
+            drop(joins.after_earlier(0, 100));
+            std::thread::sleep(Duration::from_millis(100));
+            ended.store(true, Ordering::SeqCst);
+            drop(earlier);
+            assert!(
+                waiter.join().unwrap(),
+                "went on before the earlier search ended"
+            );
+        });
+        drop(later);
+        // A search whose thread panicked leaves the running ones.
+        std::thread::scope(|s| {
+            let _ = s
+                .spawn(|| {
+                    let _running = joins.enter(100);
+                    panic!("a search's thread unwinds");
+                })
+                .join();
+        });
+        assert!(joins.lock().running.is_empty());
+        drop(joins.after_earlier(0, 200));
     }
 
     #[test]
