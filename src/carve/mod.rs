@@ -819,8 +819,9 @@ fn carve_events(
     // (the carver checks that each answer is the one it would have found).
     let (jobs_tx, jobs_rx) = std::sync::mpsc::channel();
     let jobs_rx = std::sync::Mutex::new(jobs_rx);
-    let joins = fragments::AheadJoins::default();
     let (searchers, after_stage) = search_ahead();
+    // (Few cores: a search waits for the earlier ones whose joins it needs.)
+    let joins = fragments::AheadJoins::new(after_stage);
     std::thread::scope(|s| {
         let emitter = s.spawn(move || emit_loop(erx, image, out, opts.hashes, report));
         for _ in 0..searchers {
@@ -865,8 +866,10 @@ fn carve_events(
 /// only once the validation stage is idle (ended, or waiting for the
 /// carver): one per core; on fewer than 4 cores only then (before, the scan
 /// and the stage keep every core busy, and searches asked then mostly wait
-/// for the stage). None on one core. `GPUCARVE_SEARCH_AHEAD=N` asks for N threads, asked for all
-/// along (the tests run with 0 and more and compare).
+/// for the stage; and a search waits for the earlier ones in its reach,
+/// [`fragments::run_ahead`]). None on one core. `GPUCARVE_SEARCH_AHEAD=N`
+/// asks for N threads, asked for all along, not waiting (the tests run with
+/// 0 and more and compare).
 fn search_ahead() -> (usize, bool) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     match std::env::var("GPUCARVE_SEARCH_AHEAD")

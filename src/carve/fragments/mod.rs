@@ -707,6 +707,9 @@ pub struct AheadJoins {
     state: std::sync::Mutex<AheadState>,
     /// Signalled when a search ends.
     ended: std::sync::Condvar,
+    /// Whether a search waits for the earlier ones running within its
+    /// reach ([`run_ahead`]).
+    wait: bool,
 }
 
 #[derive(Default)]
@@ -717,6 +720,15 @@ struct AheadState {
 }
 
 impl AheadJoins {
+    /// Shared by searching threads that wait for the earlier searches in
+    /// their reach (`wait`), or run beside them.
+    pub fn new(wait: bool) -> AheadJoins {
+        AheadJoins {
+            wait,
+            ..AheadJoins::default()
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, AheadState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -760,14 +772,17 @@ impl Drop for Running<'_> {
 /// each with the claims it carries, plus the joins the searches run ahead
 /// have found before it (the carver claims each when it takes that answer,
 /// before it reaches later files), and its own caches (pure functions of
-/// the image); until the carver hangs up. A search waits for the earlier
-/// ones still running whose joins it would take (within twice the largest
-/// gap before it): run beside them, it asked about clusters their joins
-/// then claimed, and the carver, which checks every answer
-/// ([`Attempt::asked`]), searched again (4-6 of 16 JPEG searches ahead on
-/// the ext2 image of BENCHMARKS.md, session 15). The jobs come in offset
-/// order; the carver takes the answers in that order too, so the one
-/// waited for is needed first anyway.
+/// the image); until the carver hangs up. A search run beside an earlier
+/// one still running within its reach (twice the largest gap before it)
+/// may ask about clusters that one's join then claims, and the carver,
+/// which checks every answer ([`Attempt::asked`]), searches again (3-6 of
+/// 16 JPEG searches ahead on the ext2 image of BENCHMARKS.md, session 15).
+/// Where `joins` says so (on fewer than 4 cores, where every core is busy
+/// and a search's wasted work is taken from the others) a search waits for
+/// those earlier ones instead; elsewhere a core is more likely idle, and
+/// runs beside them. The jobs come in offset order and the carver takes
+/// the answers in that order too, so the one waited for is needed first
+/// anyway.
 pub fn run_ahead(
     r: &dyn ByteReader,
     (known, needles): (Option<Arc<KnownJpegs>>, Option<Arc<ScanNeedles>>),
@@ -798,7 +813,11 @@ pub fn run_ahead(
         claims.ranges = job.claims.ranges;
         claims.merged = job.claims.merged;
         {
-            let mut st = joins.after_earlier(behind, job.start);
+            let mut st = if joins.wait {
+                joins.after_earlier(behind, job.start)
+            } else {
+                joins.lock()
+            };
             // Every join found before this file, by where its runs lie (a
             // ZIP's central directory can place its second fragment far
             // from its header): those ending far enough behind that no job
