@@ -121,7 +121,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         v.broke_at = Some(d.fail_at);
         v.trail = trail
             .map(|mut t| {
-                t.fill_sticky(src, None);
+                t.fill_sticky(src);
                 t
             })
             .and_then(Trail::kept)
@@ -410,10 +410,10 @@ impl Trail {
     /// it did not take itself, within [`CHEAP_STICKY`] of the start: it went
     /// on from a memo's answer or mark past them (a copy of a picture
     /// decoded before is compared, not decoded, up to near where it
-    /// differs). Captured from `src`'s start (or from `resume`, the snapshot
-    /// the decode resumed from) to the last of them, as a fragment search
-    /// would capture them.
-    fn fill_sticky(&mut self, src: Src, resume: Option<&Snap>) {
+    /// differs). Captured from `src`'s start to the last of them, as a
+    /// fragment search would capture them (the validation stage's trails:
+    /// a search's own decode, resumed from a snapshot, leaves them to it).
+    fn fill_sticky(&mut self, src: Src) {
         let Some(bs) = self.spec.block_map else {
             return;
         };
@@ -435,7 +435,7 @@ impl Trail {
         if missing.is_empty() {
             return;
         }
-        for snap in capture_snaps(src, resume, &missing).into_iter().flatten() {
+        for snap in capture_snaps(src, None, &missing).into_iter().flatten() {
             self.sticky.push_back(snap);
         }
         self.sticky.make_contiguous().sort_by_key(|s| s.split);
