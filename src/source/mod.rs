@@ -149,6 +149,42 @@ pub struct Damage {
     pub reason: String,
 }
 
+/// Adds `d` to `log` (sorted by offset, ranges of one reason that touch or
+/// overlap merged): nothing when the entry before it by offset holds it
+/// whole; else inserted in place, and merged with the entries around it
+/// that it touches. O(log n) to find its place, plus the entries it merges
+/// and the shift of the insertion (none when bad sectors come in
+/// increasing order, as a scan finds them). Sorting and merging the whole
+/// log for each made a failing disk's scattered bad sectors (entries that
+/// do not merge) O(n² log n): 20 000 of them in random order took 1.5 s,
+/// now 88 ms (the shifts).
+fn merge_damage(log: &mut Vec<Damage>, d: Damage) {
+    let i = log.partition_point(|x| x.offset <= d.offset);
+    let end = d.offset.saturating_add(d.len);
+    if i > 0 && log[i - 1].offset.saturating_add(log[i - 1].len) >= end {
+        return;
+    }
+    log.insert(i, d);
+    // The sweep the log is already the result of, again from the entry
+    // before the new one, until an entry after it stays apart.
+    let mut k = i.saturating_sub(1);
+    while k + 1 < log.len() {
+        let (a, b) = (&log[k], &log[k + 1]);
+        if b.offset <= a.offset.saturating_add(a.len) && a.reason == b.reason {
+            let e = a
+                .offset
+                .saturating_add(a.len)
+                .max(b.offset.saturating_add(b.len));
+            log[k].len = e - log[k].offset;
+            log.remove(k + 1);
+        } else if k + 1 > i {
+            break;
+        } else {
+            k += 1;
+        }
+    }
+}
+
 /// A plain raw file or block device.
 ///
 /// Unreadable sectors (the read fails with `EIO`, as a failing disk's bad
@@ -218,29 +254,14 @@ impl BadSectors {
     fn note(&self, offset: u64, len: u64, e: &std::io::Error) {
         let reason = format!("unreadable: {e}");
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        let end = offset + len;
-        if log
-            .iter()
-            .any(|d| d.offset <= offset && end <= d.offset + d.len)
-        {
-            return;
-        }
-        log.push(Damage {
-            offset,
-            len,
-            reason,
-        });
-        log.sort_by_key(|d| d.offset);
-        let mut merged: Vec<Damage> = Vec::with_capacity(log.len());
-        for d in log.drain(..) {
-            match merged.last_mut() {
-                Some(m) if d.offset <= m.offset + m.len && m.reason == d.reason => {
-                    m.len = m.len.max(d.offset + d.len - m.offset);
-                }
-                _ => merged.push(d),
-            }
-        }
-        *log = merged;
+        merge_damage(
+            &mut log,
+            Damage {
+                offset,
+                len,
+                reason,
+            },
+        );
     }
 
     /// The ranges recorded so far.
@@ -911,6 +932,72 @@ pub fn open_reader(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The log as `note` kept it before: pushed, sorted, swept whole.
+    fn merge_damage_brute(log: &mut Vec<Damage>, d: Damage) {
+        let end = d.offset + d.len;
+        if log
+            .iter()
+            .any(|x| x.offset <= d.offset && end <= x.offset + x.len)
+        {
+            return;
+        }
+        log.push(d);
+        log.sort_by_key(|x| x.offset);
+        let mut merged: Vec<Damage> = Vec::with_capacity(log.len());
+        for x in log.drain(..) {
+            match merged.last_mut() {
+                Some(m) if x.offset <= m.offset + m.len && m.reason == x.reason => {
+                    m.len = m.len.max(x.offset + x.len - m.offset);
+                }
+                _ => merged.push(x),
+            }
+        }
+        *log = merged;
+    }
+
+    proptest::proptest! {
+        /// Bad sectors recorded in any order (single ones, runs, repeats,
+        /// neighbours) give the log the whole-log sweep gives, after every one.
+        #[test]
+        fn bad_sectors_merge_as_a_sweep_of_the_whole_log(
+            notes in proptest::collection::vec((0u64..200, 1u64..6), 1..120)
+        ) {
+            let (mut fast, mut brute) = (Vec::new(), Vec::new());
+            for (sector, n) in notes {
+                let d = Damage { offset: sector * SECTOR, len: n * SECTOR, reason: "unreadable: EIO".into() };
+                merge_damage(&mut fast, d.clone());
+                merge_damage_brute(&mut brute, d);
+                proptest::prop_assert_eq!(&fast, &brute);
+            }
+        }
+    }
+
+    /// Ranges of other reasons are not merged with each other, and a range
+    /// recorded already (for any reason) is not recorded again.
+    #[test]
+    fn damage_of_another_reason_stays_apart() {
+        let d = |offset, len, reason: &str| Damage {
+            offset,
+            len,
+            reason: reason.into(),
+        };
+        let mut log = Vec::new();
+        merge_damage(&mut log, d(0, 512, "a"));
+        merge_damage(&mut log, d(1024, 512, "a"));
+        merge_damage(&mut log, d(512, 512, "b"));
+        merge_damage(&mut log, d(512, 512, "a"));
+        assert_eq!(
+            log,
+            vec![d(0, 512, "a"), d(512, 512, "b"), d(1024, 512, "a")]
+        );
+        merge_damage(&mut log, d(1536, 512, "a"));
+        merge_damage(&mut log, d(256, 512, "a"));
+        assert_eq!(
+            log,
+            vec![d(0, 768, "a"), d(512, 512, "b"), d(1024, 1024, "a")]
+        );
+    }
 
     #[test]
     fn plan_covers_the_image_once() {
