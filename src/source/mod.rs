@@ -165,24 +165,22 @@ fn merge_damage(log: &mut Vec<Damage>, d: Damage) {
         return;
     }
     log.insert(i, d);
-    // The sweep the log is already the result of, again from the entry
-    // before the new one, until an entry after it stays apart.
-    let mut k = i.saturating_sub(1);
-    while k + 1 < log.len() {
-        let (a, b) = (&log[k], &log[k + 1]);
-        if b.offset <= a.offset.saturating_add(a.len) && a.reason == b.reason {
-            let e = a
-                .offset
-                .saturating_add(a.len)
-                .max(b.offset.saturating_add(b.len));
-            log[k].len = e - log[k].offset;
-            log.remove(k + 1);
-        } else if k + 1 > i {
-            break;
-        } else {
-            k += 1;
-        }
+    // (The log is already swept: only the new entry's neighbours can join.)
+    let joins =
+        |a: &Damage, b: &Damage| b.offset <= a.offset.saturating_add(a.len) && a.reason == b.reason;
+    let k = if i > 0 && joins(&log[i - 1], &log[i]) {
+        i - 1
+    } else {
+        i
+    };
+    let mut end = log[k].offset.saturating_add(log[k].len);
+    let mut j = k + 1;
+    while j < log.len() && joins(&log[k], &log[j]) {
+        end = end.max(log[j].offset.saturating_add(log[j].len));
+        log[k].len = end - log[k].offset;
+        j += 1;
     }
+    log.drain(k + 1..j);
 }
 
 /// A plain raw file or block device.
