@@ -298,7 +298,7 @@ pub fn run(
                 .max()
                 .unwrap_or(crate::scan::DEFAULT_BLOCK_SIZE)
                 + overlap,
-            &mut |_| {},
+            image.len(),
         ) {
             Ok(e) => e,
             Err(e) => {

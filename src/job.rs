@@ -316,7 +316,7 @@ impl CarveJob {
             &set.patterns,
             &self.engine,
             crate::scan::haystack_len(self.scan.block_size, set.max_len().saturating_sub(1)),
-            warn,
+            self.range.map_or(image.len(), |(a, b)| b.saturating_sub(a)),
         )
         .map_err(|e| e.to_string())?;
         let out = OutputDir::create(&self.out_dir, self.force || self.resume, image.len())

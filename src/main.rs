@@ -33,7 +33,7 @@ struct CatalogueArgs {
 
 #[derive(clap::Args, Clone)]
 struct ScanArgs {
-    /// Search engine: auto (a real GPU if present, else CPU), cpu, gpu
+    /// Search engine: auto (the CPU, joined by a real GPU if present for inputs of 4 GiB or more), cpu, gpu
     #[arg(long, default_value = "auto")]
     engine: EngineChoice,
     /// Vulkan device (index or name substring); implies --engine gpu
@@ -280,7 +280,7 @@ fn run_scan(
         &set.patterns,
         &choice,
         gpucarve::scan::haystack_len(args.block_size, set.max_len().saturating_sub(1)),
-        &mut |m| warn(m),
+        img.len(),
     )
     .map_err(|e| e.to_string())?;
     let out: Box<dyn Write> = match output {

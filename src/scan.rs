@@ -76,8 +76,8 @@ pub struct ScanOptions {
     /// Worker threads searching blocks (0 = all cores).
     pub threads: usize,
     /// Shown the owned bytes of every block, by the worker that searched
-    /// it, while the block is in memory (not when the blocks live in an
-    /// engine's staging memory, which the CPU may read only slowly).
+    /// it, while the block is in memory (a GPU's staging memory too: it is
+    /// host memory imported into Vulkan, read by the CPU like any other).
     pub observer: Option<Arc<dyn BlockObserver>>,
 }
 
@@ -284,14 +284,17 @@ pub fn scan_range(
     let mut reader = open_reader(image, opts.io, warn)?;
     let io_backend = reader.name().to_string();
     let delivery = reader.delivery();
-    let (pool, staged) = block_pool(
-        threads + queue + 2,
+    // No more buffers than blocks: a staging pool pins each one as it is
+    // made (a 64 KiB image took 35 imported 8 MiB buffers on an H200).
+    let buffers = usize::try_from(plan.len()).map_or(usize::MAX, |n| n.max(1));
+    let pool = block_pool(
+        (threads + queue + 2).min(buffers),
         plan.buffer_capacity(),
         delivery,
         engines.primary,
         warn,
     );
-    let observer = opts.observer.as_deref().filter(|_| !staged);
+    let observer = opts.observer.as_deref();
     let clock = StageClock::new();
 
     let stop = AtomicBool::new(false);
@@ -412,6 +415,8 @@ pub fn scan_range(
         warn(w);
     }
     outcome?;
+    // Again at the end: `--engine auto`'s name says whether a GPU joined.
+    stats.engine = engines.primary.name();
     stats.search = Duration::from_nanos(search_nanos.load(Ordering::Relaxed));
     stats.fallback_blocks = fallback_blocks.load(Ordering::Relaxed);
     stats.stages = clock.times();
@@ -422,26 +427,25 @@ pub fn scan_range(
 
 /// The reader's buffers: the engine's own memory when it offers some and
 /// the reader fills buffers (not for mmap, whose blocks borrow the mapping),
-/// else the heap (true: the engine's). A provider that fails leaves the
-/// heap, with a warning.
+/// else the heap. A provider that fails leaves the heap, with a warning.
 fn block_pool(
     count: usize,
     capacity: usize,
     delivery: Delivery,
     engine: &dyn Engine,
     warn: &mut dyn FnMut(String),
-) -> (BufferPool, bool) {
+) -> BufferPool {
     if delivery != Delivery::Mapped
         && let Some(provider) = engine.buffer_provider()
     {
-        match BufferPool::with_provider(count, capacity, provider.as_ref()) {
-            Ok(pool) => return (pool, true),
+        match BufferPool::with_provider(count, capacity, provider) {
+            Ok(pool) => return pool,
             Err(e) => warn(format!(
                 "cannot read blocks into the engine's memory ({e}); reading into the heap, the engine copies each block"
             )),
         }
     }
-    (BufferPool::new(count, capacity), false)
+    BufferPool::new(count, capacity)
 }
 
 fn search_block(

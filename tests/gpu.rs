@@ -666,3 +666,93 @@ fn upload_path_names_parse() {
             .contains("in-place")
     );
 }
+
+/// `--engine auto`'s engine with this machine's GPU beside the CPU engine
+/// (software devices allowed here): a whole scan through the pipeline, on
+/// four workers and one GPU slot, gives the CPU engine's match stream, and
+/// both engines searched blocks.
+#[test]
+fn auto_engine_shares_a_scan_between_the_gpu_and_the_cpu() {
+    use gpucarve::engine::auto::{AutoEngine, SetupFailure};
+    use gpucarve::scan::{Engines, Match, ScanOptions, scan};
+    use gpucarve::source::{BlockSpec, Image};
+    use std::io::Write;
+
+    let p = signatures();
+    // Is there a device at all? (Fails under GPUCARVE_REQUIRE_GPU=1 if not.)
+    if gpu(&p).is_none() {
+        return;
+    }
+    let mut rng = Rng(0x5EED_0016);
+    let data = planted(&mut rng, &p, 3 << 20, 3000);
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(&data).unwrap();
+    file.flush().unwrap();
+    let image = Image::open(file.path()).unwrap();
+    let overlap = gpucarve::engine::max_pattern_len(&p) - 1;
+    let block = 64 << 10;
+    let owned = p.clone();
+    let auto = AutoEngine::start(
+        Box::new(CpuEngine::new(&p).unwrap()),
+        block + overlap,
+        block,
+        move || {
+            let config = GpuConfig {
+                slots: 1,
+                slot_bytes: (block + overlap).next_multiple_of(4),
+                ..GpuConfig::default()
+            };
+            GpuEngine::with_config(&owned, DeviceChoice::Auto, true, config)
+                .map(|g| Box::new(g) as Box<dyn Engine>)
+                .map_err(|e| SetupFailure::Failed(e.to_string()))
+        },
+    );
+    auto.wait_for_setup();
+    assert!(auto.gpu().is_some(), "{}", auto.name());
+    let stream = |engine: &dyn Engine| {
+        let mut got: Vec<Match> = Vec::new();
+        let mut sink = |_: &BlockSpec, m: &[Match]| {
+            got.extend_from_slice(m);
+            Ok(())
+        };
+        let opts = ScanOptions {
+            block_size: block,
+            threads: 4,
+            ..ScanOptions::default()
+        };
+        let stats = scan(
+            &image,
+            Engines {
+                primary: engine,
+                fallback: None,
+            },
+            overlap,
+            &opts,
+            &mut sink,
+            &mut |_| {},
+            &mut |w| panic!("warning: {w}"),
+        )
+        .unwrap();
+        (got, stats)
+    };
+    let (want, _) = stream(&CpuEngine::new(&p).unwrap());
+    let (got, stats) = stream(&auto);
+    assert!(want.len() >= 2000, "{} matches", want.len());
+    assert!(
+        got == want,
+        "auto {} matches != cpu {}",
+        got.len(),
+        want.len()
+    );
+    let (on_gpu, all) = auto.blocks();
+    assert_eq!(all, stats.blocks);
+    assert!(on_gpu >= 1, "the GPU searched no block: {}", stats.engine);
+    assert!(
+        stats.engine.starts_with("cpu+gpu:")
+            && stats
+                .engine
+                .contains(&format!("({on_gpu} of {all} blocks on the GPU)")),
+        "{}",
+        stats.engine
+    );
+}

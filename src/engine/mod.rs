@@ -18,6 +18,7 @@
 //! into it. Each search reports its stages (upload, compute, read-back) and
 //! the bytes it copied to a [`StageClock`] (see [`profile`]).
 
+pub mod auto;
 pub mod cpu;
 pub mod gpu;
 pub mod naive;
@@ -85,6 +86,19 @@ pub trait Engine: Send + Sync {
         self.search(haystack, out)
     }
 
+    /// [`search_profiled`](Self::search_profiled) if the engine can start
+    /// at once; `None`, having searched nothing, when it is busy (every GPU
+    /// slot in flight): the caller searches the haystack elsewhere. The
+    /// default always searches.
+    fn try_search_profiled(
+        &self,
+        haystack: &[u8],
+        out: &mut Vec<Hit>,
+        clock: &StageClock,
+    ) -> Option<Result<(), EngineError>> {
+        Some(self.search_profiled(haystack, out, clock))
+    }
+
     /// Memory this engine searches without copying it first (the GPU
     /// engine's staging buffers), for the pipeline's buffer pool. `None`:
     /// any memory will do (the CPU engine), or the engine copies every
@@ -131,20 +145,36 @@ pub struct EngineSet {
     pub fallback: Option<Box<dyn Engine>>,
 }
 
+/// The least input for which `--engine auto` sets up a GPU (beside the CPU
+/// engine, [`auto::AutoEngine`]). Measured on an H200 machine (session 16,
+/// BENCHMARKS.md), images in the page cache: the set-up takes a third of
+/// a second and its CPU time and tear-down cost ~0.1-0.3 s, so below a few
+/// GiB the CPU engine alone is as fast or faster (2 GiB, carve: 16 cores
+/// 1.12 s CPU vs 1.22 s with the GPU beside it; 2 cores 1.70 vs 1.95);
+/// at 4 GiB they are level on 16 cores (1.00 vs 1.00 s), and at 8 GiB the
+/// GPU beside the CPU carves 7-16% faster on 2 cores and within ±7% on 16.
+pub const AUTO_GPU_MIN_BYTES: u64 = 4 << 30;
+
+/// GPU slots (searches in flight) beside the CPU engine under `--engine
+/// auto`: a worker that finds them all busy searches on the CPU.
+pub const AUTO_GPU_SLOTS: usize = 4;
+
 /// Builds the engines for `choice`. `haystack_len` is the largest haystack
 /// the pipeline will pass (block + overlap): GPU buffers are sized to it.
-/// Notes about the choice go to `note`.
+/// `input_len` is how many bytes the scan will search (`--engine auto`
+/// gives a GPU only to [`AUTO_GPU_MIN_BYTES`] or more).
 pub fn build_engines(
     patterns: &[Pattern],
     choice: &EngineChoice,
     haystack_len: usize,
-    note: &mut dyn FnMut(String),
+    input_len: u64,
 ) -> Result<EngineSet, EngineError> {
     let cpu =
         || -> Result<Box<dyn Engine>, EngineError> { Ok(Box::new(cpu::CpuEngine::new(patterns)?)) };
+    let slot_bytes = haystack_len.max(1 << 16).next_multiple_of(4);
     let gpu = |device: gpu::DeviceChoice, allow_software: bool| {
         let config = gpu::GpuConfig {
-            slot_bytes: haystack_len.max(1 << 16).next_multiple_of(4),
+            slot_bytes,
             slots: std::thread::available_parallelism().map_or(2, |n| n.get()) + 1,
             upload: gpu::UploadPath::from_env().map_err(gpu::GpuError::Build)?,
             ..gpu::GpuConfig::default()
@@ -161,31 +191,49 @@ pub fn build_engines(
             primary: cpu()?,
             fallback: None,
         }),
-        EngineChoice::Auto => match gpu(gpu::DeviceChoice::Auto, false) {
-            Ok(g) => Ok(EngineSet {
-                primary: Box::new(g),
+        // A small input: done before a GPU would be ready.
+        EngineChoice::Auto if input_len < AUTO_GPU_MIN_BYTES => Ok(EngineSet {
+            primary: cpu()?,
+            fallback: None,
+        }),
+        EngineChoice::Auto => {
+            let upload = gpu::UploadPath::from_env().map_err(EngineError::Build)?;
+            let owned = patterns.to_vec();
+            let auto = auto::AutoEngine::start(
+                cpu()?,
+                slot_bytes,
+                crate::scan::DEFAULT_BLOCK_SIZE,
+                move || {
+                    let config = gpu::GpuConfig {
+                        slot_bytes,
+                        slots: AUTO_GPU_SLOTS,
+                        upload,
+                        ..gpu::GpuConfig::default()
+                    };
+                    match gpu::GpuEngine::with_config(
+                        &owned,
+                        gpu::DeviceChoice::Auto,
+                        false,
+                        config,
+                    ) {
+                        Ok(g) => Ok(Box::new(g) as Box<dyn Engine>),
+                        // No loader, no driver, no device or only a software
+                        // rasteriser: the CPU engine is the expected choice.
+                        Err(
+                            gpu::GpuError::NoLoader
+                            | gpu::GpuError::NoDriver
+                            | gpu::GpuError::NoComputeDevice
+                            | gpu::GpuError::SoftwareOnly(_),
+                        ) => Err(auto::SetupFailure::Absent),
+                        Err(e) => Err(auto::SetupFailure::Failed(e.to_string())),
+                    }
+                },
+            );
+            Ok(EngineSet {
+                primary: Box::new(auto),
                 fallback: Some(cpu()?),
-            }),
-            Err(e) => {
-                // No loader, no driver, no device or only a software rasteriser:
-                // the CPU engine is the expected choice, not worth a warning.
-                if !matches!(
-                    e,
-                    gpu::GpuError::NoLoader
-                        | gpu::GpuError::NoDriver
-                        | gpu::GpuError::NoComputeDevice
-                        | gpu::GpuError::SoftwareOnly(_)
-                ) {
-                    note(format!(
-                        "GPU engine unavailable ({e}); using the CPU engine"
-                    ));
-                }
-                Ok(EngineSet {
-                    primary: cpu()?,
-                    fallback: None,
-                })
-            }
-        },
+            })
+        }
         EngineChoice::Gpu { device } => {
             let d = match device.as_deref() {
                 None => gpu::DeviceChoice::Auto,

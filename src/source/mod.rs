@@ -587,6 +587,19 @@ pub trait BufferProvider: Send + Sync {
     /// A buffer of at least `capacity` bytes (a multiple of [`DIRECT_ALIGN`]),
     /// aligned to [`DIRECT_ALIGN`].
     fn allocate(&self, capacity: usize) -> Result<Box<dyn BlockMemory>, String>;
+    /// Whether the pool should replace `buf`, coming back to it, with a
+    /// fresh buffer from [`allocate`](Self::allocate): true for a buffer
+    /// this provider would not hand out now (`--engine auto`'s heap buffers
+    /// once the GPU's staging memory exists). Default: never.
+    fn replaces(&self, _buf: &dyn BlockMemory) -> bool {
+        false
+    }
+}
+
+/// Whether `buf` holds `capacity` bytes at an address aligned to [`DIRECT_ALIGN`].
+fn fits(buf: &mut dyn BlockMemory, capacity: usize) -> bool {
+    let s = buf.as_mut_slice();
+    s.len() >= capacity && (s.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN)
 }
 
 /// The default provider: page-aligned heap buffers.
@@ -605,6 +618,9 @@ impl BufferProvider for HeapBuffers {
 struct PoolInner {
     free: Mutex<Vec<Box<dyn BlockMemory>>>,
     returned: Condvar,
+    /// Asked, as each buffer comes back, whether to replace it.
+    provider: Option<Arc<dyn BufferProvider>>,
+    capacity: usize,
 }
 
 /// A fixed set of page-aligned buffers, allocated once.
@@ -633,16 +649,20 @@ impl BufferPool {
         let free = (0..count.max(1))
             .map(|_| Box::new(AlignedBuf::new(capacity)) as Box<dyn BlockMemory>)
             .collect();
-        BufferPool::from_buffers(free, capacity, HeapBuffers.describe())
+        BufferPool::from_buffers(free, capacity, HeapBuffers.describe(), None)
     }
 
     /// Allocates `count` buffers of `capacity` bytes (rounded up to the
     /// alignment) from `provider`. Errs when the provider fails or hands out
     /// a buffer that is too short or not aligned.
+    ///
+    /// As each buffer comes back to the pool, the provider may have it
+    /// replaced ([`BufferProvider::replaces`]); a replacement that cannot be
+    /// allocated leaves the old buffer in place.
     pub fn with_provider(
         count: usize,
         capacity: usize,
-        provider: &dyn BufferProvider,
+        provider: Arc<dyn BufferProvider>,
     ) -> Result<BufferPool, SourceError> {
         let capacity = capacity.max(1).next_multiple_of(DIRECT_ALIGN);
         let mut free = Vec::with_capacity(count.max(1));
@@ -650,8 +670,8 @@ impl BufferPool {
             let mut buf = provider
                 .allocate(capacity)
                 .map_err(|e| SourceError::Settings(format!("{}: {e}", provider.describe())))?;
-            let s = buf.as_mut_slice();
-            if s.len() < capacity || !(s.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN) {
+            if !fits(buf.as_mut(), capacity) {
+                let s = buf.as_slice();
                 return Err(SourceError::Settings(format!(
                     "{}: a buffer of {} bytes at {:p} does not hold {capacity} bytes aligned to {DIRECT_ALIGN}",
                     provider.describe(),
@@ -661,19 +681,28 @@ impl BufferPool {
             }
             free.push(buf);
         }
+        let memory = provider.describe();
         Ok(BufferPool::from_buffers(
             free,
             capacity,
-            provider.describe(),
+            memory,
+            Some(provider),
         ))
     }
 
-    fn from_buffers(free: Vec<Box<dyn BlockMemory>>, capacity: usize, memory: String) -> Self {
+    fn from_buffers(
+        free: Vec<Box<dyn BlockMemory>>,
+        capacity: usize,
+        memory: String,
+        provider: Option<Arc<dyn BufferProvider>>,
+    ) -> Self {
         let count = free.len();
         BufferPool {
             inner: Arc::new(PoolInner {
                 free: Mutex::new(free),
                 returned: Condvar::new(),
+                provider,
+                capacity,
             }),
             capacity,
             count,
@@ -760,7 +789,14 @@ impl PooledBuf {
 
 impl Drop for PooledBuf {
     fn drop(&mut self) {
-        if let Some(b) = self.buf.take() {
+        if let Some(mut b) = self.buf.take() {
+            if let Some(p) = &self.pool.provider
+                && p.replaces(b.as_ref())
+                && let Ok(mut fresh) = p.allocate(self.pool.capacity)
+                && fits(fresh.as_mut(), self.pool.capacity)
+            {
+                b = fresh;
+            }
             let mut free = self.pool.free.lock().unwrap_or_else(|p| p.into_inner());
             free.push(b);
             self.pool.returned.notify_one();
@@ -1083,7 +1119,8 @@ mod tests {
             skew: 0,
             given: Default::default(),
         };
-        let pool = BufferPool::with_provider(3, 5000, &good).unwrap();
+        let good = Arc::new(good);
+        let pool = BufferPool::with_provider(3, 5000, good.clone()).unwrap();
         assert_eq!(good.given.load(std::sync::atomic::Ordering::Relaxed), 3);
         assert_eq!((pool.count(), pool.capacity()), (3, 8192));
         assert_eq!(pool.memory(), "odd memory");
@@ -1098,9 +1135,70 @@ mod tests {
                 skew,
                 given: Default::default(),
             };
-            let e = BufferPool::with_provider(2, 8192, &bad).unwrap_err();
+            let e = BufferPool::with_provider(2, 8192, Arc::new(bad)).unwrap_err();
             assert!(e.to_string().contains("odd memory"), "{e}");
         }
+    }
+
+    /// Heap buffers, "better" ones once `better` is set.
+    #[derive(Default)]
+    struct Upgrading {
+        better: std::sync::atomic::AtomicBool,
+        made: Mutex<Vec<usize>>,
+    }
+
+    impl BufferProvider for Upgrading {
+        fn describe(&self) -> String {
+            "upgrading".into()
+        }
+        fn allocate(&self, capacity: usize) -> Result<Box<dyn BlockMemory>, String> {
+            let b = AlignedBuf::new(capacity);
+            if self.better.load(std::sync::atomic::Ordering::Relaxed) {
+                self.made
+                    .lock()
+                    .unwrap()
+                    .push(b.as_slice().as_ptr() as usize);
+            }
+            Ok(Box::new(b))
+        }
+        fn replaces(&self, buf: &dyn BlockMemory) -> bool {
+            self.better.load(std::sync::atomic::Ordering::Relaxed)
+                && !self
+                    .made
+                    .lock()
+                    .unwrap()
+                    .contains(&(buf.as_slice().as_ptr() as usize))
+        }
+    }
+
+    #[test]
+    fn a_provider_replaces_buffers_as_they_come_back() {
+        let up = Arc::new(Upgrading::default());
+        let pool = BufferPool::with_provider(2, 4096, up.clone()).unwrap();
+        let (a, b) = (pool.take(), pool.take());
+        drop(a);
+        assert!(up.made.lock().unwrap().is_empty(), "nothing better yet");
+        up.better.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(b);
+        let c = pool.take();
+        let d = pool.take();
+        let made = up.made.lock().unwrap().clone();
+        assert_eq!(
+            made.len(),
+            1,
+            "the buffer back after the change was replaced"
+        );
+        let addrs = [
+            c.as_slice().as_ptr() as usize,
+            d.as_slice().as_ptr() as usize,
+        ];
+        assert!(addrs.contains(&made[0]));
+        drop((c, d));
+        assert_eq!(up.made.lock().unwrap().len(), 2, "then the other one");
+        let (e, f) = (pool.take(), pool.take());
+        drop((e, f));
+        assert_eq!(up.made.lock().unwrap().len(), 2, "better ones stay");
+        assert_eq!((pool.count(), pool.capacity()), (2, 4096));
     }
 
     #[test]

@@ -176,6 +176,15 @@ impl SlotPool {
         self.free.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// A free slot, or `None` at once when every slot is in use.
+    fn try_take(&self) -> Option<Lease<'_>> {
+        let slot = self.lock().pop()?;
+        Some(Lease {
+            pool: self,
+            slot: Some(slot),
+        })
+    }
+
     fn take(&self) -> Lease<'_> {
         let mut free = self.lock();
         loop {
@@ -1154,7 +1163,46 @@ impl Engine for GpuEngine {
         if haystack.is_empty() {
             return Ok(());
         }
-        let mut lease = self.pool.take();
+        self.search_leased(self.pool.take(), haystack, out, clock)
+    }
+
+    fn try_search_profiled(
+        &self,
+        haystack: &[u8],
+        out: &mut Vec<Hit>,
+        clock: &StageClock,
+    ) -> Option<Result<(), EngineError>> {
+        if haystack.is_empty() {
+            return Some(Ok(()));
+        }
+        let lease = self.pool.try_take()?;
+        Some(self.search_leased(lease, haystack, out, clock))
+    }
+
+    fn max_haystack_len(&self) -> Option<usize> {
+        Some(self.slot_bytes)
+    }
+
+    fn default_block_size(&self) -> usize {
+        crate::scan::DEFAULT_BLOCK_SIZE
+    }
+
+    fn buffer_provider(&self) -> Option<Arc<dyn BufferProvider>> {
+        self.staging
+            .as_ref()
+            .map(|s| Arc::clone(s) as Arc<dyn BufferProvider>)
+    }
+}
+
+impl GpuEngine {
+    /// Searches `haystack` (not empty) with the slot `lease` holds.
+    fn search_leased(
+        &self,
+        mut lease: Lease<'_>,
+        haystack: &[u8],
+        out: &mut Vec<Hit>,
+        clock: &StageClock,
+    ) -> Result<(), EngineError> {
         let slot = lease
             .slot
             .as_mut()
@@ -1189,20 +1237,6 @@ impl Engine for GpuEngine {
             out[first..].sort_unstable();
         }
         Ok(())
-    }
-
-    fn max_haystack_len(&self) -> Option<usize> {
-        Some(self.slot_bytes)
-    }
-
-    fn default_block_size(&self) -> usize {
-        crate::scan::DEFAULT_BLOCK_SIZE
-    }
-
-    fn buffer_provider(&self) -> Option<Arc<dyn BufferProvider>> {
-        self.staging
-            .as_ref()
-            .map(|s| Arc::clone(s) as Arc<dyn BufferProvider>)
     }
 }
 

@@ -237,6 +237,13 @@ impl BufferProvider for StagingMemory {
     fn allocate(&self, capacity: usize) -> Result<Box<dyn BlockMemory>, String> {
         Ok(Box::new(self.import(capacity)?))
     }
+
+    /// A buffer that is not staging memory (the heap's, read before the
+    /// GPU was set up) is replaced by staging memory.
+    fn replaces(&self, buf: &dyn BlockMemory) -> bool {
+        let addr = buf.as_slice().as_ptr() as usize;
+        !self.registry.lock().iter().any(|e| e.addr == addr)
+    }
 }
 
 /// One staging buffer: host memory, the Vulkan memory object importing it,
