@@ -32,7 +32,7 @@
 //!
 //! [`build_engines`]: super::build_engines
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 
@@ -160,10 +160,15 @@ impl AutoEngine {
 /// replaced as they come back to the pool.
 struct AutoBuffers {
     joined: Arc<Joined>,
+    /// Set when the staging memory refused a buffer: heap from then on.
+    refused: AtomicBool,
 }
 
 impl AutoBuffers {
     fn staging(&self) -> Option<Arc<dyn BufferProvider>> {
+        if self.refused.load(Ordering::Relaxed) {
+            return None;
+        }
         self.joined.gpu.get().and_then(|g| g.buffer_provider())
     }
 }
@@ -173,11 +178,16 @@ impl BufferProvider for AutoBuffers {
         "heap until a GPU is set up, then its staging memory".into()
     }
 
+    /// Staging memory once the GPU offers it, else (and after it refused
+    /// one) the heap: the GPU engine copies what lies there.
     fn allocate(&self, capacity: usize) -> Result<Box<dyn BlockMemory>, String> {
-        match self.staging() {
-            Some(s) => s.allocate(capacity),
-            None => Ok(Box::new(AlignedBuf::new(capacity))),
+        if let Some(s) = self.staging() {
+            match s.allocate(capacity) {
+                Ok(b) => return Ok(b),
+                Err(_) => self.refused.store(true, Ordering::Relaxed),
+            }
         }
+        Ok(Box::new(AlignedBuf::new(capacity)))
     }
 
     fn replaces(&self, buf: &dyn BlockMemory) -> bool {
@@ -253,6 +263,7 @@ impl Engine for AutoEngine {
     fn buffer_provider(&self) -> Option<Arc<dyn BufferProvider>> {
         Some(Arc::new(AutoBuffers {
             joined: Arc::clone(&self.joined),
+            refused: AtomicBool::new(false),
         }))
     }
 }
@@ -380,6 +391,87 @@ mod tests {
             "{}",
             auto.name()
         );
+    }
+
+    /// A GPU whose staging memory hands out marked heap buffers, or refuses.
+    struct Staged {
+        refuse: bool,
+        made: Arc<Mutex<Vec<usize>>>,
+    }
+
+    impl BufferProvider for Staged {
+        fn describe(&self) -> String {
+            "staged".into()
+        }
+        fn allocate(&self, capacity: usize) -> Result<Box<dyn BlockMemory>, String> {
+            if self.refuse {
+                return Err("no".into());
+            }
+            let b = AlignedBuf::new(capacity);
+            self.made
+                .lock()
+                .unwrap()
+                .push(b.as_slice().as_ptr() as usize);
+            Ok(Box::new(b))
+        }
+        fn replaces(&self, buf: &dyn BlockMemory) -> bool {
+            !self
+                .made
+                .lock()
+                .unwrap()
+                .contains(&(buf.as_slice().as_ptr() as usize))
+        }
+    }
+
+    struct StagedGpu(Arc<Staged>);
+
+    impl Engine for StagedGpu {
+        fn name(&self) -> String {
+            "gpu:staged".into()
+        }
+        fn search(&self, _: &[u8], _: &mut Vec<Hit>) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn buffer_provider(&self) -> Option<Arc<dyn BufferProvider>> {
+            Some(self.0.clone())
+        }
+    }
+
+    #[test]
+    fn blocks_are_read_into_the_gpus_memory_once_it_is_set_up() {
+        for refuse in [false, true] {
+            let made = Arc::new(Mutex::new(Vec::new()));
+            let staged = Arc::new(Staged {
+                refuse,
+                made: made.clone(),
+            });
+            let (go_tx, go_rx) = mpsc::channel::<()>();
+            let auto = AutoEngine::start(
+                Box::new(CpuEngine::new(&patterns()).expect("cpu")),
+                1 << 20,
+                1 << 16,
+                move || {
+                    go_rx.recv().ok();
+                    Ok(Box::new(StagedGpu(staged)) as Box<dyn Engine>)
+                },
+            );
+            let provider = auto.buffer_provider().expect("a provider");
+            let heap = provider.allocate(4096).expect("heap");
+            assert!(!provider.replaces(heap.as_ref()), "no GPU yet");
+            go_tx.send(()).expect("send");
+            auto.wait_for_setup();
+            let next = provider.allocate(4096).expect("a buffer");
+            let made = made.lock().unwrap().clone();
+            if refuse {
+                // Refused once: the heap, and nothing is replaced any more.
+                assert!(made.is_empty());
+                assert!(!provider.replaces(heap.as_ref()));
+            } else {
+                assert_eq!(made, vec![next.as_slice().as_ptr() as usize]);
+                assert!(provider.replaces(heap.as_ref()));
+                assert!(!provider.replaces(next.as_ref()));
+            }
+        }
     }
 
     #[test]

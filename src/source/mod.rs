@@ -597,8 +597,8 @@ pub trait BufferProvider: Send + Sync {
 }
 
 /// Whether `buf` holds `capacity` bytes at an address aligned to [`DIRECT_ALIGN`].
-fn fits(buf: &mut dyn BlockMemory, capacity: usize) -> bool {
-    let s = buf.as_mut_slice();
+fn fits(buf: &dyn BlockMemory, capacity: usize) -> bool {
+    let s = buf.as_slice();
     s.len() >= capacity && (s.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN)
 }
 
@@ -667,10 +667,10 @@ impl BufferPool {
         let capacity = capacity.max(1).next_multiple_of(DIRECT_ALIGN);
         let mut free = Vec::with_capacity(count.max(1));
         for _ in 0..count.max(1) {
-            let mut buf = provider
+            let buf = provider
                 .allocate(capacity)
                 .map_err(|e| SourceError::Settings(format!("{}: {e}", provider.describe())))?;
-            if !fits(buf.as_mut(), capacity) {
+            if !fits(buf.as_ref(), capacity) {
                 let s = buf.as_slice();
                 return Err(SourceError::Settings(format!(
                     "{}: a buffer of {} bytes at {:p} does not hold {capacity} bytes aligned to {DIRECT_ALIGN}",
@@ -792,8 +792,8 @@ impl Drop for PooledBuf {
         if let Some(mut b) = self.buf.take() {
             if let Some(p) = &self.pool.provider
                 && p.replaces(b.as_ref())
-                && let Ok(mut fresh) = p.allocate(self.pool.capacity)
-                && fits(fresh.as_mut(), self.pool.capacity)
+                && let Ok(fresh) = p.allocate(self.pool.capacity)
+                && fits(fresh.as_ref(), self.pool.capacity)
             {
                 b = fresh;
             }
