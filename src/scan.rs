@@ -414,6 +414,9 @@ pub fn scan_range(
     for w in warnings.into_inner().unwrap_or_else(|p| p.into_inner()) {
         warn(w);
     }
+    if let Some(n) = engines.primary.closing_note() {
+        warn(n);
+    }
     outcome?;
     // Again at the end: `--engine auto`'s name says whether a GPU joined.
     stats.engine = engines.primary.name();

@@ -23,8 +23,9 @@
 //!
 //! A GPU that fails mid-scan returns the error (the scan's fallback, the
 //! CPU engine, takes that block and the rest, with one warning). A GPU
-//! that cannot be set up leaves the CPU engine alone, and says why in the
-//! engine's name where the reason is not simply that there is no GPU.
+//! that cannot be set up leaves the CPU engine alone, and says why (in the
+//! engine's name, which reports show, and in a warning once the scan is
+//! over) where the reason is not simply that there is no GPU.
 //!
 //! Dropping the engine waits for a set-up still under way (a thread inside
 //! the driver must not outlive the process's exit handlers): small inputs
@@ -250,6 +251,18 @@ impl Engine for AutoEngine {
             }
         }
         self.cpu.search_profiled(haystack, out, clock)
+    }
+
+    fn closing_note(&self) -> Option<String> {
+        let why = self
+            .joined
+            .failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()?;
+        Some(format!(
+            "GPU engine unavailable ({why}); the CPU engine searched every block"
+        ))
     }
 
     fn max_haystack_len(&self) -> Option<usize> {
@@ -516,6 +529,9 @@ mod tests {
             auto.wait_for_setup();
             assert!(auto.gpu().is_none());
             assert_eq!(auto.name(), name);
+            let note = auto.closing_note();
+            assert_eq!(note.is_some(), name != "cpu", "{note:?}");
+            assert!(note.is_none_or(|n| n.contains("too many patterns")));
             let h = haystack(3);
             let (mut got, mut want) = (Vec::new(), Vec::new());
             auto.search(&h, &mut got).expect("search");

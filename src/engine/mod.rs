@@ -99,6 +99,13 @@ pub trait Engine: Send + Sync {
         Some(self.search_profiled(haystack, out, clock))
     }
 
+    /// What the engine has to tell the examiner once a scan is over
+    /// (`--engine auto`: why a GPU that is present could not be used), as a
+    /// one-line warning. Default: nothing.
+    fn closing_note(&self) -> Option<String> {
+        None
+    }
+
     /// Memory this engine searches without copying it first (the GPU
     /// engine's staging buffers), for the pipeline's buffer pool. `None`:
     /// any memory will do (the CPU engine), or the engine copies every
