@@ -46,7 +46,7 @@ pub enum GpuError {
     NoLoader,
     /// The loader is there but no driver (ICD) is installed or usable.
     #[error(
-        "the Vulkan loader found no driver (ICD); install a Vulkan driver (Debian: mesa-vulkan-drivers, or the GPU vendor's) or check VK_ICD_FILENAMES"
+        "the Vulkan loader found no driver (ICD); install a Vulkan driver (Debian: mesa-vulkan-drivers, or the GPU vendor's) or check VK_DRIVER_FILES / VK_ICD_FILENAMES (VK_LOADER_DEBUG=driver says why a driver listed there did not load)"
     )]
     NoDriver,
     /// Vulkan devices exist but none has a queue that can run compute shaders.
