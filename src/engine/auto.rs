@@ -46,7 +46,8 @@ pub enum SetupFailure {
     /// No GPU here (no loader, no driver, no device, only a software
     /// rasteriser): the CPU engine is the expected choice, nothing to say.
     Absent,
-    /// A GPU exists but could not be used: said in the engine's name.
+    /// A GPU exists but could not be used: said in the engine's name and
+    /// in a warning at the end of the scan ([`Engine::closing_note`]).
     Failed(String),
 }
 
