@@ -308,7 +308,6 @@ pub fn scan_range(
 
     let mut stats = ScanStats {
         io_backend: io_backend.clone(),
-        engine: engines.primary.name(),
         threads,
         block_size,
         pool_bytes: pool.bytes(),
@@ -418,7 +417,7 @@ pub fn scan_range(
         warn(n);
     }
     outcome?;
-    // Again at the end: `--engine auto`'s name says whether a GPU joined.
+    // (At the end: `--engine auto`'s name says whether a GPU joined.)
     stats.engine = engines.primary.name();
     stats.search = Duration::from_nanos(search_nanos.load(Ordering::Relaxed));
     stats.fallback_blocks = fallback_blocks.load(Ordering::Relaxed);

@@ -58,6 +58,16 @@ struct Joined {
     failure: Mutex<Option<String>>,
 }
 
+impl Joined {
+    fn failure(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.failure.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn fail(&self, why: String) {
+        *self.failure() = Some(why);
+    }
+}
+
 /// The CPU engine, joined by a GPU engine once it is set up.
 pub struct AutoEngine {
     cpu: Box<dyn Engine>,
@@ -94,22 +104,10 @@ impl AutoEngine {
                         let _ = to_fill.gpu.set(engine);
                     }
                     Err(SetupFailure::Absent) => {}
-                    Err(SetupFailure::Failed(why)) => {
-                        *to_fill
-                            .failure
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner) = Some(why);
-                    }
+                    Err(SetupFailure::Failed(why)) => to_fill.fail(why),
                 });
-        let failure = handle
-            .as_ref()
-            .err()
-            .map(|e| format!("cannot start a thread: {e}"));
-        if let Some(why) = failure {
-            *joined
-                .failure
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(why);
+        if let Err(e) = &handle {
+            joined.fail(format!("cannot start a thread: {e}"));
         }
         AutoEngine {
             cpu,
@@ -145,12 +143,7 @@ impl AutoEngine {
         if let Some(h) = handle {
             // A panic in the set-up leaves the CPU engine alone.
             if h.join().is_err() {
-                *self
-                    .joined
-                    .failure
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) =
-                    Some("the GPU set-up panicked".into());
+                self.joined.fail("the GPU set-up panicked".into());
             }
         }
     }
@@ -215,12 +208,7 @@ impl Engine for AutoEngine {
                 g.name()
             );
         }
-        match &*self
-            .joined
-            .failure
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-        {
+        match &*self.joined.failure() {
             Some(why) => format!("{} (GPU unavailable: {why})", self.cpu.name()),
             None => self.cpu.name(),
         }
@@ -255,12 +243,7 @@ impl Engine for AutoEngine {
     }
 
     fn closing_note(&self) -> Option<String> {
-        let why = self
-            .joined
-            .failure
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()?;
+        let why = self.joined.failure().clone()?;
         Some(format!(
             "GPU engine unavailable ({why}); the CPU engine searched every block"
         ))
@@ -288,9 +271,23 @@ mod tests {
     use crate::engine::cpu::CpuEngine;
     use crate::engine::naive::NaiveEngine;
     use crate::pattern::Pattern;
+    use crate::source::Upgrading;
     use std::sync::atomic::AtomicUsize;
     use std::sync::mpsc;
     use std::time::Duration;
+
+    /// `AutoEngine::start` with the CPU engine for [`patterns`].
+    fn start<F>(setup: F) -> AutoEngine
+    where
+        F: FnOnce() -> Result<Box<dyn Engine>, SetupFailure> + Send + 'static,
+    {
+        AutoEngine::start(
+            Box::new(CpuEngine::new(&patterns()).expect("cpu")),
+            1 << 20,
+            1 << 16,
+            setup,
+        )
+    }
 
     fn patterns() -> Vec<Pattern> {
         [&b"\xFF\xD8\xFF"[..], b"PK\x03\x04", b"%PDF", b"\xD8\xFF"]
@@ -351,21 +348,15 @@ mod tests {
     fn blocks_go_to_the_gpu_once_set_up_and_every_result_is_exact() {
         let pats = patterns();
         let (go_tx, go_rx) = mpsc::channel::<()>();
-        let gpu_pats = pats.clone();
-        let auto = AutoEngine::start(
-            Box::new(CpuEngine::new(&pats).expect("cpu")),
-            1 << 20,
-            1 << 16,
-            move || {
-                // Set up only when the test says so.
-                go_rx.recv().ok();
-                Ok(Box::new(Slots {
-                    inner: NaiveEngine::new(&gpu_pats),
-                    free: AtomicUsize::new(1),
-                    fail: false,
-                }) as Box<dyn Engine>)
-            },
-        );
+        let auto = start(move || {
+            // Set up only when the test says so.
+            go_rx.recv().ok();
+            Ok(Box::new(Slots {
+                inner: NaiveEngine::new(&patterns()),
+                free: AtomicUsize::new(1),
+                fail: false,
+            }) as Box<dyn Engine>)
+        });
         let oracle = NaiveEngine::new(&pats);
         let check = |seed| {
             let h = haystack(seed);
@@ -408,36 +399,7 @@ mod tests {
     }
 
     /// A GPU whose staging memory hands out marked heap buffers, or refuses.
-    struct Staged {
-        refuse: bool,
-        made: Arc<Mutex<Vec<usize>>>,
-    }
-
-    impl BufferProvider for Staged {
-        fn describe(&self) -> String {
-            "staged".into()
-        }
-        fn allocate(&self, capacity: usize) -> Result<Box<dyn BlockMemory>, String> {
-            if self.refuse {
-                return Err("no".into());
-            }
-            let b = AlignedBuf::new(capacity);
-            self.made
-                .lock()
-                .unwrap()
-                .push(b.as_slice().as_ptr() as usize);
-            Ok(Box::new(b))
-        }
-        fn replaces(&self, buf: &dyn BlockMemory) -> bool {
-            !self
-                .made
-                .lock()
-                .unwrap()
-                .contains(&(buf.as_slice().as_ptr() as usize))
-        }
-    }
-
-    struct StagedGpu(Arc<Staged>);
+    struct StagedGpu(Arc<Upgrading>);
 
     impl Engine for StagedGpu {
         fn name(&self) -> String {
@@ -454,28 +416,24 @@ mod tests {
     #[test]
     fn blocks_are_read_into_the_gpus_memory_once_it_is_set_up() {
         for refuse in [false, true] {
-            let made = Arc::new(Mutex::new(Vec::new()));
-            let staged = Arc::new(Staged {
+            let staged = Arc::new(Upgrading {
+                better: true.into(),
                 refuse,
-                made: made.clone(),
+                made: Mutex::default(),
             });
+            let gpu_memory = staged.clone();
             let (go_tx, go_rx) = mpsc::channel::<()>();
-            let auto = AutoEngine::start(
-                Box::new(CpuEngine::new(&patterns()).expect("cpu")),
-                1 << 20,
-                1 << 16,
-                move || {
-                    go_rx.recv().ok();
-                    Ok(Box::new(StagedGpu(staged)) as Box<dyn Engine>)
-                },
-            );
+            let auto = start(move || {
+                go_rx.recv().ok();
+                Ok(Box::new(StagedGpu(gpu_memory)) as Box<dyn Engine>)
+            });
             let provider = auto.buffer_provider().expect("a provider");
             let heap = provider.allocate(4096).expect("heap");
             assert!(!provider.replaces(heap.as_ref()), "no GPU yet");
             go_tx.send(()).expect("send");
             auto.wait_for_setup();
             let next = provider.allocate(4096).expect("a buffer");
-            let made = made.lock().unwrap().clone();
+            let made = staged.made.lock().unwrap().clone();
             if refuse {
                 // Refused once: the heap, and nothing is replaced any more.
                 assert!(made.is_empty());
@@ -490,20 +448,13 @@ mod tests {
 
     #[test]
     fn a_failing_gpu_returns_the_error_with_nothing_appended() {
-        let pats = patterns();
-        let gpu_pats = pats.clone();
-        let auto = AutoEngine::start(
-            Box::new(CpuEngine::new(&pats).expect("cpu")),
-            1 << 20,
-            1 << 16,
-            move || {
-                Ok(Box::new(Slots {
-                    inner: NaiveEngine::new(&gpu_pats),
-                    free: AtomicUsize::new(1),
-                    fail: true,
-                }) as Box<dyn Engine>)
-            },
-        );
+        let auto = start(move || {
+            Ok(Box::new(Slots {
+                inner: NaiveEngine::new(&patterns()),
+                free: AtomicUsize::new(1),
+                fail: true,
+            }) as Box<dyn Engine>)
+        });
         auto.wait_for_setup();
         let mut out = vec![Hit { pos: 7, pattern: 1 }];
         let r = auto.search(&haystack(1), &mut out);
@@ -521,12 +472,7 @@ mod tests {
                 "cpu (GPU unavailable: too many patterns)".to_string(),
             ),
         ] {
-            let auto = AutoEngine::start(
-                Box::new(CpuEngine::new(&pats).expect("cpu")),
-                1 << 20,
-                1 << 16,
-                move || Err(failure),
-            );
+            let auto = start(move || Err(failure));
             auto.wait_for_setup();
             assert!(auto.gpu().is_none());
             assert_eq!(auto.name(), name);
@@ -543,12 +489,7 @@ mod tests {
             assert_eq!(auto.blocks(), (0, 1));
         }
         // A set-up that panics: the CPU engine, and the reason.
-        let auto = AutoEngine::start(
-            Box::new(CpuEngine::new(&pats).expect("cpu")),
-            1 << 20,
-            1 << 16,
-            || panic!("driver bug"),
-        );
+        let auto = start(|| panic!("driver bug"));
         auto.wait_for_setup();
         assert_eq!(
             auto.name(),

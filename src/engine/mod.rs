@@ -179,44 +179,36 @@ pub fn build_engines(
     let cpu =
         || -> Result<Box<dyn Engine>, EngineError> { Ok(Box::new(cpu::CpuEngine::new(patterns)?)) };
     let slot_bytes = haystack_len.max(1 << 16).next_multiple_of(4);
-    let gpu = |device: gpu::DeviceChoice, allow_software: bool| {
-        let config = gpu::GpuConfig {
+    // The GPU engine's tuning, with `slots` searches in flight.
+    let gpu_config = |slots: usize| -> Result<gpu::GpuConfig, EngineError> {
+        Ok(gpu::GpuConfig {
             slot_bytes,
-            slots: std::thread::available_parallelism().map_or(2, |n| n.get()) + 1,
-            upload: gpu::UploadPath::from_env().map_err(gpu::GpuError::Build)?,
+            slots,
+            upload: gpu::UploadPath::from_env().map_err(EngineError::Build)?,
             ..gpu::GpuConfig::default()
-        };
-        gpu::GpuEngine::with_config(patterns, device, allow_software, config)
+        })
     };
     match choice {
         EngineChoice::Cpu => Ok(EngineSet {
             primary: cpu()?,
             fallback: None,
         }),
-        // No GPU device node: the CPU engine, without loading Vulkan.
-        EngineChoice::Auto if !gpu::may_have_gpu() => Ok(EngineSet {
-            primary: cpu()?,
-            fallback: None,
-        }),
-        // A small input: done before a GPU would be ready.
-        EngineChoice::Auto if input_len < AUTO_GPU_MIN_BYTES => Ok(EngineSet {
-            primary: cpu()?,
-            fallback: None,
-        }),
+        // A small input, done before a GPU would be ready; or no GPU device
+        // node: the CPU engine, without loading Vulkan.
+        EngineChoice::Auto if input_len < AUTO_GPU_MIN_BYTES || !gpu::may_have_gpu() => {
+            Ok(EngineSet {
+                primary: cpu()?,
+                fallback: None,
+            })
+        }
         EngineChoice::Auto => {
-            let upload = gpu::UploadPath::from_env().map_err(EngineError::Build)?;
+            let config = gpu_config(AUTO_GPU_SLOTS)?;
             let owned = patterns.to_vec();
             let auto = auto::AutoEngine::start(
                 cpu()?,
                 slot_bytes,
                 crate::scan::DEFAULT_BLOCK_SIZE,
                 move || {
-                    let config = gpu::GpuConfig {
-                        slot_bytes,
-                        slots: AUTO_GPU_SLOTS,
-                        upload,
-                        ..gpu::GpuConfig::default()
-                    };
                     match gpu::GpuEngine::with_config(
                         &owned,
                         gpu::DeviceChoice::Auto,
@@ -249,7 +241,11 @@ pub fn build_engines(
                     Err(_) => gpu::DeviceChoice::NameContains(s.to_string()),
                 },
             };
-            let g = gpu(d, true).map_err(|e| EngineError::Device(e.to_string()))?;
+            let slots = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
+            // (Errors, that of the environment's upload path too, as device failures.)
+            let config = gpu_config(slots).map_err(|e| EngineError::Device(e.to_string()))?;
+            let g = gpu::GpuEngine::with_config(patterns, d, true, config)
+                .map_err(|e| EngineError::Device(e.to_string()))?;
             Ok(EngineSet {
                 primary: Box::new(g),
                 fallback: Some(cpu()?),

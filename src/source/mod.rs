@@ -963,6 +963,46 @@ pub fn open_reader(
     })
 }
 
+/// A buffer provider for tests: heap buffers, counted as "better" ones (the
+/// staging memory of `--engine auto`) once `better` is set, when it
+/// records their addresses and has every other buffer replaced; with
+/// `refuse`, it hands out none at all.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct Upgrading {
+    pub better: std::sync::atomic::AtomicBool,
+    pub refuse: bool,
+    pub made: Mutex<Vec<usize>>,
+}
+
+#[cfg(test)]
+impl BufferProvider for Upgrading {
+    fn describe(&self) -> String {
+        "upgrading".into()
+    }
+    fn allocate(&self, capacity: usize) -> Result<Box<dyn BlockMemory>, String> {
+        if self.refuse {
+            return Err("refused".into());
+        }
+        let b = AlignedBuf::new(capacity);
+        if self.better.load(std::sync::atomic::Ordering::Relaxed) {
+            self.made
+                .lock()
+                .unwrap()
+                .push(b.as_slice().as_ptr() as usize);
+        }
+        Ok(Box::new(b))
+    }
+    fn replaces(&self, buf: &dyn BlockMemory) -> bool {
+        self.better.load(std::sync::atomic::Ordering::Relaxed)
+            && !self
+                .made
+                .lock()
+                .unwrap()
+                .contains(&(buf.as_slice().as_ptr() as usize))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1137,37 +1177,6 @@ mod tests {
             };
             let e = BufferPool::with_provider(2, 8192, Arc::new(bad)).unwrap_err();
             assert!(e.to_string().contains("odd memory"), "{e}");
-        }
-    }
-
-    /// Heap buffers, "better" ones once `better` is set.
-    #[derive(Default)]
-    struct Upgrading {
-        better: std::sync::atomic::AtomicBool,
-        made: Mutex<Vec<usize>>,
-    }
-
-    impl BufferProvider for Upgrading {
-        fn describe(&self) -> String {
-            "upgrading".into()
-        }
-        fn allocate(&self, capacity: usize) -> Result<Box<dyn BlockMemory>, String> {
-            let b = AlignedBuf::new(capacity);
-            if self.better.load(std::sync::atomic::Ordering::Relaxed) {
-                self.made
-                    .lock()
-                    .unwrap()
-                    .push(b.as_slice().as_ptr() as usize);
-            }
-            Ok(Box::new(b))
-        }
-        fn replaces(&self, buf: &dyn BlockMemory) -> bool {
-            self.better.load(std::sync::atomic::Ordering::Relaxed)
-                && !self
-                    .made
-                    .lock()
-                    .unwrap()
-                    .contains(&(buf.as_slice().as_ptr() as usize))
         }
     }
 

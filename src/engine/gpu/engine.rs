@@ -176,23 +176,24 @@ impl SlotPool {
         self.free.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn lease(&self, slot: Slot) -> Lease<'_> {
+        Lease {
+            pool: self,
+            slot: Some(slot),
+        }
+    }
+
     /// A free slot, or `None` at once when every slot is in use.
     fn try_take(&self) -> Option<Lease<'_>> {
         let slot = self.lock().pop()?;
-        Some(Lease {
-            pool: self,
-            slot: Some(slot),
-        })
+        Some(self.lease(slot))
     }
 
     fn take(&self) -> Lease<'_> {
         let mut free = self.lock();
         loop {
             if let Some(slot) = free.pop() {
-                return Lease {
-                    pool: self,
-                    slot: Some(slot),
-                };
+                return self.lease(slot);
             }
             free = self
                 .returned
