@@ -238,11 +238,20 @@ impl Drop for Trail {
 impl Trail {
     /// About the bytes it holds.
     pub fn bytes(&self) -> u64 {
-        let history = |h: &History| h.iter().flatten().map(|c| c.len() as u64 * 8).sum::<u64>();
+        let history = |h: Option<&Vec<Vec<u64>>>| {
+            h.iter()
+                .flat_map(|h| h.iter())
+                .map(|c| c.len() as u64 * 8)
+                .sum::<u64>()
+        };
         let snaps =
             (self.ring.len() + self.sticky.len() + 1) as u64 * std::mem::size_of::<Snap>() as u64;
-        history(&self.history)
-            + self.sticky.iter().map(|s| history(&s.history)).sum::<u64>()
+        history(self.history.as_ref())
+            + self
+                .sticky
+                .iter()
+                .map(|s| history(s.history.as_deref()))
+                .sum::<u64>()
             + self.log.len() as u64 * 24
             + snaps
     }
@@ -386,7 +395,7 @@ impl Trail {
                     };
                     self.sticky.push_back(Snap {
                         split: g,
-                        history: h,
+                        history: h.map(std::sync::Arc::new),
                         ..tail.clone()
                     });
                 }
@@ -500,7 +509,9 @@ impl Trail {
         }
         let (snap, log_at) = self.ring.iter().find(|s| s.0.split == w)?;
         Some(Some(Snap {
-            history: self.history_at(&self.history, *log_at)?,
+            history: self
+                .history_at(&self.history, *log_at)?
+                .map(std::sync::Arc::new),
             ..snap.clone()
         }))
     }
@@ -557,7 +568,7 @@ impl Mark {
         Snap {
             split,
             scan_ends,
-            history,
+            history: history.map(std::sync::Arc::new),
             m: *self,
         }
     }
@@ -614,10 +625,15 @@ pub struct Snap {
     split: u64,
     /// Scans decoded before it: (count, offset of the marker that ends it).
     scan_ends: Vec<(u32, u64)>,
-    history: Option<Vec<Vec<u64>>>,
+    /// The coefficient history there (shared: a fragment search resumes
+    /// thousands of probes from one snapshot, [`restore_history`]).
+    history: SnapHistory,
     /// The decoder's state there.
     m: Mark,
 }
+
+/// A [`Snap`]'s coefficient history.
+type SnapHistory = Option<std::sync::Arc<Vec<Vec<u64>>>>;
 
 impl Snap {
     /// The split it was taken for.
@@ -830,7 +846,7 @@ impl SnapCtl {
             {
                 *slot = w;
             }
-            snap.history = h;
+            snap.history = h.map(std::sync::Arc::new);
             snap.scan_ends = self.scan_ends.clone();
             for j in self.k..upto.min(self.wants.len()) {
                 if let (Some(slot), Some(&w)) = (self.got.get_mut(j), self.wants.get(j)) {
@@ -1056,8 +1072,33 @@ fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> 
                     // (A second frame starts a history of its own.)
                     tr.valid = false;
                 }
-                if kind == FrameKind::Progressive {
-                    let blocks: Vec<(u64, u64)> = (0..f.comps.len()).map(|i| f.blocks(i)).collect();
+                // (A history restored for an earlier frame is not the snapshot's for this one.)
+                tables.restored = None;
+                tables.resume_ready = false;
+                let blocks: Vec<(u64, u64)> = (0..f.comps.len()).map(|i| f.blocks(i)).collect();
+                // Resuming from a snapshot with a history of this frame's
+                // shape: the history the resumed scan starts from, at once
+                // (the scans before it are skipped).
+                let resumed = tables
+                    .snap
+                    .resume
+                    .as_ref()
+                    .and_then(|r| r.history.clone())
+                    .filter(|h| {
+                        kind == FrameKind::Progressive
+                            && h.len() == blocks.len()
+                            && h.iter()
+                                .zip(&blocks)
+                                .all(|(c, (w, b))| c.len() as u64 == w * b)
+                    });
+                if let Some(from) = resumed {
+                    tables.history = Some(restore_history(&from));
+                    tables.restored = Some(Restored {
+                        from,
+                        dirty: Some(Vec::new()),
+                    });
+                    tables.resume_ready = true;
+                } else if kind == FrameKind::Progressive {
                     let total: u64 = blocks.iter().map(|(w, h)| w * h).sum();
                     // Zeroed by writing, not `vec![0; n]`: calloc's fresh
                     // pages map the shared zero page, and the decode's
@@ -2045,6 +2086,15 @@ struct Tables {
     /// Validating an image that an MPF index of another one lists: its own
     /// MPF segment is not followed again.
     inner: bool,
+    /// `history` was restored from the snapshot resumed from, and what
+    /// may have changed in it since ([`restore_history`]).
+    restored: Option<Restored>,
+    /// `history` is the snapshot's, which the scan resumed from has not
+    /// taken yet (it was restored where the frame was read).
+    resume_ready: bool,
+    /// One past the last block whose history word a progressive AC scan's
+    /// decode asked for.
+    hist_hi: u64,
 }
 
 impl Tables {
@@ -2058,7 +2108,76 @@ impl Tables {
             budget,
             snap,
             inner,
+            restored: None,
+            resume_ready: false,
+            hist_hi: 0,
         }
+    }
+
+    /// Every word of the history may differ from the snapshot's.
+    fn all_dirty(&mut self) {
+        if let Some(r) = self.restored.as_mut() {
+            r.dirty = None;
+        }
+    }
+}
+
+impl Drop for Tables {
+    fn drop(&mut self) {
+        // (Given back for the next decode on this thread resumed from the
+        // same snapshot.)
+        if let (Some(r), Some(h)) = (self.restored.take(), self.history.take()) {
+            let _ = RESTORED.try_with(|k| *k.borrow_mut() = Some((h, r)));
+        }
+    }
+}
+
+/// A history restored from a snapshot's: the snapshot's, and the words
+/// that may differ from it since (per component, blocks `[lo, hi)`;
+/// `None`: any).
+struct Restored {
+    from: std::sync::Arc<Vec<Vec<u64>>>,
+    dirty: Option<Vec<(usize, u64, u64)>>,
+}
+
+/// Ranges [`Restored`] lists before it calls the whole history changed.
+const MAX_DIRTY: usize = 64;
+
+thread_local! {
+    /// The last history restored from a snapshot on this thread, given
+    /// back when its decode ended. A fragment search resumes thousands of
+    /// probes from the same few snapshots, each failing a few bytes on:
+    /// copying a progressive file's whole history (up to 8 MiB) for each,
+    /// after zeroing a fresh one where the frame was read, took most of
+    /// such a probe's time (50-400 µs against a few for its decode).
+    static RESTORED: std::cell::RefCell<Option<(Vec<Vec<u64>>, Restored)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The history `from`, in the buffer the last decode on this thread
+/// restored (only the words that decode may have changed copied again
+/// when it was restored from `from` too), else a copy.
+fn restore_history(from: &std::sync::Arc<Vec<Vec<u64>>>) -> Vec<Vec<u64>> {
+    let kept = RESTORED.try_with(|k| k.borrow_mut().take()).ok().flatten();
+    match kept {
+        Some((mut buf, r)) if std::sync::Arc::ptr_eq(&r.from, from) && r.dirty.is_some() => {
+            for (ci, lo, hi) in r.dirty.unwrap_or_default() {
+                if let (Some(dst), Some(src)) = (buf.get_mut(ci), from.get(ci)) {
+                    let hi = usize::try_from(hi)
+                        .unwrap_or(usize::MAX)
+                        .min(dst.len())
+                        .min(src.len());
+                    let lo = usize::try_from(lo).unwrap_or(usize::MAX).min(hi);
+                    dst[lo..hi].copy_from_slice(&src[lo..hi]);
+                }
+            }
+            buf
+        }
+        Some((mut buf, _)) => {
+            buf.clone_from(&**from);
+            buf
+        }
+        None => (**from).clone(),
     }
 }
 
@@ -2455,6 +2574,15 @@ fn decode_scan(
         .snap
         .resume
         .take_if(|r| r.m.scan == t.snap.scan && r.m.at >= start);
+    if t.resume_ready && resume.is_none() {
+        // A scan decoded before the one resumed from: from the history the
+        // frame starts with, as without the snapshot's restored early.
+        t.resume_ready = false;
+        for c in t.history.iter_mut().flatten() {
+            c.fill(0);
+        }
+        t.all_dirty();
+    }
     // A scan decoded before in this carving (same parameters, same bytes):
     // its outcome, charged as a decode; or (a sequential scan whose bytes
     // repeat only up to some point) the last of its marks before there.
@@ -2514,6 +2642,7 @@ fn decode_scan(
                 }
                 charge(t);
                 if let Some(h) = &e.history {
+                    t.all_dirty();
                     memo_history_restore(&mut t.history, &h.1);
                     t.memo_last = h.1.clone();
                 }
@@ -2554,7 +2683,13 @@ fn decode_scan(
             b.acc = r.m.acc;
             b.n = r.m.n;
             b.pad = r.m.pad;
-            t.history.clone_from(&r.history);
+            if !std::mem::take(&mut t.resume_ready) {
+                t.all_dirty();
+                match (t.history.as_mut(), r.history.as_deref()) {
+                    (Some(h), Some(from)) => h.clone_from(from),
+                    (_, from) => t.history = from.cloned(),
+                }
+            }
             t.budget = r.m.budget;
             b
         }
@@ -2590,7 +2725,22 @@ fn decode_scan(
     if keeps.is_some() && !progressive {
         t.snap.marks = Some(MarkRec::new(start, from.unwrap_or_default()));
     }
+    t.hist_hi = 0;
     let r = scan_body_best(&mut b, start, t, f, s, init);
+    if progressive
+        && s.ss > 0
+        && let Some(d) = t.restored.as_mut().and_then(|r| r.dirty.as_mut())
+    {
+        // (The words an AC scan may have changed: blocks from where it
+        // started to the last it asked for.)
+        let lo = init.map_or(0, |i| i.0);
+        for &(ci, _, _) in &s.comps {
+            d.push((ci, lo, t.hist_hi));
+        }
+        if d.len() > MAX_DIRTY {
+            t.all_dirty();
+        }
+    }
     let marks = t.snap.marks.take().map(|r| r.list);
     *kept = b.buffered();
     let fail = b.at();
@@ -2898,6 +3048,7 @@ fn scan_body(
                     let Some(ac) = &t.ac[ta] else {
                         return Err((ScanErr::Bad("missing table"), good));
                     };
+                    t.hist_hi = mcu + 1;
                     let hist = t
                         .history
                         .as_mut()
@@ -3718,7 +3869,11 @@ pub(crate) mod tests {
                 variants.push([&f[..split], &noise[..]].concat());
                 let later = (split + 4096).min(f.len());
                 variants.push([&f[..split], &f[later..]].concat());
-                for w in &variants {
+                // (Twice, the second time backwards: each resume restores
+                // the history the decode before it on this thread changed,
+                // from the same snapshot, [`super::restore_history`].)
+                let again: Vec<&Vec<u8>> = variants.iter().chain(variants.iter().rev()).collect();
+                for w in again {
                     let sl = Slice(w);
                     let src = Src::new(&sl, 0, NO_LIMIT);
                     let (mut d1, mut d2) = (Damage::default(), Damage::default());
