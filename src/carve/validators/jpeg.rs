@@ -1075,6 +1075,7 @@ fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> 
                 // (A history restored for an earlier frame is not the snapshot's for this one.)
                 tables.restored = None;
                 tables.resume_ready = false;
+                tables.memo_sync = false;
                 let blocks: Vec<(u64, u64)> = (0..f.comps.len()).map(|i| f.blocks(i)).collect();
                 // Resuming from a snapshot with a history of this frame's
                 // shape: the history the resumed scan starts from, at once
@@ -2079,6 +2080,11 @@ struct Tables {
     /// The history after the last scan a [`ScanMemo`] kept or answered
     /// (shared by the next scan's entry where equal).
     memo_last: MemoHistory,
+    /// `history` equals `memo_last` (nothing decoded since it was set):
+    /// a copy of a picture decoded before, answered scan by scan, then
+    /// compares and restores only the components a scan changed, known
+    /// by the memo's shared components ([`memo_history`]).
+    memo_sync: bool,
     /// Blocks that may still be decoded (a bound on time: end-of-band runs
     /// decode many blocks from few bits).
     budget: u64,
@@ -2105,6 +2111,7 @@ impl Tables {
             restart: 0,
             history: None,
             memo_last: None,
+            memo_sync: false,
             budget,
             snap,
             inner,
@@ -2348,24 +2355,39 @@ fn memo_history(h: &History, like: &MemoHistory) -> MemoHistory {
     )
 }
 
-/// True when `m` holds the history `h`.
-fn memo_history_is(m: &MemoHistory, h: &History) -> bool {
+/// True when `m` holds the history `h`; `last`, when given, is a
+/// [`MemoHistory`] that `h` equals (its components shared with `m` are
+/// equal without being compared).
+fn memo_history_is(m: &MemoHistory, h: &History, last: Option<&MemoHistory>) -> bool {
+    let last = last.and_then(Option::as_deref).unwrap_or_default();
     match (m, h) {
         (None, None) => true,
-        (Some(m), Some(h)) => m.len() == h.len() && m.iter().zip(h).all(|(a, b)| **a == *b),
+        (Some(m), Some(h)) => {
+            m.len() == h.len()
+                && m.iter().zip(h).enumerate().all(|(ci, (a, b))| {
+                    last.get(ci).is_some_and(|l| std::sync::Arc::ptr_eq(a, l)) || **a == *b
+                })
+        }
         _ => false,
     }
 }
 
-/// Sets `h` to the history `m` holds.
-fn memo_history_restore(h: &mut History, m: &MemoHistory) {
+/// Sets `h` to the history `m` holds; `last`, when given, is a
+/// [`MemoHistory`] that `h` equals (its components shared with `m` are
+/// not copied again).
+fn memo_history_restore(h: &mut History, m: &MemoHistory, last: Option<&MemoHistory>) {
+    let last = last.and_then(Option::as_deref).unwrap_or_default();
     match m {
         None => *h = None,
         Some(m) => {
             let h = h.get_or_insert_with(Vec::new);
+            let same_shape = h.len() == m.len();
             h.truncate(m.len());
             h.resize_with(m.len(), Vec::new);
-            for (d, s) in h.iter_mut().zip(m) {
+            for (ci, (d, s)) in h.iter_mut().zip(m).enumerate() {
+                if same_shape && last.get(ci).is_some_and(|l| std::sync::Arc::ptr_eq(s, l)) {
+                    continue;
+                }
                 d.clone_from(s);
             }
         }
@@ -2466,7 +2488,7 @@ impl ScanMemo {
         &self,
         key: &MemoKey,
         (src, image, id): (&Src, &dyn super::ByteReader, usize),
-        (start, history): (u64, &History),
+        (start, history, last): (u64, &History, Option<&MemoHistory>),
         (claim, trail): (bool, bool),
         usable: impl Fn(u64) -> u64,
     ) -> (Lookup, Option<Claim<'_>>) {
@@ -2502,7 +2524,7 @@ impl ScanMemo {
             if !e
                 .history
                 .as_ref()
-                .map_or(history.is_none(), |h| memo_history_is(&h.0, history))
+                .map_or(history.is_none(), |h| memo_history_is(&h.0, history, last))
             {
                 continue;
             }
@@ -2578,6 +2600,7 @@ fn decode_scan(
         // A scan decoded before the one resumed from: from the history the
         // frame starts with, as without the snapshot's restored early.
         t.resume_ready = false;
+        t.memo_sync = false;
         for c in t.history.iter_mut().flatten() {
             c.fill(0);
         }
@@ -2626,7 +2649,7 @@ fn decode_scan(
         let (found, claim) = m.lookup(
             key,
             (&c.src(), *image, *id),
-            (start, &t.history),
+            (start, &t.history, t.memo_sync.then_some(&t.memo_last)),
             (fresh, trail.is_some()),
             usable,
         );
@@ -2643,8 +2666,10 @@ fn decode_scan(
                 charge(t);
                 if let Some(h) = &e.history {
                     t.all_dirty();
-                    memo_history_restore(&mut t.history, &h.1);
+                    let last = t.memo_sync.then_some(&t.memo_last);
+                    memo_history_restore(&mut t.history, &h.1, last);
                     t.memo_last = h.1.clone();
+                    t.memo_sync = true;
                 }
                 return match e.outcome {
                     Ok(end) => {
@@ -2721,7 +2746,14 @@ fn decode_scan(
     };
     // (Outcomes and marks are kept from decodes of the whole scan.)
     let keeps = memo.as_ref().filter(|_| fresh);
-    let before = (keeps.is_some() && progressive).then(|| memo_history(&t.history, &t.memo_last));
+    let before = (keeps.is_some() && progressive).then(|| {
+        if t.memo_sync {
+            t.memo_last.clone()
+        } else {
+            memo_history(&t.history, &t.memo_last)
+        }
+    });
+    t.memo_sync = false;
     if keeps.is_some() && !progressive {
         t.snap.marks = Some(MarkRec::new(start, from.unwrap_or_default()));
     }
@@ -2768,6 +2800,7 @@ fn decode_scan(
                     history: before.map(|h| {
                         let after = memo_history(&t.history, &h);
                         t.memo_last = after.clone();
+                        t.memo_sync = true;
                         std::sync::Arc::new((h, after))
                     }),
                     marks: marks.unwrap_or_default().into(),
@@ -4287,6 +4320,61 @@ pub(crate) mod tests {
         let capture = super::validate_capture_all(src, &mut super::Damage::default(), &[split]).1;
         assert_eq!(one.pop(), capture.into_iter().next(), "split {split}");
         true
+    }
+
+    /// A history known to equal a memo's `last` is compared with and
+    /// restored from a memo entry's as a word-by-word look does, skipping
+    /// only the components the entry shares with `last` (and a component
+    /// that only looks like `last`'s, not shared, is still compared).
+    #[test]
+    fn a_history_known_equal_to_the_memos_last_skips_only_shared_components() {
+        use super::{History, MemoHistory, memo_history, memo_history_is, memo_history_restore};
+        use std::sync::Arc;
+        let comps = |seed: u64| -> Vec<Vec<u64>> {
+            (0..3u64)
+                .map(|c| (0..50 + 10 * c).map(|i| (i * 31 + c + seed) % 7).collect())
+                .collect()
+        };
+        let h: History = Some(comps(0));
+        let last: MemoHistory = memo_history(&h, &None);
+        // An entry whose history before it is `last` (all shared), one with
+        // component 1 equal but not shared, one with component 2 changed.
+        let shared = last.clone();
+        let mut copied = last.clone();
+        if let Some(c) = copied.as_mut() {
+            c[1] = Arc::new((*c[1]).clone());
+        }
+        let mut changed = last.clone();
+        if let Some(c) = changed.as_mut() {
+            c[2] = Arc::new(c[2].iter().map(|w| w ^ 1).collect());
+        }
+        for m in [&shared, &copied, &changed] {
+            assert_eq!(
+                memo_history_is(m, &h, Some(&last)),
+                memo_history_is(m, &h, None),
+            );
+        }
+        assert!(memo_history_is(&copied, &h, Some(&last)));
+        assert!(!memo_history_is(&changed, &h, Some(&last)));
+        // Restored: the changed component copied, the shared ones kept.
+        let mut fast = h.clone();
+        memo_history_restore(&mut fast, &changed, Some(&last));
+        let mut slow = h.clone();
+        memo_history_restore(&mut slow, &changed, None);
+        assert_eq!(fast, slow);
+        assert_ne!(fast, h);
+        // (What it skips it takes as equal: a history that is not `last`
+        // keeps its own words in the shared components.)
+        let mut other: History = Some(comps(3));
+        memo_history_restore(&mut other, &changed, Some(&last));
+        assert_eq!(
+            other.as_ref().map(|c| c[0].clone()),
+            Some(comps(3)[0].clone())
+        );
+        assert_eq!(
+            other.as_ref().map(|c| c[2].clone()),
+            changed.as_ref().map(|c| (*c[2]).clone())
+        );
     }
 
     /// An ext2/3 file's first block-map splits (4 KiB blocks: 44 and 48
