@@ -312,12 +312,22 @@ impl ScanNeedles {
 
     /// The logged positions of `needle` in `[from, to)`, when the log holds
     /// them all.
+    #[cfg(test)]
     fn positions(&self, needle: &[u8], from: u64, to: u64) -> Option<Vec<u64>> {
+        self.positions_upto(needle, from, to)
+            .filter(|&(_, upto)| upto == to)
+            .map(|(at, _)| at)
+    }
+
+    /// The logged positions of `needle` in `[from, upto)`, with `upto` as
+    /// far toward `to` as the log holds them all (the scan's frontier,
+    /// while it goes); `None` when it holds none from `from` on.
+    fn positions_upto(&self, needle: &[u8], from: u64, to: u64) -> Option<(Vec<u64>, u64)> {
         let k = NEEDLES.iter().position(|n| *n == needle)?;
         let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let complete =
-            st.enabled[k] && st.lo <= from && st.kept_from[k] <= from && to <= st.through;
-        complete.then(|| st.at[k].range(from..to).copied().collect())
+        let upto = to.min(st.through);
+        let held = st.enabled[k] && st.lo <= from && st.kept_from[k] <= from && upto > from;
+        held.then(|| (st.at[k].range(from..upto).copied().collect(), upto))
     }
 }
 
@@ -453,9 +463,21 @@ impl PosIndex {
         from: u64,
         to: u64,
     ) {
-        let Some(found) = log.and_then(|l| l.positions(self.needle, from, to)) else {
+        // (Where the scan has not been yet, searched here: a search running
+        // ahead of the scan read its whole window, 0-15 ms of an ext2
+        // carving depending on how far behind the scan was.)
+        let Some((found, upto)) = log.and_then(|l| l.positions_upto(self.needle, from, to)) else {
             return self.search(r, next_ok, from, to);
         };
+        self.log_positions(r, next_ok, found);
+        if upto < to && !self.overflow {
+            self.search(r, next_ok, upto, to);
+        }
+    }
+
+    /// Indexes the logged positions `found` whose byte after the needle
+    /// passes `next_ok`.
+    fn log_positions(&mut self, r: &dyn ByteReader, next_ok: fn(u8) -> bool, found: Vec<u64>) {
         let len = self.needle.len() as u64;
         for p in found {
             if p % self.modulus != self.phase {
@@ -2636,6 +2658,26 @@ mod tests {
                 let a: Vec<u64> = read.range(from, to).copied().collect();
                 let b: Vec<u64> = fed.range(from, to).copied().collect();
                 assert_eq!(a, b, "{needle:?} mod {modulus} in [{from}, {to})");
+            }
+        }
+        // A log up to a frontier (the scan still going): the positions
+        // before it from the log, the rest searched, the same index.
+        for t in [4096u64, 5000, 1 << 20, (2 << 20) + 3, n as u64 - 1] {
+            let part = ScanNeedles::new(0, [true, true, false, false]);
+            let upto: Vec<(usize, u64)> = all.iter().copied().filter(|&(_, p)| p < t).collect();
+            part.record(&upto, t);
+            for (needle, modulus, phase, ok) in
+                [(NEEDLES[0], 4096, 0, marker), (NEEDLES[1], 1, 0, any)]
+            {
+                for (from, to) in [(0, n as u64), (4000, t + 9000)] {
+                    let mut read = PosIndex::default();
+                    let mut fed = PosIndex::default();
+                    assert!(read.cover(&img, None, (needle, modulus, phase), ok, from, to));
+                    assert!(fed.cover(&img, Some(&part), (needle, modulus, phase), ok, from, to));
+                    let a: Vec<u64> = read.range(from, to).copied().collect();
+                    let b: Vec<u64> = fed.range(from, to).copied().collect();
+                    assert_eq!(a, b, "{needle:?} in [{from}, {to}), log up to {t}");
+                }
             }
         }
         // Not reached by the scan yet, before its start, or dropped: no answer.
