@@ -819,9 +819,8 @@ fn carve_events(
     // (the carver checks that each answer is the one it would have found).
     let (jobs_tx, jobs_rx) = std::sync::mpsc::channel();
     let jobs_rx = std::sync::Mutex::new(jobs_rx);
-    let (searchers, after_stage) = search_ahead();
-    // (Few cores: a search waits for the earlier ones whose joins it needs.)
-    let joins = fragments::AheadJoins::new(after_stage);
+    let searchers = search_ahead();
+    let joins = fragments::AheadJoins::default();
     std::thread::scope(|s| {
         let emitter = s.spawn(move || emit_loop(erx, image, out, opts.hashes, report));
         for _ in 0..searchers {
@@ -832,7 +831,7 @@ fn carve_events(
             });
         }
         // With no searching thread, the carver asks for none.
-        let jobs_tx = (searchers > 0).then_some((jobs_tx, after_stage));
+        let jobs_tx = (searchers > 0).then_some(jobs_tx);
         let carved = carve_ordered(
             rx,
             image,
@@ -862,24 +861,24 @@ fn carve_events(
     })
 }
 
-/// How many threads search fragments ahead of the carver, and whether
-/// only once the validation stage is idle (ended, or waiting for the
-/// carver): one per core; on fewer than 4 cores only then (before, the scan
-/// and the stage keep every core busy, and searches asked then mostly wait
-/// for the stage; and a search waits for the earlier ones in its reach,
-/// [`fragments::run_ahead`]). None on one core. `GPUCARVE_SEARCH_AHEAD=N`
-/// asks for N threads, asked for all along, not waiting (the tests run with
-/// 0 and more and compare).
-fn search_ahead() -> (usize, bool) {
+/// How many threads search fragments ahead of the carver: one per core,
+/// asked for as soon as their verdicts reach the carver; none on one core.
+/// (On fewer than 4 cores they were asked for only once the validation
+/// stage was idle, and a search waited for the earlier ones in its reach;
+/// asking all along is faster there too, the end of a carving being less
+/// idle: ext2 417 -> 390 ms, ext4 410 -> 395 ms, the 128 MiB ext2 482 ->
+/// 382 ms, FAT32 the same, on the 2-core VM of BENCHMARKS.md, session 17;
+/// the session's first binary gained as much, 419 -> 389 ms.) `GPUCARVE_SEARCH_AHEAD=N` asks for N
+/// threads (the tests run with 0 and more and compare).
+fn search_ahead() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     match std::env::var("GPUCARVE_SEARCH_AHEAD")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
-        Some(n) => (n.min(64), false),
-        None if cores >= 4 => (cores, false),
-        None if cores >= 2 => (cores, true),
-        None => (0, false),
+        Some(n) => n.min(64),
+        None if cores >= 2 => cores,
+        None => 0,
     }
 }
 
@@ -1146,7 +1145,7 @@ fn carve_ordered(
         std::sync::Arc<fragments::ScanNeedles>,
         &geometry::Geometry,
     ),
-    ahead_jobs: Option<(std::sync::mpsc::Sender<fragments::AheadJob>, bool)>,
+    ahead_jobs: Option<std::sync::mpsc::Sender<fragments::AheadJob>>,
 ) -> Result<CarverTotals, CarveError> {
     let bytes = ImageBytes::new(image);
     let mut totals = CarverTotals::default();
@@ -1161,14 +1160,10 @@ fn carve_ordered(
         frags.geometry = geo.clone();
         totals.file_systems = frags.geometry.describe();
     }
-    let stage = known.clone();
     frags.share_jpegs(known);
     frags.share_needles(needles);
-    // Whether searches are asked for ahead only once the stage has ended.
-    let mut after_stage = false;
-    if let Some((jobs, once_stage_ends)) = ahead_jobs {
+    if let Some(jobs) = ahead_jobs {
         frags.attach_ahead(jobs);
-        after_stage = once_stage_ends;
     }
     let mut joined_runs: BTreeMap<(u64, usize), Vec<ByteRun>> = BTreeMap::new();
     // <<< bifragment recovery
@@ -1278,15 +1273,10 @@ fn carve_ordered(
             let Ok(batch) = rx.try_recv() else { break };
             lookahead.push_back(batch);
         }
-        // Searches are asked for ahead once their verdicts are here (on
-        // fewer than 4 cores, once the validation stage has ended or waits
-        // for the carver: before, it keeps every core busy; a long search
-        // of the carver's own had left a core idle behind a full queue).
-        if !after_stage || stage.is_idle() {
-            while let Some(batch) = lookahead.get_mut(asked_upto) {
-                ask(&mut frags, batch);
-                asked_upto += 1;
-            }
+        // Searches are asked for ahead once their verdicts are here.
+        while let Some(batch) = lookahead.get_mut(asked_upto) {
+            ask(&mut frags, batch);
+            asked_upto += 1;
         }
         let Some(batch) = lookahead.pop_front() else {
             break;

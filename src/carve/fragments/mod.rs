@@ -764,70 +764,20 @@ pub struct AheadDone {
 const MAX_AHEAD_CLAIMS: usize = 4096;
 
 /// What the searching threads share: the joins found by the searches run
-/// ahead (header → runs), and the starts of the searches running now.
+/// ahead (header → runs).
 #[derive(Default)]
 pub struct AheadJoins {
     state: std::sync::Mutex<AheadState>,
-    /// Signalled when a search ends.
-    ended: std::sync::Condvar,
-    /// Whether a search waits for the earlier ones running within its
-    /// reach ([`run_ahead`]).
-    wait: bool,
 }
 
 #[derive(Default)]
 struct AheadState {
     found: std::collections::BTreeMap<u64, Vec<(u64, u64)>>,
-    /// One entry per search running (at most one per searching thread).
-    running: Vec<u64>,
 }
 
 impl AheadJoins {
-    /// Shared by searching threads that wait for the earlier searches in
-    /// their reach (`wait`), or run beside them.
-    pub fn new(wait: bool) -> AheadJoins {
-        AheadJoins {
-            wait,
-            ..AheadJoins::default()
-        }
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, AheadState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Enters a search starting at `start` as running, until the guard is
-    /// dropped.
-    fn enter(&self, start: u64) -> Running<'_> {
-        self.lock().running.push(start);
-        Running { joins: self, start }
-    }
-
-    /// The shared state, once no search starting in `[behind, start)` runs.
-    fn after_earlier(&self, behind: u64, start: u64) -> std::sync::MutexGuard<'_, AheadState> {
-        let mut st = self.lock();
-        while st.running.iter().any(|&s| s >= behind && s < start) {
-            st = self.ended.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
-        st
-    }
-}
-
-/// A search's place among the running ones ([`AheadState::running`]), left
-/// when it ends, also by unwinding (no later search waits for it then).
-struct Running<'a> {
-    joins: &'a AheadJoins,
-    start: u64,
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        let mut st = self.joins.lock();
-        if let Some(i) = st.running.iter().position(|&s| s == self.start) {
-            st.running.swap_remove(i);
-        }
-        drop(st);
-        self.joins.ended.notify_all();
     }
 }
 
@@ -839,13 +789,10 @@ impl Drop for Running<'_> {
 /// one still running within its reach (twice the largest gap before it)
 /// may ask about clusters that one's join then claims, and the carver,
 /// which checks every answer ([`Attempt::asked`]), searches again (3-6 of
-/// 16 JPEG searches ahead on the ext2 image of BENCHMARKS.md, session 15).
-/// Where `joins` says so (on fewer than 4 cores, where every core is busy
-/// and a search's wasted work is taken from the others) a search waits for
-/// those earlier ones instead; elsewhere a core is more likely idle, and
-/// runs beside them. The jobs come in offset order and the carver takes
-/// the answers in that order too, so the one waited for is needed first
-/// anyway.
+/// 16 JPEG searches ahead on the ext2 image of BENCHMARKS.md, session 15;
+/// cheap then: the memo of checks answers most of its decodes). Such a
+/// search waited for the earlier ones on fewer than 4 cores until session
+/// 17; it no longer does (see `search_ahead` in the carver).
 pub fn run_ahead(
     r: &dyn ByteReader,
     (known, needles): (Option<Arc<KnownJpegs>>, Option<Arc<ScanNeedles>>),
@@ -859,15 +806,12 @@ pub fn run_ahead(
         ..Claims::default()
     };
     loop {
-        // (Taken and entered as running under the queue's lock: a later
-        // job taken by another thread sees this one running.)
-        let (job, running) = {
+        let job = {
             let queue = jobs.lock().unwrap_or_else(|e| e.into_inner());
             let Ok(job) = queue.recv() else {
                 return;
             };
-            let running = joins.enter(job.start);
-            (job, running)
+            job
         };
         let behind = job
             .start
@@ -876,11 +820,7 @@ pub fn run_ahead(
         claims.ranges = job.claims.ranges;
         claims.merged = job.claims.merged;
         {
-            let mut st = if joins.wait {
-                joins.after_earlier(behind, job.start)
-            } else {
-                joins.lock()
-            };
+            let mut st = joins.lock();
             // Every join found before this file, by where its runs lie (a
             // ZIP's central directory can place its second fragment far
             // from its header): those ending far enough behind that no job
@@ -911,8 +851,6 @@ pub fn run_ahead(
         if let Some(j) = &attempt.joined {
             joins.lock().found.insert(job.start, j.runs.clone());
         }
-        // (Before the answer: a search waiting for this one goes on with its join.)
-        drop(running);
         // (The carver may have passed the file by: no one waits then.)
         let _ = job.reply.send(AheadDone { attempt, secs });
     }
@@ -1391,13 +1329,6 @@ impl KnownJpegs {
     /// The stage has ended (its verdicts are all in).
     pub fn stage_finished(&self) {
         self.update(|st| st.finished = true);
-    }
-
-    /// True once the stage has ended, or while it waits for the carver
-    /// (its output queue is full): either way it keeps no core busy.
-    pub fn is_idle(&self) -> bool {
-        let st = self.stage.lock().unwrap_or_else(|e| e.into_inner());
-        st.finished || st.blocked
     }
 
     /// Waits until the stage has validated the candidates below `pos`, or
@@ -2300,22 +2231,6 @@ mod zip;
 mod tests {
     use super::*;
 
-    /// The stage keeps no core busy once it has ended or while it waits for
-    /// the carver (the carver's cue to ask for searches ahead on few cores).
-    #[test]
-    fn the_stage_is_idle_when_ended_or_waiting_for_the_carver() {
-        let k = KnownJpegs::default();
-        assert!(!k.is_idle());
-        k.stage_through(1 << 20);
-        assert!(!k.is_idle());
-        k.stage_blocked(true);
-        assert!(k.is_idle());
-        k.stage_blocked(false);
-        assert!(!k.is_idle());
-        k.stage_finished();
-        assert!(k.is_idle());
-    }
-
     /// An image whose small reads are said to be costly: the search's
     /// cache gathers them into blocks.
     struct Costly(Vec<u8>);
@@ -2562,47 +2477,6 @@ mod tests {
         }
         assert!(agreed > 10, "only {agreed} agreed");
         assert_ne!(run(&mut taken).joined, Some(joined));
-    }
-
-    /// A search run ahead waits for the earlier ones running within its
-    /// reach (their joins are claims it must see), not for those behind
-    /// it or after it, and not for one whose thread unwound.
-    #[test]
-    fn a_search_ahead_waits_for_the_earlier_ones_in_reach() {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use std::time::Duration;
-        let joins = AheadJoins::default();
-        let ended = AtomicBool::new(false);
-        let earlier = joins.enter(100);
-        let later = joins.enter(300);
-        std::thread::scope(|s| {
-            let waiter = s.spawn(|| {
-                drop(joins.after_earlier(50, 200));
-                ended.load(Ordering::SeqCst)
-            });
-            // Out of reach (behind 150) or after it: no wait.
-            drop(joins.after_earlier(150, 200));
-            drop(joins.after_earlier(0, 100));
-            std::thread::sleep(Duration::from_millis(100));
-            ended.store(true, Ordering::SeqCst);
-            drop(earlier);
-            assert!(
-                waiter.join().unwrap(),
-                "went on before the earlier search ended"
-            );
-        });
-        drop(later);
-        // A search whose thread panicked leaves the running ones.
-        std::thread::scope(|s| {
-            let _ = s
-                .spawn(|| {
-                    let _running = joins.enter(100);
-                    panic!("a search's thread unwinds");
-                })
-                .join();
-        });
-        assert!(joins.lock().running.is_empty());
-        drop(joins.after_earlier(0, 200));
     }
 
     #[test]
