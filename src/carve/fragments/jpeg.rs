@@ -1121,13 +1121,7 @@ mod tests {
     /// across or inside a 32-byte chunk, too few high bytes in the first
     /// 64, an `FF` as the last byte followed by each kind of first byte.
     fn sectors(n: usize) -> Vec<u8> {
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = super::xorshift(0x2545_f491_4f6c_dd1d);
         let mut img = Vec::with_capacity(n * SECTOR + 300);
         for _ in 0..n {
             let kind = next() % 13;

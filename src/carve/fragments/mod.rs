@@ -2227,6 +2227,18 @@ pub use jpeg::trail_spec as jpeg_trail_spec;
 mod png;
 mod zip;
 
+/// A deterministic pseudo-random sequence (xorshift64) for the tests.
+#[cfg(test)]
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut rng = seed;
+    move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2450,20 +2462,14 @@ mod tests {
         past.claim(seen.hi + 1, seen.hi + CL);
         past.claim(0, seen.lo);
         assert!(past.agrees(&seen) && past.answers(&asked));
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let mut agreed = 0;
         for _ in 0..300 {
             let mut c = Claims::default();
             for _ in 0..next() % 4 {
                 let at = next() % (img.len() as u64);
                 // (Mostly outside the span, some over its edges.)
-                let at = if next() % 3 == 0 {
+                let at = if next().is_multiple_of(3) {
                     at
                 } else {
                     at % seen.lo.max(1)
@@ -2575,13 +2581,7 @@ mod tests {
     #[test]
     fn scan_log_index_equals_reading_the_image() {
         let mut img = vec![0u8; 3 << 20];
-        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
         for b in img.iter_mut() {
             *b = next() as u8;
         }

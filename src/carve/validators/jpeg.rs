@@ -2156,7 +2156,9 @@ thread_local! {
     /// probes from the same few snapshots, each failing a few bytes on:
     /// copying a progressive file's whole history (up to 8 MiB) for each,
     /// after zeroing a fresh one where the frame was read, took most of
-    /// such a probe's time (50-400 µs against a few for its decode).
+    /// such a probe's time (50-400 µs against a few for its decode). One
+    /// history and the snapshot's it came from per thread (16 MiB at
+    /// most), until the thread ends.
     static RESTORED: std::cell::RefCell<Option<(Vec<Vec<u64>>, Restored)>> =
         const { std::cell::RefCell::new(None) };
 }
@@ -2710,6 +2712,7 @@ fn decode_scan(
             b.pad = r.m.pad;
             if !std::mem::take(&mut t.resume_ready) {
                 t.all_dirty();
+                t.memo_sync = false;
                 match (t.history.as_mut(), r.history.as_deref()) {
                     (Some(h), Some(from)) => h.clone_from(from),
                     (_, from) => t.history = from.cloned(),
