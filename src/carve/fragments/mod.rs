@@ -328,15 +328,6 @@ impl ScanNeedles {
         st.through = st.through.max(through);
     }
 
-    /// The logged positions of `needle` in `[from, to)`, when the log holds
-    /// them all.
-    #[cfg(test)]
-    fn positions(&self, needle: &[u8], from: u64, to: u64) -> Option<Vec<u64>> {
-        self.positions_upto(needle, from, to)
-            .filter(|&(_, upto)| upto == to)
-            .map(|(at, _)| at)
-    }
-
     /// The logged positions of `needle` in `[from, upto)`, with `upto` as
     /// far toward `to` as the log holds them all (the scan's frontier,
     /// while it goes); `None` when it holds none from `from` on.
@@ -767,17 +758,12 @@ const MAX_AHEAD_CLAIMS: usize = 4096;
 /// ahead (header → runs).
 #[derive(Default)]
 pub struct AheadJoins {
-    state: std::sync::Mutex<AheadState>,
-}
-
-#[derive(Default)]
-struct AheadState {
-    found: std::collections::BTreeMap<u64, Vec<(u64, u64)>>,
+    found: std::sync::Mutex<std::collections::BTreeMap<u64, Vec<(u64, u64)>>>,
 }
 
 impl AheadJoins {
-    fn lock(&self) -> std::sync::MutexGuard<'_, AheadState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<u64, Vec<(u64, u64)>>> {
+        self.found.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -806,12 +792,8 @@ pub fn run_ahead(
         ..Claims::default()
     };
     loop {
-        let job = {
-            let queue = jobs.lock().unwrap_or_else(|e| e.into_inner());
-            let Ok(job) = queue.recv() else {
-                return;
-            };
-            job
+        let Ok(job) = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv() else {
+            return;
         };
         let behind = job
             .start
@@ -820,15 +802,14 @@ pub fn run_ahead(
         claims.ranges = job.claims.ranges;
         claims.merged = job.claims.merged;
         {
-            let mut st = joins.lock();
+            let mut found = joins.lock();
             // Every join found before this file, by where its runs lie (a
             // ZIP's central directory can place its second fragment far
             // from its header): those ending far enough behind that no job
             // still to start looks there are let go.
             let gone = behind.saturating_sub(job.limits.max_gap.saturating_mul(2));
-            st.found
-                .retain(|_, runs| runs.iter().any(|&(o, l)| o.saturating_add(l) > gone));
-            for runs in st.found.range(..job.start).map(|(_, r)| r) {
+            found.retain(|_, runs| runs.iter().any(|&(o, l)| o.saturating_add(l) > gone));
+            for runs in found.range(..job.start).map(|(_, r)| r) {
                 for &(off, len) in runs {
                     if off.saturating_add(len) > behind {
                         claims.claim(off, off.saturating_add(len));
@@ -849,7 +830,7 @@ pub fn run_ahead(
         );
         let secs = t0.secs();
         if let Some(j) = &attempt.joined {
-            joins.lock().found.insert(job.start, j.runs.clone());
+            joins.lock().insert(job.start, j.runs.clone());
         }
         // (The carver may have passed the file by: no one waits then.)
         let _ = job.reply.send(AheadDone { attempt, secs });
@@ -2650,16 +2631,19 @@ mod tests {
                 }
             }
         }
-        // Not reached by the scan yet, before its start, or dropped: no answer.
+        // Held up to the scan's frontier; before its start, or not a
+        // pattern of the scan: no answer.
         let part = ScanNeedles::new(4096, [true, false, false, false]);
         part.record(&brute(NEEDLES[0]), 1 << 20);
-        assert!(part.positions(NEEDLES[0], 4096, 1 << 20).is_some());
-        assert!(part.positions(NEEDLES[0], 4096, (1 << 20) + 1).is_none());
-        assert!(part.positions(NEEDLES[0], 0, 4096).is_none());
+        let upto = |from, to| part.positions_upto(NEEDLES[0], from, to).map(|p| p.1);
+        assert_eq!(upto(4096, 1 << 20), Some(1 << 20));
+        assert_eq!(upto(4096, (1 << 20) + 1), Some(1 << 20));
+        assert_eq!(upto(1 << 20, (1 << 20) + 1), None, "all past the frontier");
+        assert_eq!(upto(0, 4096), None);
         assert!(
-            part.positions(NEEDLES[1], 4096, 8192).is_none(),
+            part.positions_upto(NEEDLES[1], 4096, 8192).is_none(),
             "not a pattern of the scan"
         );
-        assert!(part.positions(b"nope", 4096, 8192).is_none());
+        assert!(part.positions_upto(b"nope", 4096, 8192).is_none());
     }
 }
