@@ -1623,6 +1623,19 @@ impl<'s, 'b> Bits<'s, 'b> {
         }
     }
 
+    /// Moves the reader to window offset `at` with the state of `m`, a
+    /// mark of a decode of the same bytes there (as a reader made there by
+    /// [`Bits::new`] with what this one buffers, then given the mark).
+    fn reposition(&mut self, at: u64, m: &Mark) {
+        let keep = self.buffered();
+        (self.off, self.i, self.len, self.piece) = match at.checked_sub(keep.off) {
+            Some(d) if d <= keep.len as u64 => (keep.off, d as usize, keep.len, keep.piece),
+            _ => (at, 0, 0, FIRST_PIECE),
+        };
+        (self.acc, self.n, self.pad) = (m.acc, m.n, m.pad);
+        (self.marker, self.cut) = (false, false);
+    }
+
     /// What the buffer holds, for the next scan's reader.
     fn buffered(&self) -> Buffered {
         Buffered {
@@ -2101,6 +2114,11 @@ struct Tables {
     /// One past the last block whose history word a progressive AC scan's
     /// decode asked for.
     hist_hi: u64,
+    /// A scan's decode stops at its first MCU boundary with the reader at
+    /// or past this window offset ([`Shifted`]), leaving its state in
+    /// `paused`.
+    pause_at: u64,
+    paused: Option<(u64, u32, u8, u64)>,
 }
 
 impl Tables {
@@ -2118,6 +2136,8 @@ impl Tables {
             restored: None,
             resume_ready: false,
             hist_hi: 0,
+            pause_at: u64::MAX,
+            paused: None,
         }
     }
 
@@ -2239,6 +2259,8 @@ pub struct ScanMemo {
     /// Scans resumed from a mark, and the bytes not decoded again.
     resumes: std::sync::atomic::AtomicU64,
     resumed_bytes: std::sync::atomic::AtomicU64,
+    /// Decodes that went on from a kept decode's mark found by [`Shifted`].
+    shifts: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for ScanMemo {
@@ -2472,6 +2494,11 @@ impl ScanMemo {
         Some((crc.finalize(), memo_params(t, f, s)?))
     }
 
+    /// Decodes that went on from a kept decode's mark found by [`Shifted`].
+    pub fn shifts(&self) -> u64 {
+        self.shifts.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Scans resumed from a mark so far, and the bytes not decoded again.
     pub fn resumes(&self) -> (u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;
@@ -2491,15 +2518,15 @@ impl ScanMemo {
         key: &MemoKey,
         (src, image, id): (&Src, &dyn super::ByteReader, usize),
         (start, history, last): (u64, &History, Option<&MemoHistory>),
-        (claim, trail): (bool, bool),
+        (claim, trail, kin): (bool, bool, bool),
         usable: impl Fn(u64) -> u64,
-    ) -> (Lookup, Option<Claim<'_>>) {
+    ) -> (Lookup, Option<Claim<'_>>, Vec<MemoEntry>) {
         // (Where this scan starts in the image: not answered by itself.)
         let Some(at) = src
             .image_runs(id, start, 1)
             .and_then(|r| r.first().map(|r| r.0))
         else {
-            return (Lookup::Miss, None);
+            return (Lookup::Miss, None, Vec::new());
         };
         let t0 = std::time::Instant::now();
         let (found, claimed) = {
@@ -2520,6 +2547,17 @@ impl ScanMemo {
             memo: self,
             key: *key,
         });
+        // (Kept decodes of a sequential scan with these parameters and
+        // first bytes, for [`Shifted`].)
+        let kin = if kin {
+            found
+                .iter()
+                .filter(|e| e.history.is_none() && e.marks.len() >= 2)
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
         // (Compared outside the lock: other threads go on meanwhile.)
         let mut best: Option<(u64, MemoEntry, usize)> = None;
         for e in found {
@@ -2540,7 +2578,7 @@ impl ScanMemo {
                 use std::sync::atomic::Ordering::Relaxed;
                 self.hits.fetch_add(1, Relaxed);
                 self.hit_bytes.fetch_add(e.depends, Relaxed);
-                return (Lookup::Whole(e), claim);
+                return (Lookup::Whole(e), claim, kin);
             }
             let upto = usable(common);
             let k = e.marks.partition_point(|m| m.at <= upto);
@@ -2552,8 +2590,8 @@ impl ScanMemo {
             }
         }
         match best {
-            Some((_, e, k)) => (Lookup::From(e.marks[..k].to_vec()), claim),
-            None => (Lookup::Miss, claim),
+            Some((_, e, k)) => (Lookup::From(e.marks[..k].to_vec()), claim, kin),
+            None => (Lookup::Miss, claim, kin),
         }
     }
 
@@ -2579,6 +2617,253 @@ impl ScanMemo {
             st.held += bytes;
         }
     }
+}
+
+/// A resumed sequential decode (a fragment search's, past its split) that
+/// has gone on for [`SHIFT_AFTER`] bytes may be decoding a kept decode's
+/// bytes from another offset: a wrong split joined to the picture's own
+/// later data (a copy's fragment, or the file's own next fragment joined
+/// one split too early) decodes in step with that picture's decode until
+/// the MCU count runs out or the data ends, megabytes on. Once the decode
+/// is at a boundary of the kept decode's marks in the very state the mark
+/// holds (same bytes ahead, verified), everything up to a later mark
+/// decodes as the kept decode did, only numbered `δ` MCUs apart: the decode
+/// goes on from that mark with its own MCU count. The mark is chosen so
+/// that the decode reads at least an MCU row after it before it can stop
+/// (the kept decode went on past it for a row, and the count leaves a row),
+/// so the row start it reports as good data is its own; with a trail, no
+/// later than the trail's snapshots near where it can first stop and at
+/// its block-map boundaries ([`memo_resume_limit`]). The verdict is the
+/// same either way (a test decodes both ways).
+struct Shifted<'i> {
+    kin: Vec<MemoEntry>,
+    image: &'i dyn super::ByteReader,
+    trail: Option<TrailSpec>,
+    below: u64,
+    /// The entry the bytes were found in, its offsets minus the window's,
+    /// and the mark checked next.
+    found: Option<(usize, i128, usize)>,
+    tries: u32,
+}
+
+/// What a paused decode does next ([`Shifted::paused`]).
+enum Step {
+    /// Goes on, to pause again at this window offset.
+    Pause(u64),
+    /// Goes on to the scan's end.
+    Go,
+    /// Goes on from window offset `.0` (the reader is there), MCU `.1`.
+    Jump(u64, u64),
+}
+
+/// Bytes a resumed decode goes on for before [`Shifted`] looks.
+const SHIFT_AFTER: u64 = 128 << 10;
+/// Bytes looked for in the kept decodes.
+const SHIFT_NEEDLE: usize = 64;
+/// Marks tried for the decode in step with one.
+const SHIFT_TRIES: u32 = 8;
+/// Fewest bytes worth skipping.
+const SHIFT_MIN_JUMP: u64 = 64 << 10;
+/// Most bytes of the kept decodes searched.
+const SHIFT_MAX_SEARCH: u64 = 64 << 20;
+
+impl<'i> Shifted<'i> {
+    fn new(
+        kin: Vec<MemoEntry>,
+        image: &'i dyn super::ByteReader,
+        trail: Option<TrailSpec>,
+        below: u64,
+    ) -> Self {
+        Shifted {
+            kin,
+            image,
+            trail,
+            below,
+            found: None,
+            tries: 0,
+        }
+    }
+
+    /// Where a decode resumed at `at` first pauses.
+    fn first_pause(&self, at: u64) -> u64 {
+        at.saturating_add(SHIFT_AFTER)
+    }
+
+    /// Where the mark checked next lies in the window.
+    fn next_pause(&self, now: u64) -> Step {
+        let Some((e, shift, k)) = self.found else {
+            return Step::Go;
+        };
+        let at = self.kin[e]
+            .marks
+            .get(k)
+            .and_then(|m| u64::try_from(i128::from(m.at) - shift).ok());
+        match at {
+            Some(at) if at > now && self.tries < SHIFT_TRIES => Step::Pause(at),
+            _ => Step::Go,
+        }
+    }
+
+    /// The decode paused at an MCU boundary (`b` there, `(mcu, eobrun, rst,
+    /// good)` its state; the scan `(mcux, total)` MCUs across and in all).
+    fn paused(&mut self, b: &mut Bits, p: (u64, u32, u8, u64), (mcux, total): (u64, u64)) -> Step {
+        let at = b.at();
+        let Some((e, shift, k)) = self.found else {
+            // Where do the next bytes lie in a kept decode?
+            let mut needle = [0u8; SHIFT_NEEDLE];
+            if b.src.read(at, &mut needle) < SHIFT_NEEDLE {
+                return Step::Go;
+            }
+            let hit = self.kin.iter().enumerate().find_map(|(i, entry)| {
+                let y = find_in_runs(self.image, &entry.runs, &needle)?;
+                let k = entry.marks.partition_point(|m| m.at <= y);
+                Some((i, i128::from(y) - i128::from(at), k))
+            });
+            self.found = hit;
+            return self.next_pause(at);
+        };
+        let entry = &self.kin[e];
+        let (Some(m), Some(last)) = (entry.marks.get(k), entry.marks.last()) else {
+            return Step::Go;
+        };
+        let in_step = i128::from(at) == i128::from(m.at) - shift
+            && (b.acc, b.n, b.pad, p.1, b.marker, b.cut)
+                == (m.acc, m.n, m.pad, m.eobrun, false, false);
+        if !in_step {
+            self.found = Some((e, shift, k + 1));
+            self.tries += 1;
+            return self.next_pause(at);
+        }
+        self.tries = SHIFT_TRIES;
+        // How far the window's bytes from here are the kept decode's: the
+        // decode goes as it did through the marks before there.
+        let Ok(upto) = u64::try_from(i128::from(last.at) - shift) else {
+            return Step::Go;
+        };
+        let common = common_bytes(
+            b,
+            at,
+            (self.image, &entry.runs, m.at),
+            upto.saturating_sub(at),
+        );
+        let covered = |j: &&Mark| {
+            u64::try_from(i128::from(j.at) - shift)
+                .is_ok_and(|x| x.saturating_add(MEMO_SLACK) <= at.saturating_add(common))
+        };
+        let Some(lastc) = entry.marks[k..].iter().rev().find(covered) else {
+            return Step::Go;
+        };
+        let delta = i128::from(p.0) - i128::from(m.mcu);
+        let (mcux, total) = (i128::from(mcux), i128::from(total));
+        // Where the decode can first stop: past the last mark it decodes
+        // through as the kept decode did, or where its own count runs out.
+        let ends = entry.marks[k..]
+            .iter()
+            .rev()
+            .filter(covered)
+            .find(|j| i128::from(j.mcu) + delta <= total)
+            .and_then(|j| u64::try_from(i128::from(j.at) - shift).ok());
+        let Some(ends) = ends else {
+            return Step::Go;
+        };
+        let limit = match self.trail {
+            Some(_) => memo_resume_limit(0, ends, self.trail, self.below),
+            None => ends,
+        };
+        let Some((j, to)) = entry.marks[k..].iter().rev().find_map(|j| {
+            let mcu = i128::from(j.mcu);
+            let to = u64::try_from(i128::from(j.at) - shift).ok()?;
+            (mcu + mcux <= i128::from(lastc.mcu)
+                && mcu + delta >= 0
+                && mcu + delta + mcux < total
+                && to <= limit
+                && to >= at.saturating_add(SHIFT_MIN_JUMP))
+            .then_some((j, to))
+        }) else {
+            return Step::Go;
+        };
+        let Ok(mcu) = u64::try_from(i128::from(j.mcu) + delta) else {
+            return Step::Go;
+        };
+        b.reposition(to, j);
+        Step::Jump(to, mcu)
+    }
+}
+
+/// The first offset, in the bytes `runs` of `image` hold (read in order,
+/// at most [`SHIFT_MAX_SEARCH`]), of `needle`.
+fn find_in_runs(image: &dyn super::ByteReader, runs: &[(u64, u64)], needle: &[u8]) -> Option<u64> {
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut buf = vec![0u8; (1 << 20) + needle.len()];
+    let total: u64 = runs.iter().map(|r| r.1).sum::<u64>().min(SHIFT_MAX_SEARCH);
+    let mut pos = 0u64;
+    while pos < total {
+        let want = usize::try_from((total - pos).min(buf.len() as u64)).ok()?;
+        let got = read_runs(image, runs, pos, &mut buf[..want]);
+        if let Some(i) = buf.get(..got).and_then(|b| finder.find(b)) {
+            return Some(pos + i as u64);
+        }
+        if got < want || got <= needle.len() {
+            return None;
+        }
+        pos += (got - needle.len() + 1) as u64;
+    }
+    None
+}
+
+/// Reads `buf.len()` bytes from offset `rel` of the bytes `runs` of `image`
+/// hold (in order); how many it read.
+fn read_runs(
+    image: &dyn super::ByteReader,
+    runs: &[(u64, u64)],
+    rel: u64,
+    buf: &mut [u8],
+) -> usize {
+    let (mut done, mut base) = (0usize, 0u64);
+    for &(img, n) in runs {
+        let end = base + n;
+        let at = rel + done as u64;
+        if done < buf.len() && at < end && at >= base {
+            let take = usize::try_from((end - at).min((buf.len() - done) as u64)).unwrap_or(0);
+            let got = image.read_at(img + (at - base), &mut buf[done..done + take]);
+            done += got.min(take);
+            if got < take {
+                return done;
+            }
+        }
+        base = end;
+    }
+    done
+}
+
+/// How many of the `len` window bytes at `at`, from the first on, equal the
+/// bytes from offset `rel` of those `runs` of `image` hold.
+fn common_bytes(
+    b: &Bits,
+    at: u64,
+    (image, runs, rel): (&dyn super::ByteReader, &[(u64, u64)], u64),
+    len: u64,
+) -> u64 {
+    const PIECE: usize = 64 << 10;
+    let (mut x, mut y) = (vec![0u8; PIECE], vec![0u8; PIECE]);
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(PIECE as u64) as usize;
+        let got =
+            b.src
+                .read(at + done, &mut x[..n])
+                .min(read_runs(image, runs, rel + done, &mut y[..n]));
+        let same = if x[..got] == y[..got] {
+            got
+        } else {
+            x.iter().zip(&y).take_while(|(p, q)| p == q).count()
+        };
+        done += same as u64;
+        if same < n {
+            break;
+        }
+    }
+    done
 }
 
 /// Decodes one scan starting at the cursor; on success the cursor is at the
@@ -2638,6 +2923,7 @@ fn decode_scan(
     };
     let mut from = None;
     let mut _claim = None;
+    let mut shifted = None;
     if let Some((key, m, image, id)) = &memo {
         let trail = t
             .snap
@@ -2648,13 +2934,19 @@ fn decode_scan(
         // (A decode resumed from a snapshot leaves no snapshot below it.)
         let below = resume.as_ref().map_or(0, |r| r.m.at);
         let usable = |common: u64| memo_resume_limit(start, common, trail, below);
-        let (found, claim) = m.lookup(
+        // (A resumed sequential decode that goes on for long may be
+        // decoding a kept decode's bytes from elsewhere: [`Shifted`].)
+        let shifts = !fresh && sequential && t.restart == 0 && t.snap.wants.is_empty();
+        let (found, claim, kin) = m.lookup(
             key,
             (&c.src(), *image, *id),
             (start, &t.history, t.memo_sync.then_some(&t.memo_last)),
-            (fresh, trail.is_some()),
+            (fresh, trail.is_some(), shifts),
             usable,
         );
+        if !kin.is_empty() {
+            shifted = Some(Shifted::new(kin, *image, trail, below));
+        }
         match found {
             Lookup::Whole(e) => {
                 if let Some(tr) = t.snap.trail.as_mut() {
@@ -2761,7 +3053,34 @@ fn decode_scan(
         t.snap.marks = Some(MarkRec::new(start, from.unwrap_or_default()));
     }
     t.hist_hi = 0;
-    let r = scan_body_best(&mut b, start, t, f, s, init);
+    let mut init = init;
+    if let Some(sh) = shifted.as_mut() {
+        t.pause_at = sh.first_pause(b.at());
+    }
+    let r = loop {
+        let r = scan_body_best(&mut b, start, t, f, s, init);
+        let (Some(p), Some(sh)) = (t.paused.take(), shifted.as_mut()) else {
+            break r;
+        };
+        init = Some(p);
+        let (mcux, mcuy, _) = scan_geometry(f, s);
+        match sh.paused(&mut b, p, (mcux, mcux * mcuy)) {
+            Step::Pause(at) => t.pause_at = at,
+            Step::Go => {}
+            Step::Jump(at, mcu) => {
+                init = Some((mcu, 0, p.2, p.3));
+                if let Some(tr) = t.snap.trail.as_mut() {
+                    tr.resumed_at(at);
+                }
+                if let Some((_, m, _, _)) = &memo {
+                    use std::sync::atomic::Ordering::Relaxed;
+                    m.shifts.fetch_add(1, Relaxed);
+                }
+            }
+        }
+    };
+    t.pause_at = u64::MAX;
+    t.paused = None;
     if progressive
         && s.ss > 0
         && let Some(d) = t.restored.as_mut().and_then(|r| r.dirty.as_mut())
@@ -3014,6 +3333,13 @@ fn scan_body(
         in_interval += 1;
         if in_interval == restart {
             in_interval = 0;
+        }
+        if b.at() >= t.pause_at && !b.marker && !b.cut {
+            // (Resumed with `init` at this boundary: handled above, and the
+            // counters counted again from `mcu`.)
+            t.pause_at = u64::MAX;
+            t.paused = Some((mcu, eobrun, rst, good));
+            return Err((ScanErr::Cut, good));
         }
         // Capture: the latest boundary at or before each split. This
         // boundary replaces the latest one for the splits it lies before;
@@ -4165,6 +4491,74 @@ pub(crate) mod tests {
             ends >= 10 && compared >= 40,
             "{ends} scan ends, {compared} compared"
         );
+    }
+
+    /// A wrong split joined to the picture's own later data (or earlier:
+    /// the decode's MCU count behind or ahead of the bytes it decodes)
+    /// decodes in step with a kept decode of the picture for megabytes: it
+    /// goes on from the kept decode's mark near its end ([`super::Shifted`])
+    /// with the verdict, the damage and the trail's snapshots of a decode of
+    /// every byte.
+    #[test]
+    fn a_split_joined_to_the_pictures_own_data_goes_on_from_a_kept_mark_alike() {
+        use super::{
+            Damage, ScanMemo, Src, capture_snaps, validate, validate_resume, validate_trail,
+            with_memo,
+        };
+        use crate::carve::fragments::TwoRuns;
+        use crate::carve::validators::testutil::{NO_LIMIT, Slice};
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+        let p = std::fs::read(dir.join("IMG_20200124_231153.jpg")).unwrap();
+        let mut next = crate::carve::fragments::xorshift(7);
+        let noise: Vec<u8> = (0..1 << 20).map(|_| next() as u8).collect();
+        let img = [&p[..], &noise[..]].concat();
+        let sl = Slice(&img);
+        let memo = std::sync::Arc::new(ScanMemo::default());
+        let whole = Src::new(&sl, 0, NO_LIMIT);
+        assert_eq!(with_memo(&memo, &sl, || validate(whole)), validate(whole));
+        let n = p.len() as u64;
+        let spec = crate::carve::fragments::jpeg_trail_spec(4096, Some(4096));
+        let (mut jumped, mut compared) = (0, 0);
+        for (split, cont) in [
+            (49152, 274432),
+            (49152, 1_000_000),
+            (851968, 2_039_808),
+            (630784, 1_800_000),
+            (1_500_000, 600_000),
+            (300_000, 90_000),
+            (200_000, 200_000 + 4096 * 37),
+        ] {
+            let j = TwoRuns::new(&sl, 0, split, cont, n + (1 << 20));
+            let src = Src::new(&j, 0, NO_LIMIT);
+            let at = format!("split {split}, continued from {cont}");
+            let Some(Some(snap)) = capture_snaps(src, None, &[split]).pop() else {
+                panic!("{at}: no snapshot");
+            };
+            let mut d0 = Damage::default();
+            let plain = validate_resume(src, &mut d0, &snap);
+            let seen = memo.shifts();
+            let mut d1 = Damage::default();
+            let memoised = with_memo(&memo, &sl, || validate_resume(src, &mut d1, &snap));
+            assert_eq!((&memoised, d1), (&plain, d0), "{at}");
+            // As a search's proof: leaving a trail.
+            let mut d2 = Damage::default();
+            let (v, trail) = with_memo(&memo, &sl, || {
+                validate_trail(src, &mut d2, Some(&snap), spec)
+            });
+            assert_eq!((&v, d2), (&plain, d0), "{at}, trail");
+            jumped += usize::from(memo.shifts() >= seen + 2);
+            if let (Some(trail), true) = (trail, d2.damaged) {
+                let top = d2.fail_at / 4096 * 4096;
+                let bounds = crate::carve::geometry::block_map_boundaries(4096, d2.fail_at)
+                    .flat_map(|b| [b, b - 4096]);
+                let points = (top.saturating_sub(24 * 4096)..=top + 4096)
+                    .step_by(4096)
+                    .chain(bounds);
+                compared += trail_equals_captures(&trail, src, Some(&snap), points, &at);
+            }
+        }
+        assert!(jumped >= 4, "{jumped} decodes went on from a kept mark");
+        assert!(compared >= 40, "{compared} snapshots compared");
     }
 
     /// The scan memo gives every verdict a decode gives, for a baseline and
