@@ -2664,8 +2664,10 @@ const SHIFT_NEEDLE: usize = 64;
 const SHIFT_TRIES: u32 = 8;
 /// Fewest bytes worth skipping.
 const SHIFT_MIN_JUMP: u64 = 64 << 10;
-/// Most bytes of the kept decodes searched.
-const SHIFT_MAX_SEARCH: u64 = 64 << 20;
+/// Most bytes of the kept decodes searched, in all (a decode pauses to
+/// search once, after decoding [`SHIFT_AFTER`] bytes, at ~8 ns a byte;
+/// searching costs well under 1 ns a byte).
+const SHIFT_MAX_SEARCH: u64 = 16 << 20;
 
 impl<'i> Shifted<'i> {
     fn new(
@@ -2714,8 +2716,9 @@ impl<'i> Shifted<'i> {
             if b.src.read(at, &mut needle) < SHIFT_NEEDLE {
                 return Step::Go;
             }
+            let mut left = SHIFT_MAX_SEARCH;
             let hit = self.kin.iter().enumerate().find_map(|(i, entry)| {
-                let y = find_in_runs(self.image, &entry.runs, &needle)?;
+                let y = find_in_runs(self.image, &entry.runs, &needle, &mut left)?;
                 let k = entry.marks.partition_point(|m| m.at <= y);
                 Some((i, i128::from(y) - i128::from(at), k))
             });
@@ -2791,11 +2794,17 @@ impl<'i> Shifted<'i> {
 }
 
 /// The first offset, in the bytes `runs` of `image` hold (read in order,
-/// at most [`SHIFT_MAX_SEARCH`]), of `needle`.
-fn find_in_runs(image: &dyn super::ByteReader, runs: &[(u64, u64)], needle: &[u8]) -> Option<u64> {
+/// at most `left` of them, counted off), of `needle`.
+fn find_in_runs(
+    image: &dyn super::ByteReader,
+    runs: &[(u64, u64)],
+    needle: &[u8],
+    left: &mut u64,
+) -> Option<u64> {
     let finder = memchr::memmem::Finder::new(needle);
-    let mut buf = vec![0u8; (1 << 20) + needle.len()];
-    let total: u64 = runs.iter().map(|r| r.1).sum::<u64>().min(SHIFT_MAX_SEARCH);
+    let total: u64 = runs.iter().map(|r| r.1).sum::<u64>().min(*left);
+    *left -= total;
+    let mut buf = vec![0u8; usize::try_from(total.min(1 << 20)).ok()? + needle.len()];
     let mut pos = 0u64;
     while pos < total {
         let want = usize::try_from((total - pos).min(buf.len() as u64)).ok()?;
@@ -3059,10 +3068,13 @@ fn decode_scan(
     }
     let r = loop {
         let r = scan_body_best(&mut b, start, t, f, s, init);
-        let (Some(p), Some(sh)) = (t.paused.take(), shifted.as_mut()) else {
+        let Some(p) = t.paused.take() else {
             break r;
         };
         init = Some(p);
+        let Some(sh) = shifted.as_mut() else {
+            continue;
+        };
         let (mcux, mcuy, _) = scan_geometry(f, s);
         match sh.paused(&mut b, p, (mcux, mcux * mcuy)) {
             Step::Pause(at) => t.pause_at = at,
