@@ -2494,7 +2494,9 @@ impl ScanMemo {
         Some((crc.finalize(), memo_params(t, f, s)?))
     }
 
-    /// Decodes that went on from a kept decode's mark found by [`Shifted`].
+    /// Decodes that went on from a kept decode's mark found in step with
+    /// them from another offset (a wrong split joined to the picture's own
+    /// data).
     pub fn shifts(&self) -> u64 {
         self.shifts.load(std::sync::atomic::Ordering::Relaxed)
     }
