@@ -4512,7 +4512,8 @@ pub(crate) mod tests {
     /// decodes in step with a kept decode of the picture for megabytes: it
     /// goes on from the kept decode's mark near its end ([`super::Shifted`])
     /// with the verdict, the damage and the trail's snapshots of a decode of
-    /// every byte.
+    /// every byte; joined to a copy whose bytes stop being the kept
+    /// decode's (a marker written into them), no further than that.
     #[test]
     fn a_split_joined_to_the_pictures_own_data_goes_on_from_a_kept_mark_alike() {
         use super::{
@@ -4525,12 +4526,22 @@ pub(crate) mod tests {
         let p = std::fs::read(dir.join("IMG_20200124_231153.jpg")).unwrap();
         let mut next = crate::carve::fragments::xorshift(7);
         let noise: Vec<u8> = (0..1 << 20).map(|_| next() as u8).collect();
-        let img = [&p[..], &noise[..]].concat();
+        let n = p.len() as u64;
+        // The picture, then copies of it with two bytes of the entropy-coded
+        // data changed (where the bytes stop being the kept decode's).
+        let changed: Vec<u64> = (0..4).map(|_| 300_000 + next() % (n - 320_000)).collect();
+        let mut img = p.clone();
+        for &q in &changed {
+            let mut copy = p.clone();
+            // (A marker where none may be: the decode breaks there.)
+            copy[q as usize..q as usize + 2].copy_from_slice(&[0xFF, 0x01]);
+            img.extend_from_slice(&copy);
+        }
+        img.extend_from_slice(&noise);
         let sl = Slice(&img);
         let memo = std::sync::Arc::new(ScanMemo::default());
         let whole = Src::new(&sl, 0, NO_LIMIT);
         assert_eq!(with_memo(&memo, &sl, || validate(whole)), validate(whole));
-        let n = p.len() as u64;
         let spec = crate::carve::fragments::jpeg_trail_spec(4096, Some(4096));
         let (mut jumped, mut compared) = (0, 0);
         // Splits at the ext2 block-map boundaries and at random, continued
@@ -4544,15 +4555,33 @@ pub(crate) mod tests {
             (300_000, 90_000),
             (200_000, 200_000 + 4096 * 37),
         ];
-        let random = (0..16).map(|_| {
-            let split = 16384 + next() % (n - 400_000);
-            let cont = 16384 + next() % (n - 300_000);
-            (split, cont)
+        let random: Vec<(u64, u64)> = (0..16)
+            .map(|_| {
+                (
+                    16384 + next() % (n - 400_000),
+                    16384 + next() % (n - 300_000),
+                )
+            })
+            .collect();
+        // Continued from a changed copy, before the change.
+        let into_changed = changed.iter().enumerate().flat_map(|(i, &q)| {
+            let copy = (i as u64 + 1) * n;
+            [
+                (49152, copy + q.saturating_sub(900_000).max(20_000)),
+                (49152, copy + q - 200_000),
+                (q / 2, copy + q / 3),
+            ]
         });
-        for (split, cont) in fixed.into_iter().chain(random) {
+        let pairs: Vec<(u64, u64)> = fixed
+            .into_iter()
+            .chain(random)
+            .chain(into_changed)
+            .collect();
+        let mut jumped_changed = 0;
+        for (split, cont) in pairs {
             let j = TwoRuns::new(&sl, 0, split, cont, n + (1 << 20));
             let src = Src::new(&j, 0, NO_LIMIT);
-            let at = format!("split {split}, continued from {cont}");
+            let at = format!("split {split}, continued from {cont} (changed at {changed:?})");
             let Some(Some(snap)) = capture_snaps(src, None, &[split]).pop() else {
                 panic!("{at}: no snapshot");
             };
@@ -4569,6 +4598,7 @@ pub(crate) mod tests {
             });
             assert_eq!((&v, d2), (&plain, d0), "{at}, trail");
             jumped += usize::from(memo.shifts() >= seen + 2);
+            jumped_changed += usize::from(memo.shifts() >= seen + 2 && cont >= n);
             if let (Some(trail), true) = (trail, d2.damaged) {
                 let top = d2.fail_at / 4096 * 4096;
                 let bounds = crate::carve::geometry::block_map_boundaries(4096, d2.fail_at)
@@ -4579,7 +4609,10 @@ pub(crate) mod tests {
                 compared += trail_equals_captures(&trail, src, Some(&snap), points, &at);
             }
         }
-        assert!(jumped >= 12, "{jumped} decodes went on from a kept mark");
+        assert!(
+            jumped >= 14 && jumped_changed >= 1,
+            "{jumped} decodes went on from a kept mark, {jumped_changed} of a changed copy"
+        );
         assert!(compared >= 300, "{compared} snapshots compared");
     }
 
