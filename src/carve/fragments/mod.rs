@@ -104,6 +104,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::validators::read::RunsView;
 use super::validators::{self, ByteReader, Limits, Status, Verdict};
 
 /// Per-file bounds of the search.
@@ -1450,7 +1451,14 @@ pub fn fs_layout_verdict(
     // exact size.
     if let Some(f) = vol.ext_files.as_ref().and_then(|m| m.files.get(&start)) {
         let view = RunsView::new(r, &f.runs);
-        let mut v = validators::validate(validator, &view, 0, Limits { max_len: view.len })?;
+        let mut v = validators::validate(
+            validator,
+            &view,
+            0,
+            Limits {
+                max_len: view.len(),
+            },
+        )?;
         if v.status != Status::Complete || v.length != f.size || v.length > max_len {
             return None;
         }
@@ -1519,70 +1527,6 @@ pub fn fs_layout_verdict(
     v.broke_at = None;
     v.runs = Some(runs);
     Some(v)
-}
-
-/// A file made of any number of runs of the image (`(offset, length)`, in
-/// file order), as a file system lists them.
-struct RunsView<'a> {
-    r: &'a dyn ByteReader,
-    /// `(file offset, image offset, length)`.
-    runs: Vec<(u64, u64, u64)>,
-    len: u64,
-}
-
-impl<'a> RunsView<'a> {
-    fn new(r: &'a dyn ByteReader, runs: &[(u64, u64)]) -> Self {
-        let mut at = 0u64;
-        let runs = runs
-            .iter()
-            .map(|&(img, n)| {
-                let v = (at, img, n);
-                at = at.saturating_add(n);
-                v
-            })
-            .collect();
-        RunsView { r, runs, len: at }
-    }
-}
-
-impl ByteReader for RunsView<'_> {
-    fn len(&self) -> u64 {
-        self.len
-    }
-    fn cheap_small_reads(&self) -> bool {
-        self.r.cheap_small_reads()
-    }
-    fn lies_in(&self, offset: u64, len: u64) -> Option<validators::LiesIn<'_>> {
-        let end = offset.checked_add(len).filter(|&e| e <= self.len)?;
-        let runs = self
-            .runs
-            .iter()
-            .filter_map(|&(v, img, n)| {
-                let (a, b) = (offset.max(v), end.min(v + n));
-                (a < b).then(|| (img + (a - v), b - a))
-            })
-            .collect();
-        Some((self.r, runs))
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
-        let mut done = 0usize;
-        let mut i = self.runs.partition_point(|&(v, _, n)| v + n <= offset);
-        while done < buf.len() {
-            let Some(&(v, img, n)) = self.runs.get(i) else {
-                break;
-            };
-            let pos = offset + done as u64;
-            let within = pos - v;
-            let want = ((n - within) as usize).min(buf.len() - done);
-            let got = self.r.read_at(img + within, &mut buf[done..done + want]);
-            done += got;
-            if got < want {
-                break;
-            }
-            i += 1;
-        }
-        done
-    }
 }
 
 /// [`recover`], never taking a second fragment from a range in `claims`
@@ -2592,6 +2536,21 @@ mod tests {
         log.record(&all, img.len() as u64);
         let marker: fn(u8) -> bool = |m| (0xC0..=0xFE).contains(&m);
         let any: fn(u8) -> bool = |_| true;
+        // The index read from the image and the one fed from `log` hold
+        // the same positions of `[from, to)`.
+        let same_as_read = |log: &ScanNeedles,
+                            (needle, modulus, phase): (&'static [u8], u64, u64),
+                            ok: fn(u8) -> bool,
+                            (from, to): (u64, u64),
+                            at: &str| {
+            let mut read = PosIndex::default();
+            let mut fed = PosIndex::default();
+            assert!(read.cover(&img, None, (needle, modulus, phase), ok, from, to));
+            assert!(fed.cover(&img, Some(log), (needle, modulus, phase), ok, from, to));
+            let a: Vec<u64> = read.range(from, to).copied().collect();
+            let b: Vec<u64> = fed.range(from, to).copied().collect();
+            assert_eq!(a, b, "{needle:?} mod {modulus} in [{from}, {to}){at}");
+        };
         for (needle, modulus, phase, ok) in [
             (NEEDLES[0], 4096, 0, marker),
             (NEEDLES[0], 512, 64, marker),
@@ -2602,13 +2561,7 @@ mod tests {
                 (1 << 20, (2 << 20) + 77),
                 (n as u64 - 9000, n as u64),
             ] {
-                let mut read = PosIndex::default();
-                let mut fed = PosIndex::default();
-                assert!(read.cover(&img, None, (needle, modulus, phase), ok, from, to));
-                assert!(fed.cover(&img, Some(&log), (needle, modulus, phase), ok, from, to));
-                let a: Vec<u64> = read.range(from, to).copied().collect();
-                let b: Vec<u64> = fed.range(from, to).copied().collect();
-                assert_eq!(a, b, "{needle:?} mod {modulus} in [{from}, {to})");
+                same_as_read(&log, (needle, modulus, phase), ok, (from, to), "");
             }
         }
         // A log up to a frontier (the scan still going): the positions
@@ -2621,13 +2574,8 @@ mod tests {
                 [(NEEDLES[0], 4096, 0, marker), (NEEDLES[1], 1, 0, any)]
             {
                 for (from, to) in [(0, n as u64), (4000, t + 9000)] {
-                    let mut read = PosIndex::default();
-                    let mut fed = PosIndex::default();
-                    assert!(read.cover(&img, None, (needle, modulus, phase), ok, from, to));
-                    assert!(fed.cover(&img, Some(&part), (needle, modulus, phase), ok, from, to));
-                    let a: Vec<u64> = read.range(from, to).copied().collect();
-                    let b: Vec<u64> = fed.range(from, to).copied().collect();
-                    assert_eq!(a, b, "{needle:?} in [{from}, {to}), log up to {t}");
+                    let at = format!(", log up to {t}");
+                    same_as_read(&part, (needle, modulus, phase), ok, (from, to), &at);
                 }
             }
         }

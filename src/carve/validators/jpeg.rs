@@ -55,8 +55,9 @@
 //!   restart interval / MCU row that failed), or EOI comes without any image
 //!   data.
 
+use super::ByteReader as _;
 use super::Verdict;
-use super::read::{Cursor, Src};
+use super::read::{Cursor, RunsView, Src};
 
 /// More markers than this is not a real JPEG.
 const MAX_MARKERS: u32 = 1_000_000;
@@ -2639,7 +2640,9 @@ impl ScanMemo {
 /// same either way (a test decodes both ways).
 struct Shifted<'i> {
     kin: Vec<MemoEntry>,
+    /// The image the kept decodes' runs lie in, and its identity.
     image: &'i dyn super::ByteReader,
+    id: usize,
     trail: Option<TrailSpec>,
     below: u64,
     /// The entry the bytes were found in, its offsets minus the window's,
@@ -2674,23 +2677,19 @@ const SHIFT_MAX_SEARCH: u64 = 16 << 20;
 impl<'i> Shifted<'i> {
     fn new(
         kin: Vec<MemoEntry>,
-        image: &'i dyn super::ByteReader,
+        (image, id): (&'i dyn super::ByteReader, usize),
         trail: Option<TrailSpec>,
         below: u64,
     ) -> Self {
         Shifted {
             kin,
             image,
+            id,
             trail,
             below,
             found: None,
             tries: 0,
         }
-    }
-
-    /// Where a decode resumed at `at` first pauses.
-    fn first_pause(&self, at: u64) -> u64 {
-        at.saturating_add(SHIFT_AFTER)
     }
 
     /// Where the mark checked next lies in the window.
@@ -2745,12 +2744,13 @@ impl<'i> Shifted<'i> {
         let Ok(upto) = u64::try_from(i128::from(last.at) - shift) else {
             return Step::Go;
         };
-        let common = common_bytes(
-            b,
-            at,
-            (self.image, &entry.runs, m.at),
-            upto.saturating_sub(at),
-        );
+        // (Where the kept decode's bytes from the mark on lie in the image.)
+        let view = RunsView::new(self.image, &entry.runs);
+        let len = upto.saturating_sub(at).min(view.len().saturating_sub(m.at));
+        let common = view.lies_in(m.at, len).map_or(0, |(_, runs)| {
+            b.src
+                .common_prefix_runs(at, (self.image, self.id), &runs, len)
+        });
         let covered = |j: &&Mark| {
             u64::try_from(i128::from(j.at) - shift)
                 .is_ok_and(|x| x.saturating_add(MEMO_SLACK) <= at.saturating_add(common))
@@ -2795,22 +2795,23 @@ impl<'i> Shifted<'i> {
     }
 }
 
-/// The first offset, in the bytes `runs` of `image` hold (read in order,
-/// at most `left` of them, counted off), of `needle`.
+/// The first offset, in the file `runs` of `image` make (at most `left`
+/// of its bytes read, counted off), of `needle`.
 fn find_in_runs(
     image: &dyn super::ByteReader,
     runs: &[(u64, u64)],
     needle: &[u8],
     left: &mut u64,
 ) -> Option<u64> {
+    let view = RunsView::new(image, runs);
     let finder = memchr::memmem::Finder::new(needle);
-    let total: u64 = runs.iter().map(|r| r.1).sum::<u64>().min(*left);
+    let total = view.len().min(*left);
     *left -= total;
     let mut buf = vec![0u8; usize::try_from(total.min(1 << 20)).ok()? + needle.len()];
     let mut pos = 0u64;
     while pos < total {
         let want = usize::try_from((total - pos).min(buf.len() as u64)).ok()?;
-        let got = read_runs(image, runs, pos, &mut buf[..want]);
+        let got = view.read_at(pos, &mut buf[..want]);
         if let Some(i) = buf.get(..got).and_then(|b| finder.find(b)) {
             return Some(pos + i as u64);
         }
@@ -2820,61 +2821,6 @@ fn find_in_runs(
         pos += (got - needle.len() + 1) as u64;
     }
     None
-}
-
-/// Reads `buf.len()` bytes from offset `rel` of the bytes `runs` of `image`
-/// hold (in order); how many it read.
-fn read_runs(
-    image: &dyn super::ByteReader,
-    runs: &[(u64, u64)],
-    rel: u64,
-    buf: &mut [u8],
-) -> usize {
-    let (mut done, mut base) = (0usize, 0u64);
-    for &(img, n) in runs {
-        let end = base + n;
-        let at = rel + done as u64;
-        if done < buf.len() && at < end && at >= base {
-            let take = usize::try_from((end - at).min((buf.len() - done) as u64)).unwrap_or(0);
-            let got = image.read_at(img + (at - base), &mut buf[done..done + take]);
-            done += got.min(take);
-            if got < take {
-                return done;
-            }
-        }
-        base = end;
-    }
-    done
-}
-
-/// How many of the `len` window bytes at `at`, from the first on, equal the
-/// bytes from offset `rel` of those `runs` of `image` hold.
-fn common_bytes(
-    b: &Bits,
-    at: u64,
-    (image, runs, rel): (&dyn super::ByteReader, &[(u64, u64)], u64),
-    len: u64,
-) -> u64 {
-    const PIECE: usize = 64 << 10;
-    let (mut x, mut y) = (vec![0u8; PIECE], vec![0u8; PIECE]);
-    let mut done = 0u64;
-    while done < len {
-        let n = (len - done).min(PIECE as u64) as usize;
-        let got =
-            b.src
-                .read(at + done, &mut x[..n])
-                .min(read_runs(image, runs, rel + done, &mut y[..n]));
-        let same = if x[..got] == y[..got] {
-            got
-        } else {
-            x.iter().zip(&y).take_while(|(p, q)| p == q).count()
-        };
-        done += same as u64;
-        if same < n {
-            break;
-        }
-    }
-    done
 }
 
 /// Decodes one scan starting at the cursor; on success the cursor is at the
@@ -2956,7 +2902,7 @@ fn decode_scan(
             usable,
         );
         if !kin.is_empty() {
-            shifted = Some(Shifted::new(kin, *image, trail, below));
+            shifted = Some(Shifted::new(kin, (*image, *id), trail, below));
         }
         match found {
             Lookup::Whole(e) => {
@@ -3065,8 +3011,8 @@ fn decode_scan(
     }
     t.hist_hi = 0;
     let mut init = init;
-    if let Some(sh) = shifted.as_mut() {
-        t.pause_at = sh.first_pause(b.at());
+    if shifted.is_some() {
+        t.pause_at = b.at().saturating_add(SHIFT_AFTER);
     }
     let r = loop {
         let r = scan_body_best(&mut b, start, t, f, s, init);

@@ -18,6 +18,70 @@
 
 use super::{ByteReader, Limits};
 
+/// A file made of any number of runs of the image (`(offset, length)`, in
+/// file order), as a file system lists them.
+pub struct RunsView<'a> {
+    r: &'a dyn ByteReader,
+    /// `(file offset, image offset, length)`.
+    runs: Vec<(u64, u64, u64)>,
+    len: u64,
+}
+
+impl<'a> RunsView<'a> {
+    pub fn new(r: &'a dyn ByteReader, runs: &[(u64, u64)]) -> Self {
+        let mut at = 0u64;
+        let runs = runs
+            .iter()
+            .map(|&(img, n)| {
+                let v = (at, img, n);
+                at = at.saturating_add(n);
+                v
+            })
+            .collect();
+        RunsView { r, runs, len: at }
+    }
+}
+
+impl ByteReader for RunsView<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn cheap_small_reads(&self) -> bool {
+        self.r.cheap_small_reads()
+    }
+    fn lies_in(&self, offset: u64, len: u64) -> Option<super::LiesIn<'_>> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.len)?;
+        let runs = self
+            .runs
+            .iter()
+            .filter_map(|&(v, img, n)| {
+                let (a, b) = (offset.max(v), end.min(v + n));
+                (a < b).then(|| (img + (a - v), b - a))
+            })
+            .collect();
+        Some((self.r, runs))
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
+        let mut done = 0usize;
+        let mut i = self.runs.partition_point(|&(v, _, n)| v + n <= offset);
+        while done < buf.len() {
+            let Some(&(v, img, n)) = self.runs.get(i) else {
+                break;
+            };
+            let pos = offset + done as u64;
+            let within = pos - v;
+            let want = ((n - within) as usize).min(buf.len() - done);
+            let got = self.r.read_at(img + within, &mut buf[done..done + want]);
+            done += got;
+            if got < want {
+                break;
+            }
+            i += 1;
+        }
+        done
+    }
+}
+
 /// Size of the pieces the helpers read at once.
 pub const CHUNK: usize = 64 * 1024;
 
