@@ -159,6 +159,29 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
         after_help = "Example:\n  gpucarve completions bash > /etc/bash_completion.d/gpucarve"
     )]
     Completions { shell: clap_complete::Shell },
+    /// Write a hostile test image: one type's headers in a shape, or every header mixed
+    #[command(
+        after_help = "Shapes: back-to-back, in-noise, max-lengths, self-referencing (one type, --type);\nmixed: every header and footer of the catalogue back to back.\nExamples:\n  gpucarve synth --type pdf --shape back-to-back --size 64MiB -o pdf.img\n  gpucarve synth --shape mixed --size 64MiB -o mixed.img"
+    )]
+    Synth {
+        /// The type whose headers fill the image (not with --shape mixed)
+        #[arg(long = "type", value_name = "TYPE")]
+        type_name: Option<String>,
+        /// back-to-back, in-noise, max-lengths, self-referencing, mixed
+        #[arg(long)]
+        shape: String,
+        /// Image size (e.g. 64MiB)
+        #[arg(long, value_parser = parse_size_arg)]
+        size: usize,
+        /// Seed of the random bytes
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[command(flatten)]
+        catalogue: CatalogueArgs,
+        /// Where to write the image
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: PathBuf,
+    },
     /// Write chosen files of a carving's report from the image
     #[command(
         after_help = "Examples:\n  gpucarve extract case1/report.jsonl --ids 3,17 -o picked\n  gpucarve extract case1/report.jsonl --all --image /evidence/disk.dd -o all"
@@ -532,6 +555,31 @@ fn run_signatures(args: &CatalogueArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// `gpucarve synth`: a hostile image from the catalogue.
+fn run_synth(
+    type_name: Option<&str>,
+    shape: &str,
+    size: usize,
+    seed: u64,
+    catalogue: &CatalogueArgs,
+    output: &Path,
+) -> Result<(), String> {
+    use gpucarve::synth;
+    let cat = load_catalogue(catalogue)?;
+    let bytes = match (shape, type_name) {
+        ("mixed", _) => synth::dense_headers(&cat, size, seed),
+        (_, None) => return Err(format!("--shape {shape} needs --type")),
+        (s, Some(t)) => {
+            let shape = synth::Shape::from_name(s).ok_or_else(|| {
+                format!("unknown shape {s:?}: back-to-back, in-noise, max-lengths, self-referencing, mixed")
+            })?;
+            synth::type_shape(&cat, t, shape, size, seed)
+                .ok_or_else(|| format!("no type {t:?} in the catalogue"))?
+        }
+    };
+    std::fs::write(output, bytes).map_err(|e| format!("{}: {e}", output.display()))
+}
+
 /// Exit status when the command finished but parts of the image could not be
 /// read (bad sectors, damaged containers; listed in audit.txt and the reports).
 const EXIT_UNREAD: u8 = 3;
@@ -665,6 +713,14 @@ fn main() -> ExitCode {
                 r => r.map_err(|e| e.to_string()),
             }
         }
+        Command::Synth {
+            type_name,
+            shape,
+            size,
+            seed,
+            catalogue,
+            output,
+        } => run_synth(type_name.as_deref(), shape, *size, *seed, catalogue, output),
         Command::Extract {
             report,
             ids,

@@ -96,6 +96,92 @@ pub fn headers_in_noise(catalogue: &Catalogue, len: usize, stride: usize, seed: 
     out
 }
 
+/// The ways [`type_shape`] lays one type's headers out in an image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// The type's headers back to back, nothing between them.
+    BackToBack,
+    /// A header of the type every 512 bytes of seeded random data.
+    InNoise,
+    /// A header every 512 bytes, each followed by `FF` bytes: every length,
+    /// count and size field after the header claims its largest value.
+    MaxLengths,
+    /// A header every 512 bytes, each followed by 32-bit words `8` (both
+    /// byte orders) and zero bytes: offsets that point back into the header
+    /// or at the file's own start, lengths of zero.
+    SelfReferencing,
+}
+
+impl Shape {
+    pub const ALL: [Shape; 4] = [
+        Shape::BackToBack,
+        Shape::InNoise,
+        Shape::MaxLengths,
+        Shape::SelfReferencing,
+    ];
+
+    /// The shape's name in test and benchmark output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::BackToBack => "back-to-back",
+            Shape::InNoise => "in-noise",
+            Shape::MaxLengths => "max-lengths",
+            Shape::SelfReferencing => "self-referencing",
+        }
+    }
+
+    /// The shape named `name` ([`Shape::name`]).
+    pub fn from_name(name: &str) -> Option<Shape> {
+        Shape::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// `len` bytes of one shape of type `type_name`'s headers (each of its
+/// header signatures in turn, wildcards seeded), built from the catalogue
+/// alone so that every type, built-in or the examiner's, has its hostile
+/// images. `None` for a type the catalogue lacks.
+pub fn type_shape(
+    catalogue: &Catalogue,
+    type_name: &str,
+    shape: Shape,
+    len: usize,
+    seed: u64,
+) -> Option<Vec<u8>> {
+    let ty = catalogue.types.iter().find(|t| t.name == type_name)?;
+    let sigs: Vec<&Signature> = ty.headers.iter().collect();
+    if sigs.is_empty() {
+        return Some(vec![0; len]);
+    }
+    let mut rng = SplitMix(seed);
+    let mut out = Vec::with_capacity(len + 4096);
+    let mut k = 0usize;
+    while out.len() < len {
+        let at = out.len();
+        instance(sigs[k % sigs.len()], &mut rng, &mut out);
+        k += 1;
+        if shape == Shape::BackToBack {
+            continue;
+        }
+        let end = at + 512.max(out.len() - at);
+        let mut word = 0usize;
+        while out.len() < end {
+            out.push(match shape {
+                Shape::InNoise => rng.byte(),
+                Shape::MaxLengths => 0xFF,
+                _ => {
+                    // 00 00 00 08, 08 00 00 00, then zeros: offset 8 in
+                    // either byte order, length 0.
+                    let b = [0, 0, 0, 8, 8, 0, 0, 0, 0, 0, 0, 0][word % 12];
+                    word += 1;
+                    b
+                }
+            });
+        }
+    }
+    out.truncate(len);
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +205,27 @@ mod tests {
             b.starts_with(&[0xFF, 0xD8, 0xFF]),
             "first header is the first type's"
         );
+    }
+
+    #[test]
+    fn type_shapes_hold_the_type_s_headers_where_the_shape_says() {
+        let cat = Catalogue::builtin();
+        for t in &cat.types {
+            for shape in Shape::ALL {
+                let img = type_shape(&cat, &t.name, shape, 1 << 16, 9).unwrap();
+                assert_eq!(img.len(), 1 << 16);
+                let h = &t.headers[0];
+                let first = h.offset as usize;
+                assert!(h.pattern.matches_at(&img, first), "{} {shape:?}", t.name);
+                if shape != Shape::BackToBack && h.offset < 512 {
+                    let stride = 512 * t.headers.len();
+                    assert!(h.pattern.matches_at(&img, stride + first), "{}", t.name);
+                }
+                if shape == Shape::MaxLengths && h.offset == 0 {
+                    assert_eq!(img[511], 0xFF, "{}", t.name);
+                }
+            }
+        }
+        assert!(type_shape(&cat, "no-such-type", Shape::InNoise, 1, 1).is_none());
     }
 }

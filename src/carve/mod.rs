@@ -49,6 +49,7 @@
 //! (a header every few bytes of every type) to a time budget; BENCHMARKS.md
 //! has 64 and 128 MiB of them (2.2 s and 4.2 s).
 
+pub mod bound;
 pub mod extent;
 pub mod extfs;
 pub mod fragments;
@@ -200,6 +201,9 @@ pub struct CarveSummary {
     pub rejected_headers: u64,
     /// Unvalidated candidates not kept, hence not reported (see `hold`).
     pub unreported_unvalidated: u64,
+    /// Candidates counted instead of listed, per type: header only, suffix
+    /// of an earlier file, over the output bound ([`bound`]).
+    pub held_back: bound::HeldCounts,
     /// Where the carving's time went.
     pub profile: Profile,
     /// The file systems whose cluster size the fragment search used
@@ -254,6 +258,12 @@ pub struct Checkpoint {
     /// Unvalidated candidates counted but not reported.
     #[serde(default)]
     pub unreported: u64,
+    /// Bytes of the output bound spent ([`bound::OutputBound::spent`]).
+    #[serde(default)]
+    pub output_spent: u64,
+    /// Candidates held back by the output rules, per type ([`bound`]).
+    #[serde(default)]
+    pub held_back: bound::HeldCounts,
 }
 
 /// Carves `image`: scan with `engines`, validate, write into `out`, report to `report`.
@@ -507,6 +517,11 @@ pub fn carve_scoped(
     summary.embedded = carved.embedded;
     summary.rejected_headers = carved.rejected;
     summary.unreported_unvalidated = carved.unreported;
+    summary.held_back = carved
+        .bound
+        .as_ref()
+        .map(|b| b.held().clone())
+        .unwrap_or_default();
     summary.profile = carved.profile;
     summary.file_systems = carved.file_systems;
     summary.finished = Some(SystemTime::now());
@@ -647,6 +662,20 @@ struct CarverTotals {
     embedded: u64,
     rejected: u64,
     unreported: u64,
+    /// What the carving may still list and write ([`bound`]).
+    bound: Option<bound::OutputBound>,
+}
+
+impl CarverTotals {
+    fn spent(&self, image_len: u64) -> u64 {
+        self.bound.as_ref().map_or(0, |b| b.spent(image_len))
+    }
+    fn held_back(&self) -> bound::HeldCounts {
+        self.bound
+            .as_ref()
+            .map(|b| b.held().clone())
+            .unwrap_or_default()
+    }
 }
 
 /// A piece of the match stream with its verdicts (see [`prevalidate`]) and
@@ -1148,7 +1177,14 @@ fn carve_ordered(
     ahead_jobs: Option<std::sync::mpsc::Sender<fragments::AheadJob>>,
 ) -> Result<CarverTotals, CarveError> {
     let bytes = ImageBytes::new(image);
-    let mut totals = CarverTotals::default();
+    let mut totals = CarverTotals {
+        bound: Some(bound::OutputBound::new(
+            image.len(),
+            0,
+            Default::default(),
+        )),
+        ..Default::default()
+    };
     let mut rules = FooterRules::new(catalogue);
     let mut parents: Vec<Parent> = Vec::new();
     let mut seen_starts: BTreeMap<(u64, usize), ()> = BTreeMap::new();
@@ -1179,6 +1215,11 @@ fn carve_ordered(
         totals.found = cp.files;
         totals.rejected = cp.rejected;
         totals.unreported = cp.unreported;
+        totals.bound = Some(bound::OutputBound::new(
+            image.len(),
+            cp.output_spent,
+            cp.held_back.clone(),
+        ));
         parents = cp
             .parents
             .iter()
@@ -1453,6 +1494,8 @@ fn carve_ordered(
                                     .collect(),
                                 rejected: totals.rejected,
                                 unreported: totals.unreported,
+                                output_spent: totals.spent(image.len()),
+                                held_back: totals.held_back(),
                             };
                             emit.send(Emit::Checkpoint(cp)).map_err(emitter_gone)?;
                         }
@@ -1503,6 +1546,8 @@ fn carve_ordered(
         opaque_parents: Vec::new(),
         rejected: totals.rejected,
         unreported: totals.unreported,
+        output_spent: totals.spent(image.len()),
+        held_back: totals.held_back(),
     }))
     .map_err(emitter_gone)?;
     Ok(totals)
@@ -1557,7 +1602,13 @@ fn emit_held(
         }
         let (c, ext) = entry.remove();
         let runs = joined_runs.remove(&(c.start, c.type_index));
-        planned.push(plan(c, ext, runs, catalogue, opts, parents, totals));
+        let name = &catalogue.types[c.type_index].name;
+        if let Some(b) = totals.bound.as_mut()
+            && b.screen(&c, &ext, runs.is_some(), name).is_err()
+        {
+            continue;
+        }
+        planned.extend(plan(c, ext, runs, catalogue, opts, parents, totals));
     }
     if planned.is_empty() {
         return Ok(());
@@ -1591,7 +1642,8 @@ enum Outcome {
 }
 
 /// Numbers `c`, finds its parent and decides its action: the ordered, cheap
-/// part of emission.
+/// part of emission. `None` when the output bound leaves no room to list it
+/// ([`bound`]).
 fn plan(
     c: Candidate,
     ext: extent::Extent,
@@ -1600,7 +1652,7 @@ fn plan(
     opts: &CarveOptions,
     parents: &mut Vec<Parent>,
     totals: &mut CarverTotals,
-) -> Planned {
+) -> Option<Planned> {
     let t = &catalogue.types[c.type_index];
     parents.retain(|p| p.end > c.start);
     let container = parents
@@ -1622,6 +1674,20 @@ fn plan(
         Some(p) => Some(p.id),
         None => None,
     };
+    // The files a carving keeps: written, or with --no-write hashed so that
+    // `extract` can be checked against the report later.
+    let mut kept = opts.keep.contains(&ext.status) && (parent.is_none() || opts.keep_embedded);
+    let admitted = match totals.bound.as_mut() {
+        Some(b) => b.admit((kept && opts.write).then_some(ext.length), &t.name).ok()?,
+        None => bound::Admit::Full,
+    };
+    if admitted == bound::Admit::ListOnly {
+        kept = false;
+        own_note = Some(format!(
+            "not written: the carving's output reached its bound (twice the image plus {} MiB); extract writes it",
+            bound::output_limit(0) >> 20
+        ));
+    }
     totals.found += 1;
     let id = totals.found;
     let file_type = ext.subtype.clone().unwrap_or_else(|| t.name.clone());
@@ -1652,9 +1718,6 @@ fn plan(
         notes: ext.notes,
     };
     file.notes.extend(own_note);
-    // The files a carving keeps: written, or with --no-write hashed so that
-    // `extract` can be checked against the report later.
-    let kept = opts.keep.contains(&ext.status) && (parent.is_none() || opts.keep_embedded);
     if parent.is_some() {
         totals.embedded += 1;
     }
@@ -1684,7 +1747,7 @@ fn plan(
                 .is_some_and(validators::proves_content),
         });
     }
-    Planned { file, action }
+    Some(Planned { file, action })
 }
 
 /// Runs one file's action.

@@ -61,6 +61,13 @@ pub fn render(
             summary.unreported_unvalidated
         );
     }
+    for (ty, [header_only, suffix, over]) in &summary.held_back {
+        let _ = writeln!(
+            s,
+            "{ty} header hits counted, not listed: {header_only} partial under {} bytes (header only), {suffix} repeating the end of an earlier {ty} file, {over} past the output bound (files + reports <= 2 x image + 16 MiB)",
+            crate::carve::bound::MIN_PARTIAL
+        );
+    }
     for fs in &summary.file_systems {
         let _ = writeln!(s, "file system (cluster size for fragment joins): {fs}");
     }

@@ -271,6 +271,8 @@ const MAX_LOGGED: usize = 1 << 18;
 pub struct ScanNeedles {
     state: std::sync::Mutex<NeedleState>,
     sectors: Option<jpeg::EntropySectors>,
+    /// The validators' forward searches past the log's frontier.
+    memo: crate::carve::validators::read::SearchMemo,
 }
 
 #[derive(Debug, Default)]
@@ -296,6 +298,7 @@ impl ScanNeedles {
                 ..NeedleState::default()
             }),
             sectors: None,
+            memo: Default::default(),
         }
     }
 
@@ -373,6 +376,9 @@ impl crate::carve::validators::read::SignatureLog for ScanNeedles {
     }
     fn last_in(&self, sig: &[u8], from: u64, below: u64) -> Option<u64> {
         self.logged_in(sig, from, below, true)
+    }
+    fn memo(&self) -> Option<&crate::carve::validators::read::SearchMemo> {
+        Some(&self.memo)
     }
 }
 

@@ -100,6 +100,104 @@ pub trait SignatureLog: Send + Sync {
     fn first_in(&self, sig: &[u8], from: u64, below: u64) -> Option<u64>;
     /// The last logged start of `sig` in `[from, below)`.
     fn last_in(&self, sig: &[u8], from: u64, below: u64) -> Option<u64>;
+    /// What the carving's forward searches past the log's frontier found,
+    /// for the later candidates that ask again ([`SearchMemo`]).
+    fn memo(&self) -> Option<&SearchMemo> {
+        None
+    }
+}
+
+/// Forward searches of a carving, remembered for the candidates that repeat
+/// them: N headers of one type back to back, each searching forward for the
+/// same footer (`%%EOF`) or the end of the same run of text, cost the search
+/// once and N look-ups, not N searches of the same bytes. Entries are in
+/// image offsets, per reader and per search (needles, or a named scan); at
+/// most [`MEMO_ENTRIES`] per search are kept (then they are forgotten and
+/// searched again: bounded memory, never a wrong answer).
+#[derive(Debug, Default)]
+pub struct SearchMemo {
+    found: std::sync::Mutex<std::collections::HashMap<(usize, Vec<u8>), std::collections::BTreeMap<u64, Found>>>,
+}
+
+/// Entries kept per search.
+const MEMO_ENTRIES: usize = 1 << 16;
+
+/// One remembered search from an offset: no occurrence started in
+/// `[from, first)` (or, with `first` none, in `[from, upto)`).
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    upto: u64,
+    first: Option<u64>,
+    /// The last start of the search's second needle before `first` (found
+    /// searches only).
+    last: Option<u64>,
+}
+
+impl SearchMemo {
+    fn entry(&self, reader: usize, key: &[u8], at: u64) -> Option<(u64, Found)> {
+        let map = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        let per = map.get(&(reader, key.to_vec()))?;
+        per.range(..=at).next_back().map(|(&f, &e)| (f, e))
+    }
+
+    fn insert(&self, reader: usize, key: &[u8], from: u64, e: Found) {
+        let mut map = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        let per = map.entry((reader, key.to_vec())).or_default();
+        if per.len() >= MEMO_ENTRIES {
+            per.clear();
+        }
+        per.insert(from, e);
+    }
+
+    /// The answer of [`Src::find_with_last`] for the window `[a, b)` of the
+    /// image (`n`: the needles' length), when a search remembered decides it.
+    fn find_with_last(
+        &self,
+        reader: usize,
+        key: &[u8],
+        n: u64,
+        (a, b): (u64, u64),
+    ) -> Option<(Option<u64>, Option<u64>)> {
+        let (_, e) = self.entry(reader, key, a)?;
+        match e.first {
+            Some(p) if p >= a && p + n <= b => Some((Some(p), e.last.filter(|&q| q >= a))),
+            // Nothing starts in [a, p), and what starts at p or later does
+            // not fit in the window.
+            Some(p) if p >= a => Some((None, None)),
+            Some(_) => None,
+            None => (b <= e.upto).then_some((None, None)),
+        }
+    }
+
+    /// Where a forward scan named `kind` from `a` in a window ending at `b`
+    /// ends, when one remembered from at or before `a` ran past `a`. The scan
+    /// must stop at the first unit failing a test of that unit alone, and `a`
+    /// must lie on a unit boundary of the remembered scan (an ASCII byte of a
+    /// UTF-8 text run): then both scans stop at the same byte. A remembered
+    /// scan that stopped at its own window's end answers only windows ending
+    /// no later.
+    pub fn run_end(&self, reader: usize, kind: &[u8], a: u64, b: u64) -> Option<u64> {
+        let (_, e) = self.entry(reader, kind, a)?;
+        let end = e.first.unwrap_or(e.upto);
+        if end <= a {
+            return None;
+        }
+        match e.first {
+            Some(end) => Some(end.min(b)),
+            None => (b <= e.upto).then_some(b),
+        }
+    }
+
+    /// Remembers a forward scan `kind` from `a` that ended at `end`: at a
+    /// failing byte, or (`cut`) at its window's end.
+    pub fn note_run(&self, reader: usize, kind: &[u8], a: u64, end: u64, cut: bool) {
+        let e = if cut {
+            Found { upto: end, first: None, last: None }
+        } else {
+            Found { upto: end, first: Some(end), last: None }
+        };
+        self.insert(reader, kind, a, e);
+    }
 }
 
 thread_local! {
@@ -156,6 +254,48 @@ pub struct Src<'a> {
 }
 
 impl<'a> Src<'a> {
+    /// The signature log of the validation running on this thread, when
+    /// this window is of the image the log is of.
+    fn log(&self) -> Option<std::sync::Arc<dyn SignatureLog>> {
+        LOG.with(|l| {
+            l.borrow()
+                .as_ref()
+                .filter(|(_, id)| *id == reader_id(self.r))
+                .map(|(log, _)| log.clone())
+        })
+    }
+
+    /// Where a forward scan `kind` from window offset `from` ends, when an
+    /// earlier candidate's scan of the same run says ([`SearchMemo::run_end`]:
+    /// the scan stops at the first unit failing a test of that unit alone,
+    /// and `from` is on a unit boundary of it). At most the window's length.
+    pub fn memo_run_end(&self, kind: &[u8], from: u64) -> Option<u64> {
+        let log = self.log()?;
+        let memo = log.memo()?;
+        let end = memo.run_end(
+            reader_id(self.r),
+            kind,
+            self.base.checked_add(from)?,
+            self.base.checked_add(self.len)?,
+        )?;
+        Some(end - self.base)
+    }
+
+    /// Remembers that a forward scan `kind` from window offset `from` ended at
+    /// `end`, at a failing unit or (at the window's length) at the window's end.
+    pub fn memo_note_run(&self, kind: &[u8], from: u64, end: u64) {
+        let Some(log) = self.log() else {
+            return;
+        };
+        if let (Some(memo), Some(a), Some(e)) = (
+            log.memo(),
+            self.base.checked_add(from),
+            self.base.checked_add(end),
+        ) {
+            memo.note_run(reader_id(self.r), kind, a, e, end >= self.len);
+        }
+    }
+
     /// The window for a candidate at `start`.
     pub fn new(r: &'a dyn ByteReader, start: u64, limits: Limits) -> Self {
         let rest = r.len().saturating_sub(start);
@@ -477,20 +617,57 @@ impl<'a> Src<'a> {
         scratch: &mut Vec<u8>,
     ) -> (Option<u64>, Option<u64>) {
         let to = to.min(self.len);
-        let mut last = None;
         if N == 0 || N >= CHUNK || from >= to {
             return (None, None);
         }
+        // Where the scan's log holds both signatures: looked up, not read;
+        // where an earlier candidate searched the same bytes: remembered.
+        let log = self.log();
+        let base = self.base;
+        let Some(abs_to) = base.checked_add(to) else {
+            return (None, None);
+        };
+        let key = [&needle[..], &other[..]].concat();
+        let rid = reader_id(self.r);
+        let memo = log.clone();
+        let memo = memo.as_deref().and_then(|l| l.memo());
+        if let Some(hit) =
+            memo.and_then(|m| m.find_with_last(rid, &key, N as u64, (base + from, abs_to)))
+        {
+            return (
+                hit.0.map(|p| p - base),
+                hit.1.map(|q| q - base),
+            );
+        }
+        let found = self.find_with_last_searched(needle, other, (from, to), log, scratch);
+        if let Some(m) = memo {
+            m.insert(
+                rid,
+                &key,
+                base + from,
+                Found {
+                    upto: abs_to,
+                    first: found.0.map(|p| p + base),
+                    last: found.1.map(|q| q + base),
+                },
+            );
+        }
+        found
+    }
+
+    /// [`Src::find_with_last`] without the memo: from the log, then reading.
+    fn find_with_last_searched<const N: usize>(
+        &self,
+        needle: &[u8; N],
+        other: &[u8; N],
+        (from, to): (u64, u64),
+        log: Option<std::sync::Arc<dyn SignatureLog>>,
+        scratch: &mut Vec<u8>,
+    ) -> (Option<u64>, Option<u64>) {
+        let mut last = None;
         let overlap = (N - 1) as u64;
         let first = needle[0];
         let mut pos = from;
-        // Where the scan's log holds both signatures: looked up, not read.
-        let log = LOG.with(|l| {
-            l.borrow()
-                .as_ref()
-                .filter(|(_, id)| *id == reader_id(self.r))
-                .map(|(log, _)| log.clone())
-        });
         let base = self.base;
         if let Some(log) = log
             && base.checked_add(to).is_some()

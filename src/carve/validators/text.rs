@@ -82,6 +82,18 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut pos = 0u64;
     let mut first_line: Option<Vec<u8>> = None;
     let end = loop {
+        // A run of text an earlier candidate already followed (scripts
+        // back to back: each header would read the rest of the run again).
+        if first_line.is_some()
+            && let Some(end) = src.memo_run_end(b"text run", pos)
+        {
+            if end >= src.len() {
+                let mut v = Verdict::partial(end, src.cut_note());
+                v.subtype = first_line.as_deref().and_then(subtype).map(str::to_string);
+                return Some(v);
+            }
+            break end;
+        }
         let n = src.read(pos, &mut buf);
         let chunk = buf.get(..n)?;
         let (run, stopped) = text_run(chunk);
@@ -103,6 +115,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             if pos < MIN_LEN {
                 return None;
             }
+            src.memo_note_run(b"text run", 0, src.len());
             let mut v = Verdict::partial(pos, src.cut_note());
             v.subtype = first_line.as_deref().and_then(subtype).map(str::to_string);
             return Some(v);
@@ -115,6 +128,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if end < MIN_LEN {
         return None;
     }
+    src.memo_note_run(b"text run", 0, end);
     let mut v = if src.ends_cleanly(end) {
         let mut v = Verdict::complete(end);
         v.notes
