@@ -29,6 +29,7 @@ pub struct CarveCli {
     pub force: bool,
     pub hash_image: bool,
     pub spool_dir: Option<PathBuf>,
+    pub input: gpucarve::source::InputMode,
     pub jobs: usize,
     pub resume: bool,
     pub range: Option<String>,
@@ -126,6 +127,7 @@ pub fn run(c: CarveCli) -> Result<RunEnd, String> {
             hash_image: c.hash_image,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
             spool_dir: c.spool_dir.clone(),
+            input: c.input,
             range,
             resume: c.resume,
         };

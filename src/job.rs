@@ -21,7 +21,7 @@ use crate::report::hashdeep::{HASHES, HashdeepList};
 use crate::report::jsonl::JsonlReport;
 use crate::report::{Fanout, RunInfo, audit, rfc3339};
 use crate::scan::ScanOptions;
-use crate::source::{Damage, Image, open_any, open_any_with};
+use crate::source::{Damage, Image, open_any, open_input};
 use crate::unread::UnreadGuard;
 
 /// Everything a carving job needs.
@@ -38,6 +38,8 @@ pub struct CarveJob {
     pub command_line: String,
     /// Where a gzip image is decompressed (default: the output folder).
     pub spool_dir: Option<PathBuf>,
+    /// By content, or raw whatever it looks like (`--input`).
+    pub input: crate::source::InputMode,
     /// Carve only the headers starting in this slice `[start, end)` (a shard).
     pub range: Option<(u64, u64)>,
     /// Carry on an interrupted carving from its journal.
@@ -292,7 +294,7 @@ impl CarveJob {
             None
         };
         let spool = self.spool_dir.as_deref().unwrap_or(&self.out_dir);
-        let image = open_any_with(&self.image, spool).map_err(|e| e.to_string())?;
+        let image = open_input(&self.image, spool, self.input).map_err(|e| e.to_string())?;
         outcome.image_len = image.len();
         outcome.container = image.media().describe();
         if let Some((meta, _, _, _)) = &resumed

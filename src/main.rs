@@ -48,6 +48,9 @@ struct ScanArgs {
     /// Worker threads (default: all cores)
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// How to take the image: auto (EWF, gzip, split raw or raw, by content) or raw (its bytes as they are)
+    #[arg(long, default_value = "auto")]
+    input: gpucarve::source::InputMode,
 }
 
 #[derive(Subcommand)]
@@ -296,8 +299,12 @@ fn run_scan(
 ) -> Result<bool, String> {
     let cat = load_catalogue(catalogue)?;
     let set = cat.compile();
-    let img = gpucarve::source::open_any_with(image, spool_dir.unwrap_or(&std::env::temp_dir()))
-        .map_err(|e| e.to_string())?;
+    let img = gpucarve::source::open_input(
+        image,
+        spool_dir.unwrap_or(&std::env::temp_dir()),
+        args.input,
+    )
+    .map_err(|e| e.to_string())?;
     let choice = engine_choice(args);
     let engines = build_engines(
         &set.patterns,
@@ -671,6 +678,7 @@ fn main() -> ExitCode {
                 force: *force,
                 hash_image: *hash_image,
                 spool_dir: spool_dir.clone(),
+                input: scan.input,
                 jobs: *jobs,
                 resume: *resume,
                 range: range.clone(),

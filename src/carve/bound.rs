@@ -198,16 +198,28 @@ mod tests {
             Err(HeldBack::HeaderOnly)
         );
         // A joined partial is proven runs, not a guess.
-        assert_eq!(b.screen(&cand(0), &ext(Status::Partial, 100), true, "pdf"), Ok(()));
-        assert_eq!(b.screen(&cand(0), &ext(Status::Partial, 4096), false, "pdf"), Ok(()));
+        assert_eq!(
+            b.screen(&cand(0), &ext(Status::Partial, 100), true, "pdf"),
+            Ok(())
+        );
+        assert_eq!(
+            b.screen(&cand(0), &ext(Status::Partial, 4096), false, "pdf"),
+            Ok(())
+        );
         // Same end from inside: a suffix. A different end: a file.
         assert_eq!(
             b.screen(&cand(14), &ext(Status::Partial, 4082), false, "pdf"),
             Err(HeldBack::Suffix)
         );
-        assert_eq!(b.screen(&cand(28), &ext(Status::Partial, 1000), false, "pdf"), Ok(()));
+        assert_eq!(
+            b.screen(&cand(28), &ext(Status::Partial, 1000), false, "pdf"),
+            Ok(())
+        );
         // Complete files are never screened.
-        assert_eq!(b.screen(&cand(30), &ext(Status::Complete, 10), false, "pdf"), Ok(()));
+        assert_eq!(
+            b.screen(&cand(30), &ext(Status::Complete, 10), false, "pdf"),
+            Ok(())
+        );
         assert_eq!(b.held()["pdf"], [1, 1, 0]);
     }
 
@@ -216,7 +228,10 @@ mod tests {
         let image = 1 << 20;
         let mut b = OutputBound::new(image, 0, HeldCounts::new());
         let total = output_limit(image) - FIXED_REPORTS;
-        assert_eq!(b.admit(Some(total - 2 * ENTRY_COST), "jpeg"), Ok(Admit::Full));
+        assert_eq!(
+            b.admit(Some(total - 2 * ENTRY_COST), "jpeg"),
+            Ok(Admit::Full)
+        );
         assert_eq!(b.admit(Some(10), "jpeg"), Ok(Admit::ListOnly));
         assert_eq!(b.admit(None, "jpeg"), Err(HeldBack::OverBound));
         assert_eq!(b.spent(image), total);

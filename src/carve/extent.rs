@@ -7,9 +7,14 @@
 //! * `last`: at the end of the last footer within `max_size`;
 //! * at `max_size` (or the end of the image) when no footer applies.
 //!
+//! and in every mode never past the next header of its own type: a new file
+//! of the type starts there (as PhotoRec ends a file at the next header).
+//! So the files of one type never overlap, and however many headers an image
+//! holds, what they cover adds up to at most the image.
+//!
 //! Such files are always `unvalidated`. Footers arrive in the match stream,
-//! so candidates wait here until a footer or the scan position decides them;
-//! both waiting lists are bounded.
+//! so candidates wait here until a footer, the next header of their type or
+//! the scan position decides them; at most one waits per type.
 
 use std::collections::VecDeque;
 
@@ -108,32 +113,26 @@ impl FooterRules {
         out: &mut Vec<(Candidate, Extent)>,
     ) {
         self.image_len = image_len;
-        let r = &mut self.rules[c.type_index];
-        if !r.has_footers {
-            let len = t.max_size.min(image_len.saturating_sub(c.start));
-            if len >= r.min_size {
-                out.push((
-                    c,
-                    Extent::unvalidated(
-                        len,
-                        "no footer rule: carved to max_size or the end of the image".into(),
-                    ),
-                ));
-            }
+        let _ = t;
+        let Some(r) = self.rules.get_mut(c.type_index) else {
             return;
+        };
+        // No footer came between the waiting ones and this header: they end
+        // where it starts (at their last footer in `last` mode).
+        while let Some(old) = r.pending.pop_front() {
+            decide_pending(r, old, (c.start.min(image_len), true), out);
         }
         r.pending.push_back(c);
-        if r.pending.len() > MAX_WAITING
-            && let Some(old) = r.pending.pop_front()
-        {
-            let len = decide_without_footer(r, &old, image_len);
-            push_if_long_enough(
-                r,
-                old,
-                len,
-                "too many candidates waiting for a footer: carved to max_size",
-                out,
-            );
+    }
+
+    /// Decides every waiting candidate now, as at the image's end (the
+    /// carver holds too many decided files behind the earliest of them).
+    pub fn decide_all_now(&mut self, out: &mut Vec<(Candidate, Extent)>) {
+        let image_len = self.image_len;
+        for r in &mut self.rules {
+            while let Some(c) = r.pending.pop_front() {
+                decide_pending(r, c, (image_len, false), out);
+            }
         }
     }
 
@@ -197,8 +196,9 @@ impl FooterRules {
                     break;
                 }
                 r.pending.pop_front();
-                decide_pending(r, c, image_len, out);
+                decide_pending(r, c, (image_len, false), out);
             }
+
             let keep_from = r.pending.front().map_or(u64::MAX, |c| c.start);
             while r.footers.front().is_some_and(|&(o, _)| o < keep_from) {
                 r.footers.pop_front();
@@ -218,16 +218,24 @@ impl FooterRules {
     pub fn finish(&mut self, image_len: u64, out: &mut Vec<(Candidate, Extent)>) {
         for r in &mut self.rules {
             while let Some(c) = r.pending.pop_front() {
-                decide_pending(r, c, image_len, out);
+                decide_pending(r, c, (image_len, false), out);
             }
             r.footers.clear();
         }
     }
 }
 
-fn decide_pending(r: &TypeRule, c: Candidate, image_len: u64, out: &mut Vec<(Candidate, Extent)>) {
-    if r.mode == FooterMode::Last {
-        let limit = c.start.saturating_add(r.max_size);
+/// Decides `c`, which no footer ended: at its last footer (`last` mode),
+/// else at `end` (the next header of its type, or the image's end) or its
+/// maximum size, whichever comes first.
+fn decide_pending(
+    r: &TypeRule,
+    c: Candidate,
+    (end, next_header): (u64, bool),
+    out: &mut Vec<(Candidate, Extent)>,
+) {
+    if r.mode == FooterMode::Last && r.has_footers {
+        let limit = c.start.saturating_add(r.max_size).min(end);
         let last = r
             .footers
             .iter()
@@ -244,14 +252,17 @@ fn decide_pending(r: &TypeRule, c: Candidate, image_len: u64, out: &mut Vec<(Can
             return;
         }
     }
-    let len = decide_without_footer(r, &c, image_len);
-    push_if_long_enough(
-        r,
-        c,
-        len,
-        "no footer within max_size: carved to max_size or the end of the image",
-        out,
-    );
+    let rest = end.saturating_sub(c.start);
+    let len = r.max_size.min(rest);
+    let note = match (r.has_footers, len < rest, next_header) {
+        (true, true, _) => "no footer within max_size: carved to max_size",
+        (false, true, _) => "no footer rule: carved to max_size",
+        (true, false, true) => "no footer before the next header of its type: ended there",
+        (false, false, true) => "no footer rule: ended at the next header of its type",
+        (true, false, false) => "no footer within max_size: carved to the end of the image",
+        (false, false, false) => "no footer rule: carved to the end of the image",
+    };
+    push_if_long_enough(r, c, len, note, out);
 }
 
 fn decide_without_footer(r: &TypeRule, c: &Candidate, image_len: u64) -> u64 {

@@ -541,6 +541,27 @@ pub enum CarveError {
     Internal(String),
 }
 
+/// The work meter's bound ([`work_limit`]): a carving's validations and
+/// fragment searches read at most this many times the image...
+pub const WORK_PER_BYTE: u64 = 16;
+/// ...plus this many bytes per header hit (a candidate's first reads: a
+/// header every few bytes costs that many first reads)...
+pub const WORK_PER_HIT: u64 = 512;
+/// ...plus this many bytes (the fragment searches' fixed share,
+/// [`fragments::image_budget`], and small images).
+pub const WORK_FIXED: u64 = 320 << 20;
+
+/// The most bytes the validations and fragment searches of a carving of
+/// `image_len` bytes with `hits` signature matches may read
+/// ([`Profile::total_read`], in `audit.txt`): linear in the image and its
+/// matches. `tests/linear.rs` holds every hostile shape of every type to it.
+pub fn work_limit(image_len: u64, hits: u64) -> u64 {
+    image_len
+        .saturating_mul(WORK_PER_BYTE)
+        .saturating_add(hits.saturating_mul(WORK_PER_HIT))
+        .saturating_add(WORK_FIXED)
+}
+
 /// Time per carving stage, for the audit: `(stage, what) → (count, seconds)`,
 /// the CPU seconds of the threads that did the work (their tasks' wall times
 /// times their CPU share while busy, read from the thread CPU clock), summed
@@ -549,6 +570,9 @@ pub enum CarveError {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Profile {
     pub stages: BTreeMap<(String, String), (u64, f64)>,
+    /// Bytes read from the image per `(stage, type)`: the work meter
+    /// ([`view::bytes_read_here`]).
+    pub read: BTreeMap<(String, String), u64>,
 }
 
 /// A task's CPU time, for the stage profile: its wall time times its
@@ -644,9 +668,27 @@ impl Profile {
         e.1 += secs;
     }
 
+    /// Adds `bytes` read from the image to `(stage, what)`.
+    pub fn add_read(&mut self, stage: &str, what: &str, bytes: u64) {
+        if bytes > 0 {
+            *self
+                .read
+                .entry((stage.to_string(), what.to_string()))
+                .or_insert(0) += bytes;
+        }
+    }
+
+    /// Bytes read from the image by every stage.
+    pub fn total_read(&self) -> u64 {
+        self.read.values().sum()
+    }
+
     pub fn merge(&mut self, other: &Profile) {
         for ((st, w), (n, t)) in &other.stages {
             self.add(st, w, *n, *t);
+        }
+        for ((st, w), b) in &other.read {
+            self.add_read(st, w, *b);
         }
     }
 }
@@ -697,6 +739,9 @@ const LOOKAHEAD_BATCHES: usize = 32;
 /// Most events held in the carver's look-ahead (four full pieces).
 const LOOKAHEAD_EVENTS: usize = 4 * PREVALIDATE_EVENTS;
 
+/// Decided files held behind a candidate that waits for its footer, at most.
+const MAX_HELD: usize = 1 << 16;
+
 /// Header events validated together: bounds the verdicts held at once
 /// whatever the density of headers in a block.
 const PREVALIDATE_EVENTS: usize = 1 << 14;
@@ -712,10 +757,12 @@ fn validate_here(
     profile: &mut Profile,
 ) -> Option<validators::Verdict> {
     let t0 = CpuClock::start();
+    let r0 = view::bytes_read_here();
     let verdict = validate_laid_out(v, bytes, geo, (start, max_len), || {
         validators::validate(v, bytes, start, Limits { max_len })
     });
     profile.add("validate", v, 1, t0.secs());
+    profile.add_read("validate", v, view::bytes_read_here() - r0);
     verdict
 }
 
@@ -1178,11 +1225,7 @@ fn carve_ordered(
 ) -> Result<CarverTotals, CarveError> {
     let bytes = ImageBytes::new(image);
     let mut totals = CarverTotals {
-        bound: Some(bound::OutputBound::new(
-            image.len(),
-            0,
-            Default::default(),
-        )),
+        bound: Some(bound::OutputBound::new(image.len(), 0, Default::default())),
         ..Default::default()
     };
     let mut rules = FooterRules::new(catalogue);
@@ -1333,6 +1376,17 @@ fn carve_ordered(
             totals.profile.merge(&profile);
             let chunk = &batch[..];
             for (ev_index, &ev) in chunk.iter().enumerate() {
+                // Decided candidates go through the output rules as they come
+                // (dense input decides hundreds of thousands per block).
+                if resolved.len() >= 4096 {
+                    hold(
+                        &mut held,
+                        &mut resolved,
+                        (&mut joined_runs, catalogue),
+                        opts,
+                        &mut totals,
+                    );
+                }
                 match ev {
                     Event::Header(c) => {
                         // Another shard's, or decided before the checkpoint we resume from.
@@ -1383,9 +1437,15 @@ fn carve_ordered(
                                     (verdict, runs)
                                 } else {
                                     let t0 = CpuClock::start();
+                                    let r0 = view::bytes_read_here();
                                     let searches = frags.searches;
                                     let r =
                                         frags.after_validate(v, &bytes, c.start, max_len, verdict);
+                                    totals.profile.add_read(
+                                        "fragment search, carver",
+                                        v,
+                                        view::bytes_read_here() - r0,
+                                    );
                                     if frags.searches > searches {
                                         totals.profile.add(
                                             "fragment search, carver",
@@ -1443,6 +1503,10 @@ fn carve_ordered(
                                     _ => totals.rejected += 1,
                                 }
                             }
+                            // Guesses nobody keeps are counted, not decided.
+                            None if !opts.keep.contains(&Status::Unvalidated) => {
+                                totals.unreported += 1
+                            }
                             None => rules.add_candidate(c, t, image.len(), &mut resolved),
                         }
                     }
@@ -1460,6 +1524,12 @@ fn carve_ordered(
                                 break;
                             }
                             seen_starts.pop_first();
+                        }
+                        // Files decided behind a candidate still waiting for its
+                        // footer wait with it, up to a bound: then it is decided
+                        // now (memory stays bounded with --keep unvalidated).
+                        if held.len() + resolved.len() > MAX_HELD {
+                            rules.decide_all_now(&mut resolved);
                         }
                         // Candidates still to come start at or after `pos - max_header_offset`.
                         let limit = rules
@@ -1510,8 +1580,9 @@ fn carve_ordered(
     }
     // Searches run ahead: their own time (on their thread), and those whose
     // answer the carver could not use (it searched again itself).
-    for (v, secs, _waited, used) in frags.ahead_profile.drain(..) {
+    for (v, secs, _waited, used, read) in frags.ahead_profile.drain(..) {
         totals.profile.add("fragment search ahead", v, 1, secs);
+        totals.profile.add_read("fragment search ahead", v, read);
         if !used {
             totals
                 .profile
@@ -1561,6 +1632,7 @@ fn carve_ordered(
 fn hold(
     held: &mut BTreeMap<(u64, usize), (Candidate, extent::Extent)>,
     resolved: &mut Vec<(Candidate, extent::Extent)>,
+    (joined_runs, catalogue): (&mut BTreeMap<(u64, usize), Vec<ByteRun>>, &Catalogue),
     opts: &CarveOptions,
     totals: &mut CarverTotals,
 ) {
@@ -1568,9 +1640,20 @@ fn hold(
     for (c, e) in resolved.drain(..) {
         if e.status == Status::Unvalidated && !keep_unvalidated {
             totals.unreported += 1;
-        } else {
-            held.insert((c.start, c.type_index), (c, e));
+            continue;
         }
+        // The output rules ([`bound`]) per type: each type's candidates are
+        // resolved in offset order, so they hold the same whatever the
+        // threads do; held back here, they are not held in memory.
+        let joined = joined_runs.contains_key(&(c.start, c.type_index));
+        if let Some(b) = totals.bound.as_mut()
+            && b.screen(&c, &e, joined, &catalogue.types[c.type_index].name)
+                .is_err()
+        {
+            joined_runs.remove(&(c.start, c.type_index));
+            continue;
+        }
+        held.insert((c.start, c.type_index), (c, e));
     }
 }
 
@@ -1594,7 +1677,7 @@ fn emit_held(
     parents: &mut Vec<Parent>,
     totals: &mut CarverTotals,
 ) -> Result<(), CarveError> {
-    hold(held, resolved, opts, totals);
+    hold(held, resolved, (joined_runs, catalogue), opts, totals);
     let mut planned = Vec::new();
     while let Some(entry) = held.first_entry() {
         if entry.key().0 >= below {
@@ -1602,12 +1685,6 @@ fn emit_held(
         }
         let (c, ext) = entry.remove();
         let runs = joined_runs.remove(&(c.start, c.type_index));
-        let name = &catalogue.types[c.type_index].name;
-        if let Some(b) = totals.bound.as_mut()
-            && b.screen(&c, &ext, runs.is_some(), name).is_err()
-        {
-            continue;
-        }
         planned.extend(plan(c, ext, runs, catalogue, opts, parents, totals));
     }
     if planned.is_empty() {
@@ -1678,7 +1755,9 @@ fn plan(
     // `extract` can be checked against the report later.
     let mut kept = opts.keep.contains(&ext.status) && (parent.is_none() || opts.keep_embedded);
     let admitted = match totals.bound.as_mut() {
-        Some(b) => b.admit((kept && opts.write).then_some(ext.length), &t.name).ok()?,
+        Some(b) => b
+            .admit((kept && opts.write).then_some(ext.length), &t.name)
+            .ok()?,
         None => bound::Admit::Full,
     };
     if admitted == bound::Admit::ListOnly {

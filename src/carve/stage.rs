@@ -35,7 +35,8 @@ const DEPTH: usize = 3;
 type Job<'v> = (usize, u64, &'v str, u64);
 
 /// A job's verdict, with the validator and the seconds it took.
-type Timed<'v> = (usize, Option<validators::Verdict>, &'v str, f64);
+/// A job's verdict, validator, CPU seconds and bytes read from the image.
+type Timed<'v> = (usize, Option<validators::Verdict>, &'v str, f64, u64);
 
 /// What the stage's collector hears: a batch from the scan (through the
 /// forwarder), the verdicts of a piece of one (by its sequence number), or
@@ -219,6 +220,7 @@ fn job_list<'v>(cx: &Context<'v>, batch: &[Event]) -> Vec<Job<'v>> {
 /// One candidate's verdict, timed.
 fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     let t0 = super::CpuClock::start();
+    let r0 = super::view::bytes_read_here();
     // A JPEG that breaks leaves the decoder's snapshots near where it broke
     // for the fragment search (on the grid of its volume's clusters, or of
     // 512 bytes where no file system says).
@@ -251,22 +253,30 @@ fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
             })
         })
     });
-    (i, verdict, v, t0.secs())
+    (
+        i,
+        verdict,
+        v,
+        t0.secs(),
+        super::view::bytes_read_here() - r0,
+    )
 }
 
 /// Files a piece's verdicts and times in its batch.
 fn record(f: &mut InFlight, done: Vec<Timed<'_>>) {
-    let mut per: std::collections::BTreeMap<&str, (u64, f64)> = Default::default();
-    for (i, v, name, secs) in done {
+    let mut per: std::collections::BTreeMap<&str, (u64, f64, u64)> = Default::default();
+    for (i, v, name, secs, read) in done {
         if let Some(slot) = f.verdicts.get_mut(i) {
             *slot = Some(v);
         }
-        let e = per.entry(name).or_insert((0, 0.0));
+        let e = per.entry(name).or_insert((0, 0.0, 0));
         e.0 += 1;
         e.1 += secs;
+        e.2 += read;
     }
-    for (name, (n, secs)) in per {
+    for (name, (n, secs, read)) in per {
         f.profile.add("validate", name, n, secs);
+        f.profile.add_read("validate", name, read);
     }
 }
 

@@ -187,6 +187,20 @@ impl<'a> ImageBytes<'a> {
     }
 }
 
+thread_local! {
+    /// Bytes this thread has read from images through [`ImageBytes`].
+    static READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Bytes this thread has read from images through [`ImageBytes`] so far: the
+/// work meter of the carving's stages (a validation, a fragment search)
+/// reads it before and after each task. Every read of a validator or a
+/// search reaches the image through an `ImageBytes` (directly, or through a
+/// view of runs of it), so none is missed.
+pub fn bytes_read_here() -> u64 {
+    READ.with(|r| r.get())
+}
+
 impl ByteReader for ImageBytes<'_> {
     fn len(&self) -> u64 {
         self.image.len()
@@ -199,6 +213,7 @@ impl ByteReader for ImageBytes<'_> {
             return 0;
         }
         let n = (self.image.len() - offset).min(buf.len() as u64) as usize;
+        READ.with(|r| r.set(r.get() + n as u64));
         let buf = &mut buf[..n];
         if self.image.read_mapped(offset, buf) {
             return n;

@@ -88,13 +88,29 @@ pub fn render(
     if !summary.profile.stages.is_empty() {
         let _ = writeln!(
             s,
-            "\nstage profile (CPU seconds summed over threads; waiting and write+hash: wall; the scan: {secs:.2} s wall)\n{:<32} {:<10} {:>10} {:>10}",
-            "stage", "type", "count", "seconds"
+            "\nstage profile (CPU seconds summed over threads; waiting and write+hash: wall; the scan: {secs:.2} s wall; bytes read from the image by each stage's reads)\n{:<32} {:<10} {:>10} {:>10} {:>14}",
+            "stage", "type", "count", "seconds", "bytes read"
         );
         for ((stage, what), (n, t)) in &summary.profile.stages {
-            let _ = writeln!(s, "{stage:<32} {what:<10} {n:>10} {t:>10.3}");
+            let read = summary
+                .profile
+                .read
+                .get(&(stage.clone(), what.clone()))
+                .copied()
+                .unwrap_or(0);
+            let _ = writeln!(s, "{stage:<32} {what:<10} {n:>10} {t:>10.3} {read:>14}");
         }
     }
+    let _ = writeln!(
+        s,
+        "work: {} bytes read by validation and fragment searches ({:.2} x the image; bound {}: {} x the image + {} per signature match + {} MiB)",
+        summary.profile.total_read(),
+        summary.profile.total_read() as f64 / st.bytes.max(1) as f64,
+        crate::carve::work_limit(st.bytes, st.matches),
+        crate::carve::WORK_PER_BYTE,
+        crate::carve::WORK_PER_HIT,
+        crate::carve::WORK_FIXED >> 20
+    );
     s
 }
 

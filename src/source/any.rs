@@ -44,6 +44,46 @@ impl InputKind {
     }
 }
 
+/// How an input is taken: by its content (EWF, gzip, split raw, raw), or as
+/// raw bytes whatever its first bytes look like (a disk whose first sector
+/// happens to start like a gzip file).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InputMode {
+    #[default]
+    Auto,
+    Raw,
+}
+
+impl std::str::FromStr for InputMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<InputMode, String> {
+        match s {
+            "auto" => Ok(InputMode::Auto),
+            "raw" => Ok(InputMode::Raw),
+            _ => Err(format!("unknown input kind `{s}` (auto, raw)")),
+        }
+    }
+}
+
+/// Opens `path` as `mode` says: [`open_any_with`], or a raw image.
+pub fn open_input(path: &Path, spool_dir: &Path, mode: InputMode) -> Result<Image, SourceError> {
+    match mode {
+        InputMode::Raw if path != Path::new("-") => Image::open(path),
+        _ => open_any_with(path, spool_dir),
+    }
+}
+
+/// A container recognised by its first bytes that holds nothing when
+/// decoded: most likely a raw image whose first bytes only look like one.
+fn not_decoded(path: &Path, what: &str, why: &str) -> SourceError {
+    SourceError::Container {
+        path: path.to_path_buf(),
+        what: format!(
+            "starts like a {what} file but {why}; if it is a raw image, carve it with --input raw"
+        ),
+    }
+}
+
 /// Reads the first bytes of a regular file (fewer if it is short).
 pub fn head(path: &Path) -> std::io::Result<Vec<u8>> {
     let f = File::open(path)?;
@@ -96,8 +136,22 @@ pub fn open_any_with(path: &Path, spool_dir: &Path) -> Result<Image, SourceError
     }
     match sniff(path)? {
         InputKind::Raw | InputKind::BlockDevice => Image::open(path),
-        InputKind::Ewf => Image::from_media(path, Arc::new(ewf::EwfMedia::open(path)?)),
-        InputKind::Gzip => Image::from_media(path, Arc::new(gzip::open(path, spool_dir)?)),
+        InputKind::Ewf => {
+            let m = ewf::EwfMedia::open(path).map_err(|e| match e {
+                SourceError::Container { what, .. } => {
+                    not_decoded(path, "EWF (E01)", &format!("does not open as one ({what})"))
+                }
+                e => e,
+            })?;
+            Image::from_media(path, Arc::new(m))
+        }
+        InputKind::Gzip => {
+            let m = gzip::open(path, spool_dir)?;
+            if super::Media::len(&m) == 0 {
+                return Err(not_decoded(path, "gzip", "decodes to 0 bytes"));
+            }
+            Image::from_media(path, Arc::new(m))
+        }
         InputKind::Split => Image::from_media(path, Arc::new(split::SplitMedia::open(path)?)),
         InputKind::EwfLaterSegment(n) => Err(later_segment(
             path,

@@ -24,6 +24,10 @@ use super::{Damage, SourceError};
 /// gzip magic and the deflate method byte.
 pub const MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 
+/// Output of a first member that fails before it, not by being cut short,
+/// makes the input "not a gzip file" rather than a damaged one.
+const EARLY: u64 = 64 << 10;
+
 /// Decompresses `path` (every member) into a spool file in `spool_dir`.
 pub fn open(path: &Path, spool_dir: &Path) -> Result<Spooled, SourceError> {
     let src = File::open(path).map_err(|e| super::io_open_error(path, e))?;
@@ -68,13 +72,33 @@ pub fn open(path: &Path, spool_dir: &Path) -> Result<Spooled, SourceError> {
                     len += n as u64;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // The first member is not deflate data from its start (not
+                // cut short: corrupt within its first 64 KiB): a raw image
+                // whose first bytes only look like gzip's magic.
+                Err(e)
+                    if members == 0
+                        && len < EARLY
+                        && e.kind() != std::io::ErrorKind::UnexpectedEof =>
+                {
+                    return Err(SourceError::Container {
+                        path: path.to_path_buf(),
+                        what: format!(
+                            "starts like a gzip file but does not decode as one ({e}); if it is a raw image, carve it with --input raw"
+                        ),
+                    });
+                }
                 Err(e) => {
                     let reason = if len == member_start && members > 0 {
                         format!("data after gzip member {members} is not gzip ({e}); ignored")
                     } else {
                         format!(
-                            "gzip member {} corrupt or truncated ({e}): logical bytes from {member_start} are unverified and the image ends at {len}",
-                            members + 1
+                            "gzip member {} corrupt or truncated ({e}): logical bytes from {member_start} are unverified and the image ends at {len}{}",
+                            members + 1,
+                            if members == 0 {
+                                " (a raw image whose first bytes look like gzip's is carved with --input raw)"
+                            } else {
+                                ""
+                            }
                         )
                     };
                     damage.push(Damage {

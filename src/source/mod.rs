@@ -45,7 +45,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 pub use aligned::AlignedBuf;
-pub use any::{open_any, open_any_with};
+pub use any::{InputMode, open_any, open_any_with, open_input};
 
 /// Alignment of buffers, offsets and lengths for `O_DIRECT` (covers 512-byte and 4 KiB sectors).
 pub const DIRECT_ALIGN: usize = 4096;

@@ -718,7 +718,7 @@ pub struct Fragments {
     carver_at: u64,
     /// Seconds the searches that ran ahead took, and the carver waited for
     /// them (for the stage profile): `(validator, ahead, waited, used)`.
-    pub ahead_profile: Vec<(&'static str, f64, f64, bool)>,
+    pub ahead_profile: Vec<(&'static str, f64, f64, bool, u64)>,
 }
 
 /// The carver's end of the searches run ahead: jobs in submission (offset)
@@ -755,6 +755,8 @@ pub struct AheadJob {
 pub struct AheadDone {
     attempt: Attempt,
     secs: f64,
+    /// Bytes the search read from the image.
+    read: u64,
 }
 
 /// Most claimed ranges copied into one job (dense input: the search is left
@@ -825,6 +827,7 @@ pub fn run_ahead(
             }
         }
         let t0 = crate::carve::CpuClock::start();
+        let r0 = crate::carve::view::bytes_read_here();
         let attempt = recover_given(
             job.validator,
             r,
@@ -840,7 +843,12 @@ pub fn run_ahead(
             joins.lock().insert(job.start, j.runs.clone());
         }
         // (The carver may have passed the file by: no one waits then.)
-        let _ = job.reply.send(AheadDone { attempt, secs });
+        let read = crate::carve::view::bytes_read_here() - r0;
+        let _ = job.reply.send(AheadDone {
+            attempt,
+            secs,
+            read,
+        });
     }
 }
 
@@ -1171,8 +1179,13 @@ impl Fragments {
                         .is_some_and(|s| self.claims.agrees(s))
                         || self.claims.answers(q)
                 });
-            self.ahead_profile
-                .push((ahead_name(validator).unwrap_or(""), done.secs, waited, used));
+            self.ahead_profile.push((
+                ahead_name(validator).unwrap_or(""),
+                done.secs,
+                waited,
+                used,
+                done.read,
+            ));
             if used {
                 self.charge(done.attempt.spent);
                 return self.conclude(verdict, done.attempt);

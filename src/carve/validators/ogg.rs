@@ -101,6 +101,26 @@ struct Stream {
     eos: bool,
 }
 
+/// True unless the page header at `at` is one the walk would refuse right
+/// after a first (BOS) page of stream `serial`, sequence `seq`: a valid
+/// page start, and either another BOS page of a new stream or the next page
+/// of the same one. True where the window ends first (the walk decides).
+fn next_page_fits(src: &Src, at: u64, serial: u32, seq: u32) -> bool {
+    let Some(n) = src.bytes::<27>(at) else {
+        return true;
+    };
+    let n_serial = u32::from_le_bytes([n[14], n[15], n[16], n[17]]);
+    let n_seq = u32::from_le_bytes([n[18], n[19], n[20], n[21]]);
+    &n[..4] == b"OggS"
+        && n[4] == 0
+        && n[5] & 0xF8 == 0
+        && if n[5] & 2 != 0 {
+            n_serial != serial
+        } else {
+            n_serial == serial && n_seq == seq.wrapping_add(1)
+        }
+}
+
 pub fn validate(src: Src) -> Option<Verdict> {
     if !src.starts_with_at(0, b"OggS") {
         return None;
@@ -139,6 +159,15 @@ pub fn validate(src: Src) -> Option<Verdict> {
         let end = body_at + body;
         if end > src.len() {
             return cut(pages);
+        }
+        if pages == 0 {
+            // Cheap checks before the first page's CRC (up to 64 KiB read
+            // per header hit), whose failure the walk reaches anyway before
+            // it keeps anything: the first page opens a stream, and unless it
+            // also closes it, the next page's header is one the walk takes.
+            if flags & 2 == 0 || (flags & 4 == 0 && !next_page_fits(&src, end, serial, seq)) {
+                return None;
+            }
         }
         let mut hz = h;
         hz[22..26].fill(0);

@@ -42,8 +42,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if !src.starts_with_at(0, SIG) {
         return None;
     }
+    // The fixed fields first (most candidates end here), then the rest of
+    // the 512-byte header.
     let mut h = [0u8; 512];
-    if !src.read_exact(0, &mut h) {
+    if !src.read_exact(0, &mut h[..0x4C]) {
         return Some(Verdict::partial(src.len(), src.cut_note()));
     }
     let major = le16(&h[0x1A..]);
@@ -53,6 +55,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
         || !matches!((major, shift), (3, 9) | (4, 12))
     {
         return None;
+    }
+    if !src.read_exact(0x4C, &mut h[0x4C..]) {
+        return Some(Verdict::partial(src.len(), src.cut_note()));
     }
     let ss: u64 = 1 << shift;
     let eps = ss / 4; // entries per FAT sector

@@ -85,8 +85,11 @@ impl ByteReader for RunsView<'_> {
 /// Size of the pieces the helpers read at once.
 pub const CHUNK: usize = 64 * 1024;
 
-/// First read of a [`Cursor`].
-const FIRST_READ: usize = 4096;
+/// First read of a [`Cursor`] (and of [`inflate`]): small, because most
+/// candidates are rejected within their first bytes, and on dense input (a
+/// header every few bytes) each candidate's first read is the carving's work
+/// per header hit. Later reads double up to [`CHUNK`].
+const FIRST_READ: usize = 256;
 
 /// Where the scan found some signatures, as it goes: every occurrence of a
 /// logged signature that starts at or after `from` and below the log's
@@ -116,7 +119,9 @@ pub trait SignatureLog: Send + Sync {
 /// searched again: bounded memory, never a wrong answer).
 #[derive(Debug, Default)]
 pub struct SearchMemo {
-    found: std::sync::Mutex<std::collections::HashMap<(usize, Vec<u8>), std::collections::BTreeMap<u64, Found>>>,
+    found: std::sync::Mutex<
+        std::collections::HashMap<(usize, Vec<u8>), std::collections::BTreeMap<u64, Found>>,
+    >,
 }
 
 /// Entries kept per search.
@@ -192,9 +197,17 @@ impl SearchMemo {
     /// failing byte, or (`cut`) at its window's end.
     pub fn note_run(&self, reader: usize, kind: &[u8], a: u64, end: u64, cut: bool) {
         let e = if cut {
-            Found { upto: end, first: None, last: None }
+            Found {
+                upto: end,
+                first: None,
+                last: None,
+            }
         } else {
-            Found { upto: end, first: Some(end), last: None }
+            Found {
+                upto: end,
+                first: Some(end),
+                last: None,
+            }
         };
         self.insert(reader, kind, a, e);
     }
@@ -279,6 +292,66 @@ impl<'a> Src<'a> {
             self.base.checked_add(self.len)?,
         )?;
         Some(end - self.base)
+    }
+
+    /// The first `byte` in `[from, from + limit)` of the window. With the
+    /// carving's memo ([`SearchMemo`]) the search runs on to the window's end
+    /// once and later candidates look its answer up (a shebang line's end
+    /// for every `#!` header of a run of text); without it, at most `limit`
+    /// bytes are read.
+    pub fn find_byte_memo(&self, byte: u8, from: u64, limit: u64) -> Option<u64> {
+        let within = |p: u64| (p < from.saturating_add(limit)).then_some(p);
+        let memo = self.log();
+        let memo = memo.as_deref().and_then(|l| l.memo());
+        let (Some(memo), Some(a), Some(b)) = (
+            memo,
+            self.base.checked_add(from),
+            self.base.checked_add(self.len),
+        ) else {
+            return self.find_byte(byte, from, from.saturating_add(limit));
+        };
+        let rid = reader_id(self.r);
+        let key = [b'b', byte];
+        if let Some((_, e)) = memo.entry(rid, &key, a) {
+            match e.first {
+                Some(p) if p >= a => return within(p.min(b) - self.base).filter(|&p| p < self.len),
+                None if b <= e.upto => return None,
+                _ => {}
+            }
+        }
+        let found = self.find_byte(byte, from, self.len);
+        memo.insert(
+            rid,
+            &key,
+            a,
+            Found {
+                upto: b,
+                first: found.map(|p| p + self.base),
+                last: None,
+            },
+        );
+        found.and_then(within)
+    }
+
+    /// The first `byte` in `[from, to)` of the window, read in pieces.
+    fn find_byte(&self, byte: u8, from: u64, to: u64) -> Option<u64> {
+        let to = to.min(self.len);
+        let mut pos = from;
+        let mut piece = FIRST_READ;
+        let mut buf = vec![0u8; CHUNK];
+        while pos < to {
+            let want = usize::try_from(to - pos).map_or(piece, |w| w.min(piece));
+            piece = (piece * 2).min(CHUNK);
+            let got = self.read(pos, &mut buf[..want]);
+            if let Some(i) = memchr::memchr(byte, &buf[..got]) {
+                return Some(pos + i as u64);
+            }
+            if got < want {
+                return None;
+            }
+            pos += got as u64;
+        }
+        None
     }
 
     /// Remembers that a forward scan `kind` from window offset `from` ended at
@@ -634,10 +707,7 @@ impl<'a> Src<'a> {
         if let Some(hit) =
             memo.and_then(|m| m.find_with_last(rid, &key, N as u64, (base + from, abs_to)))
         {
-            return (
-                hit.0.map(|p| p - base),
-                hit.1.map(|q| q - base),
-            );
+            return (hit.0.map(|p| p - base), hit.1.map(|q| q - base));
         }
         let found = self.find_with_last_searched(needle, other, (from, to), log, scratch);
         if let Some(m) = memo {
@@ -779,8 +849,8 @@ pub struct Cursor<'a> {
     buf: Vec<u8>,
     buf_off: u64,
     buf_len: usize,
-    /// Size of the next refill: 4 KiB first, doubling to [`CHUNK`] (most
-    /// candidates are rejected or end within their first few KiB).
+    /// Size of the next refill: [`FIRST_READ`] first, doubling to [`CHUNK`]
+    /// (most candidates are rejected or end within their first few KiB).
     next_read: usize,
 }
 
@@ -1072,11 +1142,15 @@ pub fn inflate(src: &Src, start: u64, max_out: u64, mut sink: impl FnMut(&[u8]))
     let mut in_off = 0usize;
     let mut in_len = 0usize;
     let mut next_read = start;
+    // Reads grow from FIRST_READ to CHUNK: a stream that is corrupt at once
+    // (most candidates) costs a small read.
+    let mut piece = FIRST_READ;
     // Every turn consumes input, produces output, reads input or returns;
     // input is bounded by the window and output by `max_out`.
     loop {
         if in_off == in_len {
-            in_len = src.read(next_read, &mut inbuf);
+            in_len = src.read(next_read, &mut inbuf[..piece]);
+            piece = (piece * 2).min(CHUNK);
             in_off = 0;
             next_read += in_len as u64;
             if in_len == 0 {
@@ -1104,7 +1178,9 @@ pub fn inflate(src: &Src, start: u64, max_out: u64, mut sink: impl FnMut(&[u8]))
                     // Needs more input than is buffered: keep the rest, read more.
                     let rest = in_len - in_off;
                     inbuf.copy_within(in_off..in_len, 0);
-                    let more = src.read(next_read, &mut inbuf[rest..]);
+                    let upto = (rest + piece).min(CHUNK);
+                    piece = (piece * 2).min(CHUNK);
+                    let more = src.read(next_read, &mut inbuf[rest..upto]);
                     if more == 0 {
                         return Inflated::Cut;
                     }

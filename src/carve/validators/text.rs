@@ -78,34 +78,28 @@ fn subtype(first_line: &[u8]) -> Option<&'static str> {
 }
 
 pub fn validate(src: Src) -> Option<Verdict> {
+    // The first line must end within MAX_FIRST_LINE bytes and be text.
+    let nl = src.find_byte_memo(b'\n', 0, MAX_FIRST_LINE as u64)?;
+    let mut head = vec![0u8; nl as usize];
+    if !src.read_exact(0, &mut head) || text_run(&head) != (head.len(), false) {
+        return None;
+    }
+    let sub = subtype(&head).map(str::to_string);
     let mut buf = vec![0u8; 4096];
-    let mut pos = 0u64;
-    let mut first_line: Option<Vec<u8>> = None;
+    // The run goes on from the first line's line feed.
+    let mut pos = nl;
     let end = loop {
         // A run of text an earlier candidate already followed (scripts
         // back to back: each header would read the rest of the run again).
-        if first_line.is_some()
-            && let Some(end) = src.memo_run_end(b"text run", pos)
-        {
+        if let Some(end) = src.memo_run_end(b"text run", pos) {
             if end >= src.len() {
-                let mut v = Verdict::partial(end, src.cut_note());
-                v.subtype = first_line.as_deref().and_then(subtype).map(str::to_string);
-                return Some(v);
+                return Some(Verdict::partial(end, src.cut_note()).with_subtype(sub));
             }
             break end;
         }
         let n = src.read(pos, &mut buf);
         let chunk = buf.get(..n)?;
         let (run, stopped) = text_run(chunk);
-        if first_line.is_none() {
-            let seen = pos as usize + run;
-            let head = &chunk[..run];
-            match memchr::memchr(b'\n', head) {
-                Some(nl) => first_line = Some(head[..nl].to_vec()),
-                None if seen >= MAX_FIRST_LINE || stopped || n < buf.len() => return None,
-                None => {}
-            }
-        }
         pos += run as u64;
         if stopped {
             break pos;
@@ -115,10 +109,8 @@ pub fn validate(src: Src) -> Option<Verdict> {
             if pos < MIN_LEN {
                 return None;
             }
-            src.memo_note_run(b"text run", 0, src.len());
-            let mut v = Verdict::partial(pos, src.cut_note());
-            v.subtype = first_line.as_deref().and_then(subtype).map(str::to_string);
-            return Some(v);
+            src.memo_note_run(b"text run", 0, pos);
+            return Some(Verdict::partial(pos, src.cut_note()).with_subtype(sub));
         }
         if run == 0 {
             // An incomplete UTF-8 sequence that the next read cannot complete.
@@ -140,7 +132,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             format!("text runs into non-text bytes at {end} before the end of its sector"),
         )
     };
-    v.subtype = first_line.as_deref().and_then(subtype).map(str::to_string);
+    v.subtype = sub;
     Some(v)
 }
 
