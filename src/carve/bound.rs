@@ -15,7 +15,11 @@
 //! 3. **A hard meter.** Every listed file costs [`ENTRY_COST`] bytes of
 //!    reports and, when written, its length. A file whose bytes no longer
 //!    fit is listed but not written (its note says why); once the reports
-//!    themselves no longer fit, later files are counted, not listed.
+//!    themselves no longer fit, later files are counted, not listed. What
+//!    fits grows with the evidence carved so far: a file ending at image
+//!    offset `e` may bring the total to `output_limit(e)`, so a hostile
+//!    stretch spends the allowance of its own bytes, not the rest of the
+//!    image's (a file after it, of `n` bytes, has `2 n` of fresh allowance).
 //!
 //! Rules 1 and 2 keep ordinary and hostile images well inside the meter;
 //! the meter is what makes the bound hold by construction (many valid tiny
@@ -74,8 +78,9 @@ pub type HeldCounts = BTreeMap<String, [u64; 3]>;
 /// The carving's output meter and the rules it applies.
 #[derive(Debug)]
 pub struct OutputBound {
-    /// Bytes of files plus reports still allowed.
-    left: u64,
+    /// Bytes of files plus reports spent.
+    spent: u64,
+    image_len: u64,
     /// Per type: the last listed `partial`/`unvalidated` file `(start, end)`.
     last: HashMap<usize, (u64, u64)>,
     held: HeldCounts,
@@ -86,19 +91,22 @@ impl OutputBound {
     /// `spent` (a resumed carving) and held back `held`.
     pub fn new(image_len: u64, spent: u64, held: HeldCounts) -> Self {
         OutputBound {
-            left: output_limit(image_len)
-                .saturating_sub(FIXED_REPORTS)
-                .saturating_sub(spent),
+            spent,
+            image_len,
             last: HashMap::new(),
             held,
         }
     }
 
-    /// Bytes spent so far out of `output_limit(image_len)` (for checkpoints).
-    pub fn spent(&self, image_len: u64) -> u64 {
-        output_limit(image_len)
-            .saturating_sub(FIXED_REPORTS)
-            .saturating_sub(self.left)
+    /// Bytes spent so far (for checkpoints).
+    pub fn spent(&self) -> u64 {
+        self.spent
+    }
+
+    /// What files and reports may add up to once the carving has listed a
+    /// file ending at image offset `end`.
+    fn cap(&self, end: u64) -> u64 {
+        output_limit(end.min(self.image_len)).saturating_sub(FIXED_REPORTS)
     }
 
     /// Candidates held back so far, per type.
@@ -140,17 +148,24 @@ impl OutputBound {
         }
     }
 
-    /// Rule 3: charges a listed file (`bytes`: its length when it would be
-    /// written). `Err` when not even its report entry fits.
-    pub fn admit(&mut self, bytes: Option<u64>, type_name: &str) -> Result<Admit, HeldBack> {
-        if self.left < ENTRY_COST {
+    /// Rule 3: charges a listed file ending at image offset `end` (`bytes`:
+    /// its length when it would be written). `Err` when not even its report
+    /// entry fits.
+    pub fn admit(
+        &mut self,
+        end: u64,
+        bytes: Option<u64>,
+        type_name: &str,
+    ) -> Result<Admit, HeldBack> {
+        let cap = self.cap(end);
+        if self.spent.saturating_add(ENTRY_COST) > cap {
             self.count(type_name, HeldBack::OverBound);
             return Err(HeldBack::OverBound);
         }
-        self.left -= ENTRY_COST;
+        self.spent += ENTRY_COST;
         match bytes {
-            Some(n) if n <= self.left => {
-                self.left -= n;
+            Some(n) if self.spent.saturating_add(n) <= cap => {
+                self.spent += n;
                 Ok(Admit::Full)
             }
             Some(_) => Ok(Admit::ListOnly),
@@ -229,15 +244,40 @@ mod tests {
         let mut b = OutputBound::new(image, 0, HeldCounts::new());
         let total = output_limit(image) - FIXED_REPORTS;
         assert_eq!(
-            b.admit(Some(total - 2 * ENTRY_COST), "jpeg"),
+            b.admit(image, Some(total - 2 * ENTRY_COST), "jpeg"),
             Ok(Admit::Full)
         );
-        assert_eq!(b.admit(Some(10), "jpeg"), Ok(Admit::ListOnly));
-        assert_eq!(b.admit(None, "jpeg"), Err(HeldBack::OverBound));
-        assert_eq!(b.spent(image), total);
+        assert_eq!(b.admit(image, Some(10), "jpeg"), Ok(Admit::ListOnly));
+        assert_eq!(b.admit(image, None, "jpeg"), Err(HeldBack::OverBound));
+        assert_eq!(b.spent(), total);
         assert_eq!(b.held()["jpeg"], [0, 0, 1]);
         // A resumed carving goes on from what was spent.
         let r = OutputBound::new(image, total - ENTRY_COST, HeldCounts::new());
-        assert_eq!(r.spent(image), total - ENTRY_COST);
+        assert_eq!(r.spent(), total - ENTRY_COST);
+    }
+
+    #[test]
+    fn a_hostile_stretch_spends_its_own_allowance_not_the_rest_s() {
+        let image = 1 << 30;
+        let mut b = OutputBound::new(image, 0, HeldCounts::new());
+        // Tiny files every 35 bytes of the first 64 MiB: listed until their
+        // own allowance (2 x 64 MiB + 16 MiB, less the fixed share) is spent.
+        let mut listed = 0u64;
+        let mut end = 0;
+        while end < 64 << 20 {
+            end += 35;
+            listed += u64::from(b.admit(end, Some(35), "gif").is_ok());
+        }
+        let bound = (output_limit(64 << 20) - FIXED_REPORTS) / ENTRY_COST;
+        assert!(
+            listed <= bound && listed >= bound / 2,
+            "{listed} of {bound}"
+        );
+        // A 100 MiB file right after it is written whole.
+        let start: u64 = 64 << 20;
+        assert_eq!(
+            b.admit(start + (100 << 20), Some(100 << 20), "mp4"),
+            Ok(Admit::Full)
+        );
     }
 }

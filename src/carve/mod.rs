@@ -709,8 +709,8 @@ struct CarverTotals {
 }
 
 impl CarverTotals {
-    fn spent(&self, image_len: u64) -> u64 {
-        self.bound.as_ref().map_or(0, |b| b.spent(image_len))
+    fn spent(&self) -> u64 {
+        self.bound.as_ref().map_or(0, |b| b.spent())
     }
     fn held_back(&self) -> bound::HeldCounts {
         self.bound
@@ -1564,7 +1564,7 @@ fn carve_ordered(
                                     .collect(),
                                 rejected: totals.rejected,
                                 unreported: totals.unreported,
-                                output_spent: totals.spent(image.len()),
+                                output_spent: totals.spent(),
                                 held_back: totals.held_back(),
                             };
                             emit.send(Emit::Checkpoint(cp)).map_err(emitter_gone)?;
@@ -1617,7 +1617,7 @@ fn carve_ordered(
         opaque_parents: Vec::new(),
         rejected: totals.rejected,
         unreported: totals.unreported,
-        output_spent: totals.spent(image.len()),
+        output_spent: totals.spent(),
         held_back: totals.held_back(),
     }))
     .map_err(emitter_gone)?;
@@ -1756,7 +1756,11 @@ fn plan(
     let mut kept = opts.keep.contains(&ext.status) && (parent.is_none() || opts.keep_embedded);
     let admitted = match totals.bound.as_mut() {
         Some(b) => b
-            .admit((kept && opts.write).then_some(ext.length), &t.name)
+            .admit(
+                c.start.saturating_add(ext.length),
+                (kept && opts.write).then_some(ext.length),
+                &t.name,
+            )
             .ok()?,
         None => bound::Admit::Full,
     };
