@@ -17,7 +17,8 @@
 //!    fit is listed but not written (its note says why); once the reports
 //!    themselves no longer fit, later files are counted, not listed. What
 //!    fits grows with the evidence carved so far: a file ending at image
-//!    offset `e` may bring the total to `output_limit(e)`, so a hostile
+//!    offset `e` (or after one that ended there) may bring the total to
+//!    `output_limit(e)`, so a hostile
 //!    stretch spends the allowance of its own bytes, not the rest of the
 //!    image's (a file after it, of `n` bytes, has `2 n` of fresh allowance).
 //!
@@ -81,6 +82,8 @@ pub struct OutputBound {
     /// Bytes of files plus reports spent.
     spent: u64,
     image_len: u64,
+    /// The furthest end of a file listed so far: the evidence carved.
+    reach: u64,
     /// Per type: the last listed `partial`/`unvalidated` file `(start, end)`.
     last: HashMap<usize, (u64, u64)>,
     held: HeldCounts,
@@ -93,6 +96,7 @@ impl OutputBound {
         OutputBound {
             spent,
             image_len,
+            reach: 0,
             last: HashMap::new(),
             held,
         }
@@ -104,9 +108,9 @@ impl OutputBound {
     }
 
     /// What files and reports may add up to once the carving has listed a
-    /// file ending at image offset `end`.
+    /// file ending at image offset `end` (or an earlier one ending further).
     fn cap(&self, end: u64) -> u64 {
-        output_limit(end.min(self.image_len)).saturating_sub(FIXED_REPORTS)
+        output_limit(end.max(self.reach).min(self.image_len)).saturating_sub(FIXED_REPORTS)
     }
 
     /// Candidates held back so far, per type.
@@ -163,6 +167,7 @@ impl OutputBound {
             return Err(HeldBack::OverBound);
         }
         self.spent += ENTRY_COST;
+        self.reach = self.reach.max(end);
         match bytes {
             Some(n) if self.spent.saturating_add(n) <= cap => {
                 self.spent += n;
