@@ -73,8 +73,9 @@ pub enum Admit {
 }
 
 /// Counts per type of candidates held back: header only, suffix, over the
-/// bound.
-pub type HeldCounts = BTreeMap<String, [u64; 3]>;
+/// bound, and (filled in by the carving, not here) header hits past
+/// [`super::density::MAX_PER_SECTOR`] in one sector.
+pub type HeldCounts = BTreeMap<String, [u64; 4]>;
 
 /// The carving's output meter and the rules it applies.
 #[derive(Debug)]
@@ -240,7 +241,7 @@ mod tests {
             b.screen(&cand(30), &ext(Status::Complete, 10), false, "pdf"),
             Ok(())
         );
-        assert_eq!(b.held()["pdf"], [1, 1, 0]);
+        assert_eq!(b.held()["pdf"], [1, 1, 0, 0]);
     }
 
     #[test]
@@ -255,7 +256,7 @@ mod tests {
         assert_eq!(b.admit(image, Some(10), "jpeg"), Ok(Admit::ListOnly));
         assert_eq!(b.admit(image, None, "jpeg"), Err(HeldBack::OverBound));
         assert_eq!(b.spent(), total);
-        assert_eq!(b.held()["jpeg"], [0, 0, 1]);
+        assert_eq!(b.held()["jpeg"], [0, 0, 1, 0]);
         // A resumed carving goes on from what was spent.
         let r = OutputBound::new(image, total - ENTRY_COST, HeldCounts::new());
         assert_eq!(r.spent(), total - ENTRY_COST);

@@ -50,6 +50,7 @@
 //! has 64 and 128 MiB of them (2.2 s and 4.2 s).
 
 pub mod bound;
+pub mod density;
 pub mod extent;
 pub mod extfs;
 pub mod fragments;
@@ -372,6 +373,7 @@ pub fn carve_scoped(
         scan_opts.observer = Some(needles.clone());
     }
     let scan_opts = &scan_opts;
+    let mut density = density::Density::new(catalogue.types.len());
     let result = std::thread::scope(|s| {
         let known_by_stage = known.clone();
         let needles_by_stage = needles.clone();
@@ -428,6 +430,7 @@ pub fn carve_scoped(
             )
         });
         let mut sink = |b: &BlockSpec, matches: &[Match]| -> Result<(), String> {
+            let density = &mut density;
             if done.load(std::sync::atomic::Ordering::Relaxed) {
                 return Err(crate::scan::STOP_SCAN.to_string());
             }
@@ -445,6 +448,9 @@ pub fn carve_scoped(
                         let Some(start) = m.offset.checked_sub(sig.offset) else {
                             continue;
                         };
+                        if !density.admit(o.type_index, start) {
+                            continue;
+                        }
                         events.push(Event::Header(Candidate {
                             type_index: o.type_index,
                             start,
@@ -463,7 +469,7 @@ pub fn carve_scoped(
                 .iter()
                 .filter_map(|m| Some((needle_of.get(m.pattern as usize).copied()??, m.offset)))
                 .collect();
-            needles.record(&found, through);
+            needles.record(&found, (b.offset, through));
             events.push(Event::Progress(through));
             tx.send(events)
                 .map_err(|_| "the carver stopped".to_string())
@@ -522,6 +528,10 @@ pub fn carve_scoped(
         .as_ref()
         .map(|b| b.held().clone())
         .unwrap_or_default();
+    for (t, n) in density.skipped() {
+        let name = catalogue.types[t].name.clone();
+        summary.held_back.entry(name).or_default()[3] += n;
+    }
     summary.profile = carved.profile;
     summary.file_systems = carved.file_systems;
     summary.finished = Some(SystemTime::now());
@@ -1230,7 +1240,10 @@ fn carve_ordered(
     };
     let mut rules = FooterRules::new(catalogue);
     let mut parents: Vec<Parent> = Vec::new();
-    let mut seen_starts: BTreeMap<(u64, usize), ()> = BTreeMap::new();
+    // (start, type) of the header events taken, in arrival order (about
+    // ascending start) to forget them behind the scan.
+    let mut seen_starts: std::collections::HashSet<(u64, usize)> = Default::default();
+    let mut seen_order: std::collections::VecDeque<(u64, usize)> = Default::default();
     let mut resolved: Vec<(Candidate, extent::Extent)> = Vec::new();
     // >>> bifragment recovery (fragments.rs): state and the runs of proven joins.
     let mut frags = fragments::Fragments::new(opts.cluster_size);
@@ -1394,9 +1407,10 @@ fn carve_ordered(
                             continue;
                         }
                         // One candidate per (start, type): several headers of one type may match one file.
-                        if seen_starts.insert((c.start, c.type_index), ()).is_some() {
+                        if !seen_starts.insert((c.start, c.type_index)) {
                             continue;
                         }
+                        seen_order.push_back((c.start, c.type_index));
                         let t = &catalogue.types[c.type_index];
                         match &t.validator {
                             Some(v) => {
@@ -1431,7 +1445,9 @@ fn carve_ordered(
                                     frags.note_jpeg(c.start, max_len, verdict.as_ref());
                                 }
                                 let inside = complete_cover.strictly_covers(c.start);
-                                let (verdict, runs) = if inside {
+                                // (A rejected header has nothing to search for: the
+                                // searches' bookkeeping waits for the next verdict.)
+                                let (verdict, runs) = if inside || verdict.is_none() {
                                     // (A layout the file system gave stays.)
                                     let runs = verdict.as_ref().and_then(|v| v.runs.clone());
                                     (verdict, runs)
@@ -1519,11 +1535,12 @@ fn carve_ordered(
                         rules.advance(pos, &mut resolved);
                         // Forget dedup keys well behind the scan.
                         let horizon = pos.saturating_sub(1 << 20);
-                        while let Some((&(s, _), _)) = seen_starts.first_key_value() {
+                        while let Some(&(s, t)) = seen_order.front() {
                             if s >= horizon {
                                 break;
                             }
-                            seen_starts.pop_first();
+                            seen_order.pop_front();
+                            seen_starts.remove(&(s, t));
                         }
                         // Files decided behind a candidate still waiting for its
                         // footer wait with it, up to a bound: then it is decided

@@ -61,11 +61,13 @@ pub fn render(
             summary.unreported_unvalidated
         );
     }
-    for (ty, [header_only, suffix, over]) in &summary.held_back {
+    for (ty, [header_only, suffix, over, dense]) in &summary.held_back {
         let _ = writeln!(
             s,
-            "{ty} header hits counted, not listed: {header_only} partial under {} bytes (header only), {suffix} repeating the end of an earlier {ty} file, {over} past the output bound (files + reports <= 2 x image + 16 MiB)",
-            crate::carve::bound::MIN_PARTIAL
+            "{ty} header hits counted, not listed: {header_only} partial under {} bytes (header only), {suffix} repeating the end of an earlier {ty} file, {over} past the output bound (files + reports <= 2 x image + 16 MiB), {dense} not validated (more than {} {ty} hits in one {}-byte sector)",
+            crate::carve::bound::MIN_PARTIAL,
+            crate::carve::density::MAX_PER_SECTOR,
+            crate::carve::density::SECTOR,
         );
     }
     for fs in &summary.file_systems {

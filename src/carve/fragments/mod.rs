@@ -316,10 +316,32 @@ impl ScanNeedles {
     }
 
     /// Records the scan's matches of needle `k` (ascending, any number of
-    /// calls) and that everything below `through` has been reported.
-    pub fn record(&self, found: &[(usize, u64)], through: u64) {
+    /// calls) and that everything below `through` has been reported. A
+    /// needle found more than once per [`DENSE_SPAN`] bytes on average over
+    /// `[from, through)` is not logged there (a dense region: the log would
+    /// cost a tree insertion per few bytes): the log then holds it only from
+    /// `through` on, and a search below reads the image itself.
+    pub fn record(&self, found: &[(usize, u64)], (from, through): (u64, u64)) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let most = through.saturating_sub(from) / DENSE_SPAN + 64;
+        let mut counts = [0u64; NEEDLES.len()];
+        for &(k, _) in found {
+            if let Some(c) = counts.get_mut(k) {
+                *c += 1;
+            }
+        }
+        let mut dense = [false; NEEDLES.len()];
+        for (k, d) in dense.iter_mut().enumerate() {
+            *d = counts[k] > most;
+            if *d {
+                st.at[k].clear();
+                st.kept_from[k] = st.kept_from[k].max(through);
+            }
+        }
         for &(k, pos) in found {
+            if dense.get(k).copied().unwrap_or(true) {
+                continue;
+            }
             if let Some(set) = st.at.get_mut(k) {
                 set.insert(pos);
                 if set.len() > MAX_LOGGED
@@ -402,6 +424,10 @@ struct PosIndex {
     at: std::collections::BTreeSet<u64>,
     overflow: bool,
 }
+
+/// Bytes per logged occurrence of a needle, on average over a block, below
+/// which the block is too dense to log ([`ScanNeedles::record`]).
+const DENSE_SPAN: u64 = 128;
 
 /// Most positions one index holds.
 const MAX_INDEXED: usize = 1 << 18;
@@ -2552,7 +2578,7 @@ mod tests {
         let log = ScanNeedles::new(0, [true, true, false, false]);
         let mut all = brute(NEEDLES[0]);
         all.extend(brute(NEEDLES[1]));
-        log.record(&all, img.len() as u64);
+        log.record(&all, (0, img.len() as u64));
         let marker: fn(u8) -> bool = |m| (0xC0..=0xFE).contains(&m);
         let any: fn(u8) -> bool = |_| true;
         // The index read from the image and the one fed from `log` hold
@@ -2588,7 +2614,7 @@ mod tests {
         for t in [4096u64, 5000, 1 << 20, (2 << 20) + 3, n as u64 - 1] {
             let part = ScanNeedles::new(0, [true, true, false, false]);
             let upto: Vec<(usize, u64)> = all.iter().copied().filter(|&(_, p)| p < t).collect();
-            part.record(&upto, t);
+            part.record(&upto, (0, t));
             for (needle, modulus, phase, ok) in
                 [(NEEDLES[0], 4096, 0, marker), (NEEDLES[1], 1, 0, any)]
             {
@@ -2601,7 +2627,7 @@ mod tests {
         // Held up to the scan's frontier; before its start, or not a
         // pattern of the scan: no answer.
         let part = ScanNeedles::new(4096, [true, false, false, false]);
-        part.record(&brute(NEEDLES[0]), 1 << 20);
+        part.record(&brute(NEEDLES[0]), (0, 1 << 20));
         let upto = |from, to| part.positions_upto(NEEDLES[0], from, to).map(|p| p.1);
         assert_eq!(upto(4096, 1 << 20), Some(1 << 20));
         assert_eq!(upto(4096, (1 << 20) + 1), Some(1 << 20));
