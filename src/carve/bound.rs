@@ -9,9 +9,13 @@
 //!    structures: it is counted per type in `audit.txt`, not listed.
 //! 2. **A suffix is not a file.** A `partial` or `unvalidated` candidate
 //!    that starts inside an earlier listed one of the same type and ends
-//!    where it ends (scripts back to back, each text run reaching the same
-//!    non-text byte; PDF headers with no `%%EOF`, each reaching the image's
-//!    end) repeats the end of that file: counted, not listed.
+//!    where it ends or further (scripts back to back, each text run reaching
+//!    the same non-text byte or its own window's end; PDF headers with no
+//!    `%%EOF`, each reaching the image's end) repeats that file's end and
+//!    guesses on from it: counted, not listed. Not a candidate on a sector
+//!    boundary, where file systems start files: the earlier guess may be a
+//!    false header whose claim runs over a real file (a 52-byte ELF header
+//!    in noise claiming to the image's end, over a deleted executable).
 //! 3. **A hard meter.** Every listed file costs [`ENTRY_COST`] bytes of
 //!    reports and, when written, its length. A file whose bytes no longer
 //!    fit is listed but not written (its note says why); once the reports
@@ -135,7 +139,11 @@ impl OutputBound {
         } else if guess {
             let end = c.start.saturating_add(ext.length);
             match self.last.get(&c.type_index) {
-                Some(&(s, e)) if s < c.start && c.start < e && end == e => Some(HeldBack::Suffix),
+                Some(&(s, e))
+                    if s < c.start && c.start < e && end >= e && c.start % MIN_PARTIAL != 0 =>
+                {
+                    Some(HeldBack::Suffix)
+                }
                 _ => {
                     self.last.insert(c.type_index, (c.start, end));
                     None
@@ -232,6 +240,16 @@ mod tests {
             b.screen(&cand(14), &ext(Status::Partial, 4082), false, "pdf"),
             Err(HeldBack::Suffix)
         );
+        // Ending further from inside: the same guess, carried on.
+        assert_eq!(
+            b.screen(&cand(20), &ext(Status::Unvalidated, 9000), false, "pdf"),
+            Err(HeldBack::Suffix)
+        );
+        // On a sector boundary: where a real file may start under the guess.
+        assert_eq!(
+            b.screen(&cand(512), &ext(Status::Partial, 3584), false, "pdf"),
+            Ok(())
+        );
         assert_eq!(
             b.screen(&cand(28), &ext(Status::Partial, 1000), false, "pdf"),
             Ok(())
@@ -241,7 +259,7 @@ mod tests {
             b.screen(&cand(30), &ext(Status::Complete, 10), false, "pdf"),
             Ok(())
         );
-        assert_eq!(b.held()["pdf"], [1, 1, 0, 0]);
+        assert_eq!(b.held()["pdf"], [1, 2, 0, 0]);
     }
 
     #[test]

@@ -19,7 +19,7 @@
 use std::collections::VecDeque;
 
 use super::validators::{Status, Verdict};
-use crate::catalogue::{Catalogue, FileType, FooterMode};
+use crate::catalogue::{Catalogue, FooterMode};
 
 /// Waiting candidates (or remembered footers) per type before the oldest are decided early.
 const MAX_WAITING: usize = 100_000;
@@ -108,12 +108,10 @@ impl FooterRules {
     pub fn add_candidate(
         &mut self,
         c: Candidate,
-        t: &FileType,
         image_len: u64,
         out: &mut Vec<(Candidate, Extent)>,
     ) {
         self.image_len = image_len;
-        let _ = t;
         let Some(r) = self.rules.get_mut(c.type_index) else {
             return;
         };
@@ -198,7 +196,6 @@ impl FooterRules {
                 r.pending.pop_front();
                 decide_pending(r, c, (image_len, false), out);
             }
-
             let keep_from = r.pending.front().map_or(u64::MAX, |c| c.start);
             while r.footers.front().is_some_and(|&(o, _)| o < keep_from) {
                 r.footers.pop_front();
@@ -314,10 +311,10 @@ mod tests {
             let c = cat(mode);
             let mut r = FooterRules::new(&c);
             let mut out = Vec::new();
-            r.add_candidate(cand(10), &c.types[0], 1000, &mut out);
+            r.add_candidate(cand(10), 1000, &mut out);
             r.add_footer(0, 20, 22, &mut out);
             r.add_footer(0, 40, 42, &mut out);
-            r.add_candidate(cand(50), &c.types[0], 1000, &mut out);
+            r.add_candidate(cand(50), 1000, &mut out);
             r.add_footer(0, 200, 202, &mut out);
             r.advance(300, &mut out);
             r.finish(1000, &mut out);
@@ -328,11 +325,33 @@ mod tests {
     }
 
     #[test]
+    fn the_next_header_of_its_type_ends_a_file() {
+        // With a footer rule and without: headers back to back never make
+        // overlapping files, so what they cover adds up to the image.
+        let plain = toml_format::parse(
+            "[[type]]\nname = \"t\"\nheaders = ['\"AB\"']\nmax_size = 100\n",
+            "t",
+        )
+        .unwrap();
+        for c in [cat("first"), cat("last"), plain] {
+            let mut r = FooterRules::new(&c);
+            let mut out = Vec::new();
+            for start in [10, 14, 18, 500] {
+                r.add_candidate(cand(start), 1000, &mut out);
+            }
+            r.finish(1000, &mut out);
+            let got: Vec<(u64, u64)> = out.iter().map(|(c, e)| (c.start, e.length)).collect();
+            assert_eq!(got, vec![(10, 4), (14, 4), (18, 100), (500, 100)]);
+            assert!(out[0].1.notes[0].contains("next header of its type"));
+        }
+    }
+
+    #[test]
     fn truncated_at_end_of_image() {
         let c = cat("first");
         let mut r = FooterRules::new(&c);
         let mut out = Vec::new();
-        r.add_candidate(cand(980), &c.types[0], 1000, &mut out);
+        r.add_candidate(cand(980), 1000, &mut out);
         r.finish(1000, &mut out);
         assert_eq!(out[0].1.length, 20);
     }

@@ -1523,7 +1523,7 @@ fn carve_ordered(
                             None if !opts.keep.contains(&Status::Unvalidated) => {
                                 totals.unreported += 1
                             }
-                            None => rules.add_candidate(c, t, image.len(), &mut resolved),
+                            None => rules.add_candidate(c, image.len(), &mut resolved),
                         }
                     }
                     Event::Footer {

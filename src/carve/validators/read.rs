@@ -127,14 +127,26 @@ pub struct SearchMemo {
 /// Entries kept per search.
 const MEMO_ENTRIES: usize = 1 << 16;
 
+/// What a [`SearchMemo`] knows of a search asked again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recall {
+    Nothing,
+    /// The search's answer: the first needle, the last second needle
+    /// before it (or before the window's end when there is none).
+    Answer(Option<u64>, Option<u64>),
+    /// Nothing wholly below this offset: search on from it (the last second
+    /// needle so far given).
+    From(u64, Option<u64>),
+}
+
 /// One remembered search from an offset: no occurrence started in
 /// `[from, first)` (or, with `first` none, in `[from, upto)`).
 #[derive(Clone, Copy, Debug)]
 struct Found {
     upto: u64,
     first: Option<u64>,
-    /// The last start of the search's second needle before `first` (found
-    /// searches only).
+    /// The last start of the search's second needle wholly before `first`
+    /// (or before `upto`).
     last: Option<u64>,
 }
 
@@ -154,23 +166,23 @@ impl SearchMemo {
         per.insert(from, e);
     }
 
-    /// The answer of [`Src::find_with_last`] for the window `[a, b)` of the
-    /// image (`n`: the needles' length), when a search remembered decides it.
-    fn find_with_last(
-        &self,
-        reader: usize,
-        key: &[u8],
-        n: u64,
-        (a, b): (u64, u64),
-    ) -> Option<(Option<u64>, Option<u64>)> {
-        let (_, e) = self.entry(reader, key, a)?;
+    /// What a search remembered says of [`Src::find_with_last`] over the
+    /// window `[a, b)` of the image (`n`: the needles' length).
+    fn find_with_last(&self, reader: usize, key: &[u8], n: u64, (a, b): (u64, u64)) -> Recall {
+        let Some((_, e)) = self.entry(reader, key, a) else {
+            return Recall::Nothing;
+        };
+        let last = e.last.filter(|&q| q >= a);
         match e.first {
-            Some(p) if p >= a && p + n <= b => Some((Some(p), e.last.filter(|&q| q >= a))),
+            Some(p) if p >= a && p + n <= b => Recall::Answer(Some(p), last),
             // Nothing starts in [a, p), and what starts at p or later does
             // not fit in the window.
-            Some(p) if p >= a => Some((None, None)),
-            Some(_) => None,
-            None => (b <= e.upto).then_some((None, None)),
+            Some(p) if p >= a => Recall::Answer(None, None),
+            Some(_) => Recall::Nothing,
+            None if b <= e.upto => Recall::Answer(None, last),
+            // Nothing wholly in [a, upto): the search goes on from there.
+            None if e.upto > a => Recall::From(e.upto, last),
+            None => Recall::Nothing,
         }
     }
 
@@ -181,15 +193,19 @@ impl SearchMemo {
     /// UTF-8 text run): then both scans stop at the same byte. A remembered
     /// scan that stopped at its own window's end answers only windows ending
     /// no later.
-    pub fn run_end(&self, reader: usize, kind: &[u8], a: u64, b: u64) -> Option<u64> {
+    /// `Some((end, true))`: the scan ends at `end` (at most `b`);
+    /// `Some((at, false))`: it runs at least to `at` (where the remembered
+    /// scan's window ended) and goes on from there.
+    pub fn run_end(&self, reader: usize, kind: &[u8], a: u64, b: u64) -> Option<(u64, bool)> {
         let (_, e) = self.entry(reader, kind, a)?;
         let end = e.first.unwrap_or(e.upto);
         if end <= a {
             return None;
         }
         match e.first {
-            Some(end) => Some(end.min(b)),
-            None => (b <= e.upto).then_some(b),
+            Some(end) => Some((end.min(b), true)),
+            None if b <= e.upto => Some((b, true)),
+            None => Some((e.upto, false)),
         }
     }
 
@@ -281,17 +297,19 @@ impl<'a> Src<'a> {
     /// Where a forward scan `kind` from window offset `from` ends, when an
     /// earlier candidate's scan of the same run says ([`SearchMemo::run_end`]:
     /// the scan stops at the first unit failing a test of that unit alone,
-    /// and `from` is on a unit boundary of it). At most the window's length.
-    pub fn memo_run_end(&self, kind: &[u8], from: u64) -> Option<u64> {
+    /// and `from` is on a unit boundary of it): `(end, true)`, at most the
+    /// window's length; or `(at, false)`: the run reaches at least `at`,
+    /// where the scan goes on (a unit boundary).
+    pub fn memo_run_end(&self, kind: &[u8], from: u64) -> Option<(u64, bool)> {
         let log = self.log()?;
         let memo = log.memo()?;
-        let end = memo.run_end(
+        let (end, done) = memo.run_end(
             reader_id(self.r),
             kind,
             self.base.checked_add(from)?,
             self.base.checked_add(self.len)?,
         )?;
-        Some(end - self.base)
+        Some((end - self.base, done))
     }
 
     /// The first `byte` in `[from, from + limit)` of the window. With the
@@ -312,14 +330,17 @@ impl<'a> Src<'a> {
         };
         let rid = reader_id(self.r);
         let key = [b'b', byte];
+        let mut search_from = from;
         if let Some((_, e)) = memo.entry(rid, &key, a) {
             match e.first {
                 Some(p) if p >= a => return within(p.min(b) - self.base).filter(|&p| p < self.len),
                 None if b <= e.upto => return None,
+                // None in [a, upto): the search goes on from there.
+                None if e.upto > a => search_from = e.upto - self.base,
                 _ => {}
             }
         }
-        let found = self.find_byte(byte, from, self.len);
+        let found = self.find_byte(byte, search_from, self.len);
         memo.insert(
             rid,
             &key,
@@ -338,10 +359,13 @@ impl<'a> Src<'a> {
         let to = to.min(self.len);
         let mut pos = from;
         let mut piece = FIRST_READ;
-        let mut buf = vec![0u8; CHUNK];
+        let mut buf = Vec::new();
         while pos < to {
             let want = usize::try_from(to - pos).map_or(piece, |w| w.min(piece));
             piece = (piece * 2).min(CHUNK);
+            if buf.len() < want {
+                buf.resize(want, 0);
+            }
             let got = self.read(pos, &mut buf[..want]);
             if let Some(i) = memchr::memchr(byte, &buf[..got]) {
                 return Some(pos + i as u64);
@@ -355,8 +379,9 @@ impl<'a> Src<'a> {
     }
 
     /// Remembers that a forward scan `kind` from window offset `from` ended at
-    /// `end`, at a failing unit or (at the window's length) at the window's end.
-    pub fn memo_note_run(&self, kind: &[u8], from: u64, end: u64) {
+    /// `end`: at a failing unit, or (`cut`) because the window ended there
+    /// (or a unit at `end` runs past it).
+    pub fn memo_note_run(&self, kind: &[u8], from: u64, end: u64, cut: bool) {
         let Some(log) = self.log() else {
             return;
         };
@@ -365,7 +390,7 @@ impl<'a> Src<'a> {
             self.base.checked_add(from),
             self.base.checked_add(end),
         ) {
-            memo.note_run(reader_id(self.r), kind, a, e, end >= self.len);
+            memo.note_run(reader_id(self.r), kind, a, e, cut || end >= self.len);
         }
     }
 
@@ -704,12 +729,27 @@ impl<'a> Src<'a> {
         let rid = reader_id(self.r);
         let memo = log.clone();
         let memo = memo.as_deref().and_then(|l| l.memo());
-        if let Some(hit) =
-            memo.and_then(|m| m.find_with_last(rid, &key, N as u64, (base + from, abs_to)))
-        {
-            return (hit.0.map(|p| p - base), hit.1.map(|q| q - base));
-        }
-        let found = self.find_with_last_searched(needle, other, (from, to), log, scratch);
+        let recall = memo.map_or(Recall::Nothing, |m| {
+            m.find_with_last(rid, &key, N as u64, (base + from, abs_to))
+        });
+        let (search_from, last_before) = match recall {
+            Recall::Answer(p, q) => {
+                return match p {
+                    Some(p) => (Some(p - base), q.map(|q| q - base)),
+                    None => (None, None),
+                };
+            }
+            // (Occurrences of `other` that start up to N - 1 bytes before
+            // `upto` were not wholly below it: searched again.)
+            Recall::From(upto, q) => (
+                (upto - base).saturating_sub(N as u64 - 1).max(from),
+                q.map(|q| q - base),
+            ),
+            Recall::Nothing => (from, None),
+        };
+        let (first, last) =
+            self.find_with_last_searched(needle, other, (search_from, to), log, scratch);
+        let last = last.or(last_before);
         if let Some(m) = memo {
             m.insert(
                 rid,
@@ -717,15 +757,20 @@ impl<'a> Src<'a> {
                 base + from,
                 Found {
                     upto: abs_to,
-                    first: found.0.map(|p| p + base),
-                    last: found.1.map(|q| q + base),
+                    first: first.map(|p| p + base),
+                    last: last.map(|q| q + base),
                 },
             );
         }
-        found
+        match first {
+            Some(p) => (Some(p), last),
+            None => (None, None),
+        }
     }
 
     /// [`Src::find_with_last`] without the memo: from the log, then reading.
+    /// The last `other` is given also when `needle` is not found (the last
+    /// wholly in the window then), for the memo.
     fn find_with_last_searched<const N: usize>(
         &self,
         needle: &[u8; N],
@@ -775,11 +820,11 @@ impl<'a> Src<'a> {
                 scratch.resize(want, 0);
             }
             let Some(buf) = scratch.get_mut(..want) else {
-                return (None, None);
+                return (None, last);
             };
             let got = self.read(pos, buf).min(want);
             if got < N {
-                return (None, None);
+                return (None, last);
             }
             let buf = &buf[..got];
             // Both start with the same byte in the use this serves (`%`);
@@ -801,11 +846,11 @@ impl<'a> Src<'a> {
                 }
             }
             if pos + (got as u64) >= to {
-                return (None, None);
+                return (None, last);
             }
             pos += got as u64 - overlap;
         }
-        (None, None)
+        (None, last)
     }
 
     /// Like [`Src::find`] but returns the last occurrence in `[from, to)`.
@@ -1429,6 +1474,72 @@ mod tests {
                     .next_back()
                     .copied()
             })?
+        }
+    }
+
+    /// A log that logs nothing (its frontier is its start) but carries a
+    /// memo: every search past it reads, or recalls a search remembered.
+    #[derive(Default)]
+    struct MemoOnly(SearchMemo);
+
+    impl SignatureLog for MemoOnly {
+        fn logged_through(&self, _sig: &[u8], _from: u64) -> Option<u64> {
+            None
+        }
+        fn first_in(&self, _: &[u8], _: u64, _: u64) -> Option<u64> {
+            None
+        }
+        fn last_in(&self, _: &[u8], _: u64, _: u64) -> Option<u64> {
+            None
+        }
+        fn memo(&self) -> Option<&SearchMemo> {
+            Some(&self.0)
+        }
+    }
+
+    proptest::proptest! {
+        /// Candidates asking in turn (windows at any offset, of any length,
+        /// as headers back to back do) get through the memo exactly the
+        /// answers a search of the image gives: the first `%%EOF` with the
+        /// last `%PDF-` before it, the first line feed, and the end of a
+        /// run of text.
+        #[test]
+        fn searches_through_the_memo_equal_searches_of_the_image(
+            marks in proptest::collection::vec((0usize..3 * CHUNK, 0u8..4), 0..16),
+            len in 1usize..3 * CHUNK,
+            asks in proptest::collection::vec((0usize..3 * CHUNK, 1u64..3 * CHUNK as u64, 0u64..CHUNK as u64), 1..12),
+        ) {
+            let mut d: Vec<u8> = (0..len).map(|i| b'a' + (i % 23) as u8).collect();
+            for (at, kind) in marks {
+                let m: &[u8] = match kind {
+                    0 => b"%%EOF",
+                    1 => b"%PDF-",
+                    2 => b"\n",
+                    _ => b"\x01",
+                };
+                if at + m.len() <= d.len() {
+                    d[at..at + m.len()].copy_from_slice(m);
+                }
+            }
+            let log: std::sync::Arc<dyn SignatureLog> = std::sync::Arc::new(MemoOnly::default());
+            let image: &dyn ByteReader = &d;
+            for (start, max_len, from) in asks {
+                let start = start.min(d.len()) as u64;
+                let plain = Src::new(image, start, Limits { max_len });
+                let from = from.min(plain.len());
+                let mut sc = Vec::new();
+                let want = plain.find_with_last_searched(b"%%EOF", b"%PDF-", (from, plain.len()), None, &mut sc);
+                let want = (want.0, want.0.and(want.1));
+                let want_nl = plain.find_byte(b'\n', from, from + 1024);
+                let got = with_signature_log(log.clone(), image, || {
+                    let s = Src::new(image, start, Limits { max_len });
+                    (
+                        s.find_with_last(b"%%EOF", b"%PDF-", from, s.len(), &mut sc),
+                        s.find_byte_memo(b'\n', from, 1024),
+                    )
+                });
+                proptest::prop_assert_eq!(got, (want, want_nl), "start {} max_len {} from {}", start, max_len, from);
+            }
         }
     }
 

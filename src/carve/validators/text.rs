@@ -85,17 +85,21 @@ pub fn validate(src: Src) -> Option<Verdict> {
         return None;
     }
     let sub = subtype(&head).map(str::to_string);
-    let mut buf = vec![0u8; 4096];
+    let mut buf = [0u8; 4096];
     // The run goes on from the first line's line feed.
     let mut pos = nl;
     let end = loop {
         // A run of text an earlier candidate already followed (scripts
         // back to back: each header would read the rest of the run again).
-        if let Some(end) = src.memo_run_end(b"text run", pos) {
-            if end >= src.len() {
-                return Some(Verdict::partial(end, src.cut_note()).with_subtype(sub));
+        match src.memo_run_end(b"text run", pos) {
+            Some((end, true)) if end >= src.len() => {
+                return (end >= MIN_LEN)
+                    .then(|| Verdict::partial(end, src.cut_note()).with_subtype(sub));
             }
-            break end;
+            Some((end, true)) => break end,
+            // Text at least to `at`: read on from there.
+            Some((at, false)) if at > pos => pos = at,
+            _ => {}
         }
         let n = src.read(pos, &mut buf);
         let chunk = buf.get(..n)?;
@@ -109,7 +113,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             if pos < MIN_LEN {
                 return None;
             }
-            src.memo_note_run(b"text run", 0, pos);
+            src.memo_note_run(b"text run", 0, pos, true);
             return Some(Verdict::partial(pos, src.cut_note()).with_subtype(sub));
         }
         if run == 0 {
@@ -120,7 +124,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if end < MIN_LEN {
         return None;
     }
-    src.memo_note_run(b"text run", 0, end);
+    src.memo_note_run(b"text run", 0, end, false);
     let mut v = if src.ends_cleanly(end) {
         let mut v = Verdict::complete(end);
         v.notes
@@ -140,6 +144,60 @@ pub fn validate(src: Src) -> Option<Verdict> {
 mod tests {
     use super::super::Status;
     use super::super::testutil::run;
+
+    /// Every script header of a long run of text, validated in turn through
+    /// the carving's memo (windows of 700 bytes: each reaches past where
+    /// the one before it stopped), gets the verdict it gets alone.
+    #[test]
+    fn headers_of_one_run_get_through_the_memo_what_they_get_alone() {
+        use super::super::read::{SearchMemo, SignatureLog, with_signature_log};
+        use super::super::{ByteReader, Limits, validate};
+        #[derive(Default)]
+        struct MemoOnly(SearchMemo);
+        impl SignatureLog for MemoOnly {
+            fn logged_through(&self, _: &[u8], _: u64) -> Option<u64> {
+                None
+            }
+            fn first_in(&self, _: &[u8], _: u64, _: u64) -> Option<u64> {
+                None
+            }
+            fn last_in(&self, _: &[u8], _: u64, _: u64) -> Option<u64> {
+                None
+            }
+            fn memo(&self) -> Option<&SearchMemo> {
+                Some(&self.0)
+            }
+        }
+        for seed in [7u32, 19, 29, 39, 1234] {
+            let mut d = Vec::new();
+            let mut x = seed;
+            while d.len() < 20_000 {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                d.extend_from_slice(match x >> 29 {
+                    0 => b"#!/bin/sh\n".as_slice(),
+                    1 => b"#!/bin/sh and no line feed for a while ",
+                    2 => "caf\u{e9} \u{2603}\n".as_bytes(),
+                    3 if x & 0x700 == 0 => b"\x01",
+                    _ => b"echo text\n",
+                });
+            }
+            let starts: Vec<u64> = (0..d.len())
+                .filter(|&i| d[i..].starts_with(b"#!/bin/"))
+                .map(|i| i as u64)
+                .collect();
+            assert!(starts.len() > 100);
+            let image: &dyn ByteReader = &d;
+            let log: std::sync::Arc<dyn SignatureLog> = std::sync::Arc::new(MemoOnly::default());
+            for &start in &starts {
+                let limits = Limits { max_len: 700 };
+                let alone = validate("text", image, start, limits);
+                let memo = with_signature_log(log.clone(), image, || {
+                    validate("text", image, start, limits)
+                });
+                assert_eq!(memo, alone, "seed {seed}, header at {start}");
+            }
+        }
+    }
 
     #[test]
     fn a_script_in_zero_slack_is_complete() {
