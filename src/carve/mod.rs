@@ -1240,10 +1240,20 @@ fn carve_ordered(
     };
     let mut rules = FooterRules::new(catalogue);
     let mut parents: Vec<Parent> = Vec::new();
-    // (start, type) of the header events taken, in arrival order (about
-    // ascending start) to forget them behind the scan.
-    let mut seen_starts: std::collections::HashSet<(u64, usize)> = Default::default();
-    let mut seen_order: std::collections::VecDeque<(u64, usize)> = Default::default();
+    // (start, type) of the header events taken: those of the last 1-2 MiB
+    // of the scan, in two generations (a set is cleared whole when the scan
+    // is 1 MiB past its generation: no deletions one by one).
+    let mut seen_starts: [std::collections::HashSet<(u64, usize)>; 2] = Default::default();
+    let mut seen_since = 0u64;
+    // A type whose header signatures all lie at one distance from the file's
+    // start sees a start's duplicates together (matches come by offset): its
+    // last start is enough. The sets serve the others.
+    let uniform: Vec<bool> = catalogue
+        .types
+        .iter()
+        .map(|t| t.headers.windows(2).all(|w| w[0].offset == w[1].offset))
+        .collect();
+    let mut last_start: Vec<u64> = vec![u64::MAX; catalogue.types.len()];
     let mut resolved: Vec<(Candidate, extent::Extent)> = Vec::new();
     // >>> bifragment recovery (fragments.rs): state and the runs of proven joins.
     let mut frags = fragments::Fragments::new(opts.cluster_size);
@@ -1407,10 +1417,15 @@ fn carve_ordered(
                             continue;
                         }
                         // One candidate per (start, type): several headers of one type may match one file.
-                        if !seen_starts.insert((c.start, c.type_index)) {
+                        let key = (c.start, c.type_index);
+                        if uniform.get(c.type_index).copied().unwrap_or(false) {
+                            if last_start[c.type_index] == c.start {
+                                continue;
+                            }
+                            last_start[c.type_index] = c.start;
+                        } else if seen_starts[1].contains(&key) || !seen_starts[0].insert(key) {
                             continue;
                         }
-                        seen_order.push_back((c.start, c.type_index));
                         let t = &catalogue.types[c.type_index];
                         match &t.validator {
                             Some(v) => {
@@ -1444,6 +1459,12 @@ fn carve_ordered(
                                 if v == "jpeg" {
                                     frags.note_jpeg(c.start, max_len, verdict.as_ref());
                                 }
+                                // A rejected header: counted (most of a dense region's).
+                                let Some(verdict) = verdict else {
+                                    totals.rejected += 1;
+                                    continue;
+                                };
+                                let verdict = Some(verdict);
                                 let inside = complete_cover.strictly_covers(c.start);
                                 // (A rejected header has nothing to search for: the
                                 // searches' bookkeeping waits for the next verdict.)
@@ -1535,12 +1556,10 @@ fn carve_ordered(
                         rules.advance(pos, &mut resolved);
                         // Forget dedup keys well behind the scan.
                         let horizon = pos.saturating_sub(1 << 20);
-                        while let Some(&(s, t)) = seen_order.front() {
-                            if s >= horizon {
-                                break;
-                            }
-                            seen_order.pop_front();
-                            seen_starts.remove(&(s, t));
+                        if horizon > seen_since {
+                            seen_starts.swap(0, 1);
+                            seen_starts[0].clear();
+                            seen_since = pos;
                         }
                         // Files decided behind a candidate still waiting for its
                         // footer wait with it, up to a bound: then it is decided

@@ -106,7 +106,9 @@ pub(super) fn run(cx: &Context<'_>, rx: Receiver<Vec<Event>>, vtx: SyncSender<Va
                     };
                     // A panic in a validator leaves the piece without verdicts.
                     let done = catch_unwind(AssertUnwindSafe(|| {
-                        part.iter().map(|&job| timed(cx, job)).collect::<Vec<_>>()
+                        in_context(cx, || {
+                            part.iter().map(|&job| timed(cx, job)).collect::<Vec<_>>()
+                        })
                     }))
                     .unwrap_or_default();
                     if answer.send(Msg::Done(seq, done)).is_err() {
@@ -150,7 +152,7 @@ fn collect<'v>(
                 let mut list = job_list(cx, &batch);
                 // JPEGs first (stable: otherwise in the scan's order).
                 list.sort_by_key(|j| j.2 != "jpeg");
-                let take = (list.len() / (workers * 8)).clamp(1, 16);
+                let take = (list.len() / (workers * 8)).clamp(1, 64);
                 let mut left = 0;
                 for part in list.chunks(take) {
                     if jobs.send((seq, part.to_vec())).is_err() {
@@ -217,7 +219,19 @@ fn job_list<'v>(cx: &Context<'v>, batch: &[Event]) -> Vec<Job<'v>> {
         .collect()
 }
 
-/// One candidate's verdict, timed.
+/// Runs `f`, the validation of a part's candidates, with what they share:
+/// the scan's signature log and the carving's memos answer the forward
+/// searches and JPEG scans of this image's bytes (those of each header's own
+/// validation, and of the file system's layout of a file: a view of the
+/// image's bytes). Set once per part, not per candidate (dense input
+/// validates millions).
+fn in_context<R>(cx: &Context<'_>, f: impl FnOnce() -> R) -> R {
+    validators::read::with_signature_log(cx.needles.clone(), &cx.bytes, || {
+        validators::jpeg::with_memo(&cx.known.scan_memo, &cx.bytes, f)
+    })
+}
+
+/// One candidate's verdict, timed (in its part's [`in_context`]).
 fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     let t0 = super::CpuClock::start();
     let r0 = super::view::bytes_read_here();
@@ -230,28 +244,20 @@ fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
         }
         None => fragments::jpeg_trail_spec(512, None),
     };
-    // The memo answers scans of this image's bytes: those of the header's
-    // own validation, and of the file system's layout of the file (a view
-    // of the image's bytes).
-    let log = cx.needles.clone();
-    let verdict = validators::read::with_signature_log(log, &cx.bytes, || {
-        validators::jpeg::with_memo(&cx.known.scan_memo, &cx.bytes, || {
-            // (A file an inode lists in several runs that prove it is not
-            // validated contiguously: a fragment search asking whether its
-            // header owns a candidate decodes it itself, as it would before
-            // the stage got there.)
-            validate_laid_out(v, &cx.bytes, cx.geo, (start, max_len), || {
-                let verdict = validators::jpeg::with_trail(trail, &cx.bytes, start, || {
-                    validators::validate(v, &cx.bytes, start, Limits { max_len })
-                });
-                // (The contiguous verdict: what a fragment search's own
-                // validation of this header would give.)
-                if v == "jpeg" {
-                    cx.known.note(start, max_len, verdict.as_ref());
-                }
-                verdict
-            })
-        })
+    // (A file an inode lists in several runs that prove it is not
+    // validated contiguously: a fragment search asking whether its header
+    // owns a candidate decodes it itself, as it would before the stage got
+    // there.)
+    let verdict = validate_laid_out(v, &cx.bytes, cx.geo, (start, max_len), || {
+        let verdict = validators::jpeg::with_trail(trail, &cx.bytes, start, || {
+            validators::validate(v, &cx.bytes, start, Limits { max_len })
+        });
+        // (The contiguous verdict: what a fragment search's own validation
+        // of this header would give.)
+        if v == "jpeg" {
+            cx.known.note(start, max_len, verdict.as_ref());
+        }
+        verdict
     });
     (
         i,
