@@ -115,8 +115,8 @@ pub trait SignatureLog: Send + Sync {
 /// same footer (`%%EOF`) or the end of the same run of text, cost the search
 /// once and N look-ups, not N searches of the same bytes. Entries are in
 /// image offsets, per reader and per search (needles, or a named scan); at
-/// most [`MEMO_ENTRIES`] per search are kept (then they are forgotten and
-/// searched again: bounded memory, never a wrong answer).
+/// most [`MEMO_ENTRIES`] per search are kept (then the older half is
+/// forgotten: bounded memory, never a wrong answer).
 #[derive(Debug, Default)]
 pub struct SearchMemo {
     found: std::sync::Mutex<
@@ -161,7 +161,11 @@ impl SearchMemo {
         let mut map = self.found.lock().unwrap_or_else(|e| e.into_inner());
         let per = map.entry((reader, key.to_vec())).or_default();
         if per.len() >= MEMO_ENTRIES {
-            per.clear();
+            // The older half goes: candidates come in about ascending order,
+            // and an answer is looked up from the nearest search before it.
+            if let Some(&mid) = per.keys().nth(per.len() / 2) {
+                *per = per.split_off(&mid);
+            }
         }
         per.insert(from, e);
     }
