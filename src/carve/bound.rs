@@ -140,7 +140,10 @@ impl OutputBound {
             let end = c.start.saturating_add(ext.length);
             match self.last.get(&c.type_index) {
                 Some(&(s, e))
-                    if s < c.start && c.start < e && end >= e && c.start % MIN_PARTIAL != 0 =>
+                    if s < c.start
+                        && c.start < e
+                        && end >= e
+                        && !c.start.is_multiple_of(MIN_PARTIAL) =>
                 {
                     Some(HeldBack::Suffix)
                 }

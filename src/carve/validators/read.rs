@@ -119,10 +119,11 @@ pub trait SignatureLog: Send + Sync {
 /// forgotten: bounded memory, never a wrong answer).
 #[derive(Debug, Default)]
 pub struct SearchMemo {
-    found: std::sync::Mutex<
-        std::collections::HashMap<(usize, Vec<u8>), std::collections::BTreeMap<u64, Found>>,
-    >,
+    found: std::sync::Mutex<std::collections::HashMap<(usize, Vec<u8>), Searches>>,
 }
+
+/// One search's remembered answers, by the image offset searched from.
+type Searches = std::collections::BTreeMap<u64, Found>;
 
 /// Entries kept per search.
 const MEMO_ENTRIES: usize = 1 << 16;
