@@ -689,3 +689,109 @@ pub fn plot_svg(report: &BenchReport) -> String {
     s.push_str("</svg>\n");
     s
 }
+
+/// `gpucarve bench --carve`: a whole carving (reports only, no files
+/// written), timed, with its work meter.
+#[derive(Clone, Debug, Serialize)]
+pub struct CarveBench {
+    pub image: String,
+    pub image_bytes: u64,
+    pub seconds: Timing,
+    pub mib_per_s: f64,
+    pub files_found: u64,
+    pub signature_matches: u64,
+    /// Bytes the validations and fragment searches read from the image.
+    pub work_bytes: u64,
+    /// Their bound ([`crate::carve::work_limit`]).
+    pub work_limit: u64,
+    /// Bytes read per `(stage, type)`, and candidates (count) per stage and type.
+    pub read: Vec<(String, String, u64, u64)>,
+}
+
+/// Carves `image_path` `repeat` times into temporary folders (reports only)
+/// and reports the median time and the last run's work meter.
+pub fn carve_bench(
+    image_path: &Path,
+    catalogue: &Catalogue,
+    repeat: usize,
+) -> Result<CarveBench, String> {
+    let mut times = Vec::new();
+    let mut last = None;
+    for i in 0..repeat.max(1) {
+        let dir =
+            std::env::temp_dir().join(format!("gpucarve-bench-carve-{}-{i}", std::process::id()));
+        let job = crate::job::CarveJob {
+            image: image_path.to_path_buf(),
+            out_dir: dir.clone(),
+            catalogue: catalogue.clone(),
+            engine: EngineChoice::Cpu,
+            scan: Default::default(),
+            carve: crate::carve::CarveOptions {
+                write: false,
+                ..Default::default()
+            },
+            force: true,
+            hash_image: false,
+            command_line: "gpucarve bench --carve".into(),
+            spool_dir: None,
+            input: crate::source::InputMode::Raw,
+            range: None,
+            resume: false,
+        };
+        let t0 = Instant::now();
+        let r = job.run(&mut |_, _| {}, &mut |_| {});
+        times.push(t0.elapsed().as_secs_f64());
+        let _ = std::fs::remove_dir_all(&dir);
+        last = Some(r?);
+    }
+    let s = last.ok_or("no run")?;
+    let seconds = Timing::of(times);
+    let bytes = s.scan.bytes;
+    Ok(CarveBench {
+        image: image_path.display().to_string(),
+        image_bytes: bytes,
+        mib_per_s: mib(bytes) / seconds.median.max(1e-9),
+        seconds,
+        files_found: s.files_found,
+        signature_matches: s.scan.matches,
+        work_bytes: s.profile.total_read(),
+        work_limit: crate::carve::work_limit(bytes, s.scan.matches),
+        read: s
+            .profile
+            .stages
+            .iter()
+            .map(|((st, ty), (n, _))| {
+                let b = s.profile.read.get(&(st.clone(), ty.clone())).copied();
+                (st.clone(), ty.clone(), b.unwrap_or(0), *n)
+            })
+            .collect(),
+    })
+}
+
+impl CarveBench {
+    /// The table `gpucarve bench --carve` prints.
+    pub fn table(&self) -> String {
+        let mut s = format!(
+            "carve {} ({:.0} MiB): median {:.3} s ({:.1} MiB/s; runs {:.3}-{:.3} s), {} files found, {} signature matches\nwork: {} bytes read by validation and fragment searches ({:.2} x the image; bound {})\n{:<28} {:<10} {:>12} {:>14}\n",
+            self.image,
+            mib(self.image_bytes),
+            self.seconds.median,
+            self.mib_per_s,
+            self.seconds.min,
+            self.seconds.max,
+            self.files_found,
+            self.signature_matches,
+            self.work_bytes,
+            self.work_bytes as f64 / self.image_bytes.max(1) as f64,
+            self.work_limit,
+            "stage",
+            "type",
+            "candidates",
+            "bytes read"
+        );
+        for (st, ty, b, n) in &self.read {
+            s.push_str(&format!("{st:<28} {ty:<10} {n:>12} {b:>14}\n"));
+        }
+        s
+    }
+}

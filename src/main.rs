@@ -241,6 +241,9 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
         /// Draw MiB/s against block size to this SVG file
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
+        /// Time a whole carving instead (reports only, into a temporary folder) with its work meter: bytes read per stage and type
+        #[arg(long)]
+        carve: bool,
     },
     /// List Vulkan devices (index, name, type, driver, memory heaps), or say why there are none
     #[command(
@@ -452,6 +455,25 @@ fn run_extract(
     Ok(())
 }
 
+/// `gpucarve bench --carve`.
+fn run_bench_carve(
+    image: &Path,
+    catalogue: &CatalogueArgs,
+    repeat: usize,
+    json: bool,
+) -> Result<(), String> {
+    let cat = load_catalogue(catalogue)?;
+    let r = gpucarve::bench::carve_bench(image, &cat, repeat)?;
+    let text = if json {
+        serde_json::to_string_pretty(&r).map_err(|e| e.to_string())? + "\n"
+    } else {
+        r.table()
+    };
+    std::io::stdout()
+        .write_all(text.as_bytes())
+        .map_err(|e| e.to_string())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_bench(
     image: &Path,
@@ -620,6 +642,14 @@ fn main() -> ExitCode {
         Command::Bench {
             image,
             catalogue,
+            repeat,
+            json,
+            carve: true,
+            ..
+        } => run_bench_carve(image, catalogue, *repeat, *json),
+        Command::Bench {
+            image,
+            catalogue,
             engines,
             io,
             block_sizes,
@@ -629,6 +659,7 @@ fn main() -> ExitCode {
             no_baselines,
             json,
             plot,
+            carve: false,
         } => run_bench(
             image,
             catalogue,

@@ -159,3 +159,37 @@ fn bench_reports_host_copies_and_stage_busy_fractions() {
         }
     }
 }
+
+/// `bench --carve` times a whole carving and gives its work meter: the
+/// bytes each stage read, within the bound the carver states, with the
+/// candidates each validator saw.
+#[test]
+fn bench_carve_reports_the_work_meter() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("dense.dd");
+    let cat = gpucarve::catalogue::Catalogue::builtin();
+    std::fs::write(&img, gpucarve::synth::dense_headers(&cat, 2 << 20, 9)).unwrap();
+    let o = common::run(&[
+        "bench",
+        img.to_str().unwrap(),
+        "--carve",
+        "--repeat",
+        "2",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["image_bytes"], 2 << 20);
+    let work = r["work_bytes"].as_u64().unwrap();
+    let limit = r["work_limit"].as_u64().unwrap();
+    assert!(work > 0 && work <= limit, "{r}");
+    assert!(r["signature_matches"].as_u64().unwrap() > 1000, "{r}");
+    let rows = r["read"].as_array().unwrap();
+    let pdf = rows
+        .iter()
+        .find(|row| row[0] == "validate" && row[1] == "pdf")
+        .unwrap_or_else(|| panic!("no pdf validation row: {r}"));
+    assert!(pdf[3].as_u64().unwrap() > 100, "{pdf}");
+    let summed: u64 = rows.iter().map(|row| row[2].as_u64().unwrap()).sum();
+    assert!(summed <= work, "{summed} > {work}");
+}
