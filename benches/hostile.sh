@@ -47,7 +47,6 @@ one() { # name image
         times+=("$(python3 -c "print($t1 - $t0)")")
     done
     rss=$(( $(tail -1 "$W/rss") / 1024 ))
-    work=$(grep -o '^work: [0-9]* bytes read[^(]*([0-9.]* x' "$W/out/audit.txt" | awk '{print $NF}' | tr -d '(')
     work=$(grep '^work:' "$W/out/audit.txt" | sed 's/.*(\([0-9.]*\) x the image.*/\1/')
     rm -rf "$W/out"
     timeout "$TIMEOUT" "$B" carve "$img" -o "$W/out" -q --input raw --keep partial,unvalidated --keep-embedded >/dev/null 2>&1 || true

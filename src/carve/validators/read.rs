@@ -1251,6 +1251,28 @@ pub fn inflate(src: &Src, start: u64, max_out: u64, mut sink: impl FnMut(&[u8]))
     }
 }
 
+/// A log that logs nothing (its frontier is its start) but carries a
+/// memo: every search past it reads, or recalls a search remembered.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct MemoOnly(SearchMemo);
+
+#[cfg(test)]
+impl SignatureLog for MemoOnly {
+    fn logged_through(&self, _sig: &[u8], _from: u64) -> Option<u64> {
+        None
+    }
+    fn first_in(&self, _: &[u8], _: u64, _: u64) -> Option<u64> {
+        None
+    }
+    fn last_in(&self, _: &[u8], _: u64, _: u64) -> Option<u64> {
+        None
+    }
+    fn memo(&self) -> Option<&SearchMemo> {
+        Some(&self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1479,26 +1501,6 @@ mod tests {
                     .next_back()
                     .copied()
             })?
-        }
-    }
-
-    /// A log that logs nothing (its frontier is its start) but carries a
-    /// memo: every search past it reads, or recalls a search remembered.
-    #[derive(Default)]
-    struct MemoOnly(SearchMemo);
-
-    impl SignatureLog for MemoOnly {
-        fn logged_through(&self, _sig: &[u8], _from: u64) -> Option<u64> {
-            None
-        }
-        fn first_in(&self, _: &[u8], _: u64, _: u64) -> Option<u64> {
-            None
-        }
-        fn last_in(&self, _: &[u8], _: u64, _: u64) -> Option<u64> {
-            None
-        }
-        fn memo(&self) -> Option<&SearchMemo> {
-            Some(&self.0)
         }
     }
 

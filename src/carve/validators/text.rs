@@ -150,24 +150,8 @@ mod tests {
     /// the one before it stopped), gets the verdict it gets alone.
     #[test]
     fn headers_of_one_run_get_through_the_memo_what_they_get_alone() {
-        use super::super::read::{SearchMemo, SignatureLog, with_signature_log};
+        use super::super::read::{MemoOnly, SignatureLog, with_signature_log};
         use super::super::{ByteReader, Limits, validate};
-        #[derive(Default)]
-        struct MemoOnly(SearchMemo);
-        impl SignatureLog for MemoOnly {
-            fn logged_through(&self, _: &[u8], _: u64) -> Option<u64> {
-                None
-            }
-            fn first_in(&self, _: &[u8], _: u64, _: u64) -> Option<u64> {
-                None
-            }
-            fn last_in(&self, _: &[u8], _: u64, _: u64) -> Option<u64> {
-                None
-            }
-            fn memo(&self) -> Option<&SearchMemo> {
-                Some(&self.0)
-            }
-        }
         for seed in [7u32, 19, 29, 39, 1234] {
             let mut d = Vec::new();
             let mut x = seed;
