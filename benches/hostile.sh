@@ -67,11 +67,11 @@ one() { # name image
 }
 
 echo "# $(date -u +%F) $(uname -n) $(nproc) cores; $("$B" --version); image $SIZE, median of $RUNS"
-"$B" synth --shape mixed --size "$SIZE" -o "$W/img"
+rm -f "$W/img"; "$B" synth --shape mixed --size "$SIZE" -o "$W/img"
 one "mixed" "$W/img"
 for t in $TYPES; do
     for s in $SHAPES; do
-        "$B" synth --type "$t" --shape "$s" --size "$SIZE" -o "$W/img"
+        rm -f "$W/img"; "$B" synth --type "$t" --shape "$s" --size "$SIZE" -o "$W/img"
         one "$t $s" "$W/img"
     done
 done

@@ -181,7 +181,7 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
         seed: u64,
         #[command(flatten)]
         catalogue: CatalogueArgs,
-        /// Where to write the image
+        /// Where to write the image (a new file: an existing one is refused)
         #[arg(short = 'o', long, value_name = "FILE")]
         output: PathBuf,
     },
@@ -606,7 +606,19 @@ fn run_synth(
                 .ok_or_else(|| format!("no type {t:?} in the catalogue"))?
         }
     };
-    std::fs::write(output, bytes).map_err(|e| format!("{}: {e}", output.display()))
+    // Never over an existing file (it could be evidence).
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(output)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => {
+                format!("{}: exists; synth writes only new files", output.display())
+            }
+            _ => format!("{}: {e}", output.display()),
+        })?;
+    f.write_all(&bytes)
+        .map_err(|e| format!("{}: {e}", output.display()))
 }
 
 /// Exit status when the command finished but parts of the image could not be

@@ -200,3 +200,36 @@ fn an_image_that_only_looks_like_a_container() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("--input raw"), "{err}");
 }
+
+/// `gpucarve synth` makes the shapes the test uses, and never writes over
+/// an existing file (it could be evidence).
+#[test]
+fn synth_writes_only_new_files() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let img = dir.path().join("pdf.img");
+    let path = img.to_str().expect("utf-8 path");
+    let args = [
+        "synth",
+        "--type",
+        "pdf",
+        "--shape",
+        "back-to-back",
+        "--size",
+        "64KiB",
+        "-o",
+        path,
+    ];
+    let o = common::run(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let made = std::fs::read(&img).expect("image");
+    let cat = Catalogue::builtin();
+    assert_eq!(
+        made,
+        type_shape(&cat, "pdf", Shape::BackToBack, 64 << 10, 1).expect("pdf")
+    );
+    std::fs::write(&img, b"evidence").expect("write");
+    let o = common::run(&args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("exists"), "{err}");
+    assert_eq!(std::fs::read(&img).expect("read"), b"evidence");
+}
