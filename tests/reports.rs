@@ -139,6 +139,12 @@ fn report_xml_is_valid_dfxml() {
     // The validator does check: PhotoRec's byte_run/@offset, or a rusage
     // with only a clock time, are rejected.
     let xml = std::fs::read_to_string(out.join("report.xml")).unwrap();
+    // Allocation is not determined by the carving: not stated (PhotoRec
+    // states `<alloc>0</alloc>`, unallocated, for every file).
+    assert!(
+        xml.contains("<fileobject>") && !xml.contains("<alloc>"),
+        "{xml}"
+    );
     for (what, bad) in [
         (
             "offset attribute",

@@ -12,7 +12,7 @@
 //!   <diskimageobject><filesize>(image bytes)</filesize><sector_size>512</sector_size></diskimageobject>
 //!   <fileobject>
 //!     <filename>jpeg/000000001024.jpg</filename>      (absent when not written)
-//!     <id>1</id> <filesize>..</filesize> <alloc>0</alloc>
+//!     <id>1</id> <filesize>..</filesize>               (no <alloc>: see below)
 //!     <byte_runs><byte_run file_offset='0' img_offset='1024' len='5120'/></byte_runs>
 //!     <hashdigest type='sha256'>..</hashdigest>       (one per --hash algorithm, when hashed)
 //!     <gc:type>jpeg</gc:type> <gc:family>..</gc:family> <gc:status>complete</gc:status>
@@ -28,6 +28,10 @@
 //! PhotoRec's `byte_run/@offset`, `source/image_size` and `source/sectorsize`
 //! are not in the schema: they are `byte_run/@file_offset`,
 //! `diskimageobject/filesize` and `diskimageobject/sector_size` here.
+//! PhotoRec writes `<alloc>0</alloc>` for every carved file; the carving
+//! does not determine allocation (a file the file system still lists is
+//! carved like a deleted one), so gpucarve writes no `alloc` (the schema
+//! makes it optional): a report states only what was determined.
 
 use std::io::Write;
 
@@ -169,7 +173,7 @@ impl<W: Write> CarveReport for DfxmlReport<W> {
         }
         writeln!(
             o,
-            "    <id>{}</id>\n    <filesize>{}</filesize>\n    <alloc>0</alloc>",
+            "    <id>{}</id>\n    <filesize>{}</filesize>",
             f.id, f.length
         )?;
         writeln!(o, "    <byte_runs>")?;
