@@ -81,8 +81,9 @@ pub enum Admit {
 /// [`super::density::MAX_PER_SECTOR`] in one sector.
 pub type HeldCounts = BTreeMap<String, [u64; 4]>;
 
-/// The carving's output meter and the rules it applies.
-#[derive(Debug)]
+/// The carving's output meter and the rules it applies (`Default`: for an
+/// empty image; a carving makes its own with [`OutputBound::new`]).
+#[derive(Debug, Default)]
 pub struct OutputBound {
     /// Bytes of files plus reports spent.
     spent: u64,

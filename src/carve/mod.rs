@@ -523,11 +523,7 @@ pub fn carve_scoped(
     summary.embedded = carved.embedded;
     summary.rejected_headers = carved.rejected;
     summary.unreported_unvalidated = carved.unreported;
-    summary.held_back = carved
-        .bound
-        .as_ref()
-        .map(|b| b.held().clone())
-        .unwrap_or_default();
+    summary.held_back = carved.bound.held().clone();
     for (t, n) in density.skipped() {
         let name = catalogue.types[t].name.clone();
         summary.held_back.entry(name).or_default()[3] += n;
@@ -715,19 +711,7 @@ struct CarverTotals {
     rejected: u64,
     unreported: u64,
     /// What the carving may still list and write ([`bound`]).
-    bound: Option<bound::OutputBound>,
-}
-
-impl CarverTotals {
-    fn spent(&self) -> u64 {
-        self.bound.as_ref().map_or(0, |b| b.spent())
-    }
-    fn held_back(&self) -> bound::HeldCounts {
-        self.bound
-            .as_ref()
-            .map(|b| b.held().clone())
-            .unwrap_or_default()
-    }
+    bound: bound::OutputBound,
 }
 
 /// A piece of the match stream with its verdicts (see [`prevalidate`]) and
@@ -953,7 +937,7 @@ fn carve_events(
 /// stage was idle, and a search waited for the earlier ones in its reach;
 /// asking all along is faster there too, the end of a carving being less
 /// idle: ext2 417 -> 390 ms, ext4 410 -> 395 ms, the 128 MiB ext2 482 ->
-/// 382 ms, FAT32 the same, on the 2-core VM of BENCHMARKS.md, session 17;
+/// 382 ms, FAT32 the same, on the 2-core VM (BENCHMARKS.md of session 17, in git history);
 /// the session's first binary gained as much, 419 -> 389 ms.) `GPUCARVE_SEARCH_AHEAD=N` asks for N
 /// threads (the tests run with 0 and more and compare).
 fn search_ahead() -> usize {
@@ -1235,7 +1219,7 @@ fn carve_ordered(
 ) -> Result<CarverTotals, CarveError> {
     let bytes = ImageBytes::new(image);
     let mut totals = CarverTotals {
-        bound: Some(bound::OutputBound::new(image.len(), 0, Default::default())),
+        bound: bound::OutputBound::new(image.len(), 0, Default::default()),
         ..Default::default()
     };
     let mut rules = FooterRules::new(catalogue);
@@ -1281,11 +1265,7 @@ fn carve_ordered(
         totals.found = cp.files;
         totals.rejected = cp.rejected;
         totals.unreported = cp.unreported;
-        totals.bound = Some(bound::OutputBound::new(
-            image.len(),
-            cp.output_spent,
-            cp.held_back.clone(),
-        ));
+        totals.bound = bound::OutputBound::new(image.len(), cp.output_spent, cp.held_back.clone());
         parents = cp
             .parents
             .iter()
@@ -1459,16 +1439,15 @@ fn carve_ordered(
                                 if v == "jpeg" {
                                     frags.note_jpeg(c.start, max_len, verdict.as_ref());
                                 }
-                                // A rejected header: counted (most of a dense region's).
-                                let Some(verdict) = verdict else {
+                                // A rejected header: counted (most of a dense region's). It
+                                // has nothing to search for: the searches' bookkeeping
+                                // waits for the next verdict.
+                                if verdict.is_none() {
                                     totals.rejected += 1;
                                     continue;
-                                };
-                                let verdict = Some(verdict);
+                                }
                                 let inside = complete_cover.strictly_covers(c.start);
-                                // (A rejected header has nothing to search for: the
-                                // searches' bookkeeping waits for the next verdict.)
-                                let (verdict, runs) = if inside || verdict.is_none() {
+                                let (verdict, runs) = if inside {
                                     // (A layout the file system gave stays.)
                                     let runs = verdict.as_ref().and_then(|v| v.runs.clone());
                                     (verdict, runs)
@@ -1600,8 +1579,8 @@ fn carve_ordered(
                                     .collect(),
                                 rejected: totals.rejected,
                                 unreported: totals.unreported,
-                                output_spent: totals.spent(),
-                                held_back: totals.held_back(),
+                                output_spent: totals.bound.spent(),
+                                held_back: totals.bound.held().clone(),
                             };
                             emit.send(Emit::Checkpoint(cp)).map_err(emitter_gone)?;
                         }
@@ -1653,8 +1632,8 @@ fn carve_ordered(
         opaque_parents: Vec::new(),
         rejected: totals.rejected,
         unreported: totals.unreported,
-        output_spent: totals.spent(),
-        held_back: totals.held_back(),
+        output_spent: totals.bound.spent(),
+        held_back: totals.bound.held().clone(),
     }))
     .map_err(emitter_gone)?;
     Ok(totals)
@@ -1682,9 +1661,10 @@ fn hold(
         // resolved in offset order, so they hold the same whatever the
         // threads do; held back here, they are not held in memory.
         let joined = joined_runs.contains_key(&(c.start, c.type_index));
-        if let Some(b) = totals.bound.as_mut()
-            && b.screen(&c, &e, joined, &catalogue.types[c.type_index].name)
-                .is_err()
+        if totals
+            .bound
+            .screen(&c, &e, joined, &catalogue.types[c.type_index].name)
+            .is_err()
         {
             joined_runs.remove(&(c.start, c.type_index));
             continue;
@@ -1790,16 +1770,14 @@ fn plan(
     // The files a carving keeps: written, or with --no-write hashed so that
     // `extract` can be checked against the report later.
     let mut kept = opts.keep.contains(&ext.status) && (parent.is_none() || opts.keep_embedded);
-    let admitted = match totals.bound.as_mut() {
-        Some(b) => b
-            .admit(
-                c.start.saturating_add(ext.length),
-                (kept && opts.write).then_some(ext.length),
-                &t.name,
-            )
-            .ok()?,
-        None => bound::Admit::Full,
-    };
+    let admitted = totals
+        .bound
+        .admit(
+            c.start.saturating_add(ext.length),
+            (kept && opts.write).then_some(ext.length),
+            &t.name,
+        )
+        .ok()?;
     if admitted == bound::Admit::ListOnly {
         kept = false;
         own_note = Some(format!(

@@ -810,7 +810,7 @@ impl AheadJoins {
 /// one still running within its reach (twice the largest gap before it)
 /// may ask about clusters that one's join then claims, and the carver,
 /// which checks every answer ([`Attempt::asked`]), searches again (3-6 of
-/// 16 JPEG searches ahead on the ext2 image of BENCHMARKS.md, session 15;
+/// 16 JPEG searches ahead on the ext2 image (BENCHMARKS.md of session 15, in git history);
 /// cheap then: the memo of checks answers most of its decodes). Such a
 /// search waited for the earlier ones on fewer than 4 cores until session
 /// 17; it no longer does (see `search_ahead` in the carver).

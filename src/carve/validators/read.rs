@@ -171,9 +171,10 @@ impl SearchMemo {
         per.insert(from, e);
     }
 
-    /// What a search remembered says of [`Src::find_with_last`] over the
-    /// window `[a, b)` of the image (`n`: the needles' length).
-    fn find_with_last(&self, reader: usize, key: &[u8], n: u64, (a, b): (u64, u64)) -> Recall {
+    /// What a search remembered says of a forward search for needles of `n`
+    /// bytes ([`Src::find_with_last`], [`Src::find_byte_memo`]) over the
+    /// window `[a, b)` of the image.
+    fn recall(&self, reader: usize, key: &[u8], n: u64, (a, b): (u64, u64)) -> Recall {
         let Some((_, e)) = self.entry(reader, key, a) else {
             return Recall::Nothing;
         };
@@ -335,16 +336,12 @@ impl<'a> Src<'a> {
         };
         let rid = reader_id(self.r);
         let key = [b'b', byte];
-        let mut search_from = from;
-        if let Some((_, e)) = memo.entry(rid, &key, a) {
-            match e.first {
-                Some(p) if p >= a => return within(p.min(b) - self.base).filter(|&p| p < self.len),
-                None if b <= e.upto => return None,
-                // None in [a, upto): the search goes on from there.
-                None if e.upto > a => search_from = e.upto - self.base,
-                _ => {}
-            }
-        }
+        let search_from = match memo.recall(rid, &key, 1, (a, b)) {
+            Recall::Answer(p, _) => return p.and_then(|p| within(p - self.base)),
+            // None in [a, upto): the search goes on from there.
+            Recall::From(upto, _) => upto - self.base,
+            Recall::Nothing => from,
+        };
         let found = self.find_byte(byte, search_from, self.len);
         memo.insert(
             rid,
@@ -735,7 +732,7 @@ impl<'a> Src<'a> {
         let memo = log.clone();
         let memo = memo.as_deref().and_then(|l| l.memo());
         let recall = memo.map_or(Recall::Nothing, |m| {
-            m.find_with_last(rid, &key, N as u64, (base + from, abs_to))
+            m.recall(rid, &key, N as u64, (base + from, abs_to))
         });
         let (search_from, last_before) = match recall {
             Recall::Answer(p, q) => {
