@@ -317,6 +317,7 @@ pub fn carve_scoped(
         ..CarveSummary::default()
     };
     let overlap = set.max_len().saturating_sub(1);
+    image.media().keep_decoded(KEEP_DECODED);
     // Pieces of the match stream (one scan block, or PREVALIDATE_EVENTS
     // events of a dense one) queued between the stages: enough that the scan
     // and the validation stage run a fragment search's gap ahead of the
@@ -533,6 +534,14 @@ pub fn carve_scoped(
     summary.finished = Some(SystemTime::now());
     Ok(summary)
 }
+
+/// Decoded bytes a compressed image (E01) keeps while it is carved: the
+/// scan runs up to about 32 blocks ahead of the carver (the queues between
+/// them: 128 MiB with the CPU's 4 MiB blocks), and the validators, the
+/// fragment searches and the writer read around each header behind it. With
+/// this much kept, each chunk of a 512 MiB E01 is decoded about once instead
+/// of 3.8 times (16 MiB kept).
+pub const KEEP_DECODED: u64 = 256 << 20;
 
 /// Why carving stopped.
 #[derive(Debug, thiserror::Error)]

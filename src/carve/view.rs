@@ -47,10 +47,9 @@
 //! short read of the same length as before. A mapped read that met an
 //! unreadable page is not used either: it is done again that way.
 
-use std::sync::Mutex;
-
 use super::validators::ByteReader;
 use crate::source::Image;
+use crate::source::cache::BlockCache;
 
 /// Bytes per cached block; reads this long or longer bypass the cache.
 pub const BLOCK_SIZE: usize = 64 * 1024;
@@ -59,93 +58,18 @@ pub const SHARDS: usize = 32;
 /// Blocks kept per shard.
 pub const SLOTS_PER_SHARD: usize = 4;
 
-/// One cached block.
-struct Slot {
-    /// Block index (image offset / [`BLOCK_SIZE`]); meaningful only when `valid`.
-    key: u64,
-    /// True only after a complete fill.
-    valid: bool,
-    /// Last use, for eviction.
-    stamp: u64,
-    /// The block's bytes (the last block of an image may be shorter).
-    data: Vec<u8>,
-}
-
-/// A few blocks with least-recently-used eviction.
-struct Blocks {
-    slots: Vec<Slot>,
-    clock: u64,
-    cap: usize,
-}
-
-impl Blocks {
-    fn new(cap: usize) -> Self {
-        Blocks {
-            slots: Vec::new(),
-            clock: 0,
-            cap: cap.max(1),
-        }
-    }
-
-    /// The bytes of block `block` (`len` bytes long), filling a slot with
-    /// `fill` on a miss. `fill` gets a buffer of exactly `len` bytes and
-    /// returns true only when it read all of them; otherwise nothing is
-    /// cached and `None` is returned.
-    fn get(&mut self, key: u64, len: usize, fill: impl FnOnce(&mut [u8]) -> bool) -> Option<&[u8]> {
-        self.clock += 1;
-        let now = self.clock;
-        if let Some(i) = self
-            .slots
-            .iter()
-            .position(|s| s.valid && s.key == key && s.data.len() == len)
-        {
-            let s = &mut self.slots[i];
-            s.stamp = now;
-            return Some(&s.data);
-        }
-        let i = if self.slots.len() < self.cap {
-            self.slots.push(Slot {
-                key,
-                valid: false,
-                stamp: now,
-                data: Vec::new(),
-            });
-            self.slots.len() - 1
-        } else {
-            self.slots
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, s)| (s.valid, s.stamp))
-                .map_or(0, |(i, _)| i)
-        };
-        let s = &mut self.slots[i];
-        // Invalid until the fill is known to be complete.
-        s.valid = false;
-        s.key = key;
-        s.stamp = now;
-        s.data.resize(len, 0);
-        if !fill(&mut s.data) {
-            return None;
-        }
-        s.valid = true;
-        Some(&s.data)
-    }
-}
-
 /// Random read access to an image for validators and the writer, with a
 /// bounded cache for small reads (see the module docs).
 pub struct ImageBytes<'a> {
     image: &'a Image,
-    shards: Box<[Mutex<Blocks>]>,
+    cache: BlockCache,
 }
 
 impl<'a> ImageBytes<'a> {
     pub fn new(image: &'a Image) -> Self {
         ImageBytes {
             image,
-            shards: (0..SHARDS)
-                .map(|_| Mutex::new(Blocks::new(SLOTS_PER_SHARD)))
-                .collect(),
+            cache: BlockCache::new(BLOCK_SIZE, SHARDS, SLOTS_PER_SHARD),
         }
     }
 
@@ -155,35 +79,14 @@ impl<'a> ImageBytes<'a> {
     }
 
     /// Copies `buf.len()` bytes at `offset` (all inside the image) out of
-    /// cached blocks, one block at a time (a shard's lock is held for one
-    /// block only); false when a block could not be read whole.
+    /// cached blocks; false when a block could not be read whole.
     fn cached(&self, offset: u64, buf: &mut [u8]) -> bool {
-        let bs = BLOCK_SIZE as u64;
-        let mut done = 0usize;
-        while done < buf.len() {
-            let pos = offset + done as u64;
-            let block = pos / bs;
-            let start = block * bs;
-            let block_len = (self.image.len() - start).min(bs) as usize;
-            let Some(shard) = self.shards.get((block % SHARDS as u64) as usize) else {
-                return false;
-            };
-            let mut blocks = shard.lock().unwrap_or_else(|p| p.into_inner());
-            let Some(data) = blocks.get(block, block_len, |dst| {
+        self.cache
+            .read(offset, buf, self.image.len(), &|start, dst| {
                 self.image
                     .read_at(start, dst)
                     .is_ok_and(|got| got == dst.len())
-            }) else {
-                return false;
-            };
-            let Some(src) = data.get((pos - start) as usize..) else {
-                return false;
-            };
-            let k = src.len().min(buf.len() - done);
-            buf[done..done + k].copy_from_slice(&src[..k]);
-            done += k;
-        }
-        true
+            })
     }
 }
 

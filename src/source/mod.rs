@@ -26,6 +26,7 @@
 mod aligned;
 pub mod any;
 pub mod buffered;
+pub mod cache;
 pub mod direct;
 pub mod evidence;
 pub mod ewf;
@@ -137,6 +138,10 @@ pub trait Media: Send + Sync + fmt::Debug {
     fn reads_mapped(&self) -> bool {
         false
     }
+    /// Asks a medium whose reads decode (a compressed container) to keep
+    /// about `bytes` of what it decoded, for a reader that comes back to the
+    /// bytes it read (the carving); plain media keep nothing.
+    fn keep_decoded(&self, _bytes: u64) {}
 }
 
 /// A range of the logical medium that could not be read: its container
