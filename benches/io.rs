@@ -31,8 +31,8 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(LEN as u64));
     g.sample_size(10);
     for mode in IoMode::ALL {
-        let mut reader =
-            open_reader(&image, mode, &mut |w| eprintln!("{w}")).unwrap_or_else(|e| panic!("{e}"));
+        let mut reader = open_reader(&image, mode, false, &mut |w| eprintln!("{w}"))
+            .unwrap_or_else(|e| panic!("{e}"));
         let name = reader.name();
         g.bench_function(format!("{name}/discard"), |b| {
             b.iter(|| {

@@ -188,7 +188,7 @@ pub fn drop_caches() -> Result<(), String> {
 fn io_ceiling(image: &Image, io: IoMode, block_size: usize, overlap: usize) -> Result<f64, String> {
     let plan = BlockPlan::new(image.len(), block_size, overlap).map_err(|e| e.to_string())?;
     let pool = BufferPool::new(8, plan.buffer_capacity());
-    let mut reader = open_reader(image, io, &mut |_| {}).map_err(|e| e.to_string())?;
+    let mut reader = open_reader(image, io, false, &mut |_| {}).map_err(|e| e.to_string())?;
     let t = Instant::now();
     let mut n = 0u64;
     reader
@@ -341,6 +341,7 @@ pub fn run(
                             io,
                             threads,
                             observer: None,
+                            read_again: false,
                         };
                         let st = scan(
                             &image,

@@ -384,6 +384,7 @@ fn scan_options(args: &ScanArgs) -> ScanOptions {
         io: args.io,
         threads: args.threads,
         observer: None,
+        read_again: false,
     }
 }
 

@@ -79,6 +79,9 @@ pub struct ScanOptions {
     /// it, while the block is in memory (a GPU's staging memory too: it is
     /// host memory imported into Vulkan, read by the CPU like any other).
     pub observer: Option<Arc<dyn BlockObserver>>,
+    /// The image is read again after the scan (a carving): `direct` and
+    /// `uring` read through the page cache ([`crate::source::open_reader`]).
+    pub read_again: bool,
 }
 
 /// Something that looks at the image's bytes as the scan passes them (the
@@ -97,6 +100,7 @@ impl Default for ScanOptions {
             io: IoMode::Buffered,
             threads: 0,
             observer: None,
+            read_again: false,
         }
     }
 }
@@ -281,7 +285,7 @@ pub fn scan_range(
     let block_size = effective_block_size(opts.block_size, overlap, engines.primary)?;
     let plan = BlockPlan::range(image.len(), block_size, overlap, range.start, range.end)?;
     let queue = threads + 1;
-    let mut reader = open_reader(image, opts.io, warn)?;
+    let mut reader = open_reader(image, opts.io, opts.read_again, warn)?;
     let io_backend = reader.name().to_string();
     let delivery = reader.delivery();
     // No more buffers than blocks: a staging pool pins each one as it is

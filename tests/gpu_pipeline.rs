@@ -76,6 +76,7 @@ fn scan_with(
         io,
         threads: 2,
         observer: None,
+        read_again: false,
     };
     let mut warnings = Vec::new();
     let stats = scan(

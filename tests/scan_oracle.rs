@@ -51,6 +51,9 @@ fn scan_file(
         io,
         threads,
         observer: Some(seen.clone()),
+        // Even thread counts read as a carving does (`direct` and `uring`
+        // through the page cache): the same matches either way.
+        read_again: threads.is_multiple_of(2),
     };
     let stats = scan(
         &image,
@@ -310,6 +313,7 @@ fn device_lost_mid_scan_falls_back_to_the_cpu_and_loses_nothing() {
             io: IoMode::Buffered,
             threads: 2,
             observer: None,
+            read_again: false,
         },
         &mut |_: &BlockSpec, m: &[Match]| {
             got.extend_from_slice(m);

@@ -370,6 +370,7 @@ pub fn carve_scoped(
     }
     let needles = std::sync::Arc::new(needles);
     let mut scan_opts = scan_opts.clone();
+    scan_opts.read_again = true;
     if needles.observes() {
         scan_opts.observer = Some(needles.clone());
     }

@@ -11,6 +11,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
 use std::path::PathBuf;
 
 use super::buffered::{BufferedReader, fill_block, pread_full};
@@ -19,15 +20,34 @@ use super::{
     SourceError,
 };
 
-/// Opens `image` again with `O_DIRECT`, and checks that an aligned read works.
+/// Opens the plain file behind `image` again with `O_DIRECT`, and checks
+/// that an aligned read works. A container whose bytes are decoded (E01,
+/// split raw) has no such file: an error, so the caller reads buffered.
 pub(crate) fn open_direct(image: &Image) -> std::io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(image.path())?;
+    let file = reopen(image, libc::O_DIRECT)?;
     let mut probe = AlignedBuf::new(DIRECT_ALIGN);
     pread_full(&file, 0, probe.as_mut_slice())?;
     Ok(file)
+}
+
+/// A new open file description of the one plain file behind `image` (a raw
+/// file or device, or the unlinked spool of a gzip image or of standard
+/// input), with `flags`: through `/proc/self/fd`, so the spool is reached
+/// too, never the container's own bytes.
+pub(crate) fn reopen(image: &Image, flags: i32) -> std::io::Result<File> {
+    let Some(file) = image.raw_file() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!(
+                "{} is decoded, not read as it lies on the disk",
+                image.media().describe()
+            ),
+        ));
+    };
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// The `direct` backend, or `buffered` with a warning where `O_DIRECT` is refused.
@@ -35,6 +55,14 @@ pub fn open(
     image: &Image,
     warn: &mut dyn FnMut(String),
 ) -> Result<Box<dyn BlockReader>, SourceError> {
+    if image.raw_file().is_none() {
+        warn(format!(
+            "{}: O_DIRECT reads a plain file; this image ({}) is decoded: buffered reads",
+            image.path().display(),
+            image.media().describe()
+        ));
+        return Ok(Box::new(BufferedReader::new(image)));
+    }
     match open_direct(image) {
         Ok(file) => Ok(Box::new(DirectReader {
             file,

@@ -955,16 +955,24 @@ impl fmt::Display for IoMode {
 }
 
 /// Opens the backend for `mode` over `image`. Warnings about fallbacks go to `warn`.
+///
+/// With `read_again` (a carving: the validators, fragment searches and the
+/// writer read the image after the scan), `direct` and `uring` read through
+/// the page cache with io_uring, where those later reads find the bytes:
+/// past it they went to the device a second time (a cold 512 MiB image
+/// carved in 0.83-0.92 s with O_DIRECT, 0.44-0.46 s through the cache).
 pub fn open_reader(
     image: &Image,
     mode: IoMode,
+    read_again: bool,
     warn: &mut dyn FnMut(String),
 ) -> Result<Box<dyn BlockReader>, SourceError> {
     Ok(match mode {
         IoMode::Buffered => Box::new(buffered::BufferedReader::new(image)),
         IoMode::Mmap => Box::new(mmap::MmapReader::new(image)?),
+        IoMode::Direct | IoMode::Uring if read_again => uring::open(image, true, warn)?,
         IoMode::Direct => direct::open(image, warn)?,
-        IoMode::Uring => uring::open(image, warn)?,
+        IoMode::Uring => uring::open(image, false, warn)?,
     })
 }
 

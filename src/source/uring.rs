@@ -26,31 +26,54 @@ use super::{
 /// Reads kept in flight.
 const DEPTH: u32 = 8;
 
-/// The `uring` backend, or a fallback with a warning.
+/// The `uring` backend, or a fallback with a warning. With `cached`, it
+/// reads through the page cache (no `O_DIRECT`): for a carving, which reads
+/// the image again after the scan and finds the bytes there.
 pub fn open(
     image: &Image,
+    cached: bool,
     warn: &mut dyn FnMut(String),
 ) -> Result<Box<dyn BlockReader>, SourceError> {
+    if image.raw_file().is_none() {
+        warn(format!(
+            "{}: io_uring reads a plain file; this image ({}) is decoded: buffered reads",
+            image.path().display(),
+            image.media().describe()
+        ));
+        return Ok(Box::new(super::buffered::BufferedReader::new(image)));
+    }
     let ring = match IoUring::new(DEPTH) {
         Ok(r) => r,
         Err(e) => {
             warn(format!(
-                "io_uring unavailable ({e}); falling back to O_DIRECT reads"
+                "io_uring unavailable ({e}); falling back to {} reads",
+                if cached { "buffered" } else { "O_DIRECT" }
             ));
-            return super::direct::open(image, warn);
+            return if cached {
+                Ok(Box::new(super::buffered::BufferedReader::new(image)))
+            } else {
+                super::direct::open(image, warn)
+            };
         }
     };
-    match super::direct::open_direct(image) {
+    let file = if cached {
+        super::direct::reopen(image, 0)
+    } else {
+        super::direct::open_direct(image)
+    };
+    match file {
         Ok(file) => Ok(Box::new(UringReader {
             ring,
             file,
+            cached,
             media: image.media(),
             path: image.path().to_path_buf(),
         })),
         Err(e) => {
             warn(format!(
-                "{}: O_DIRECT refused ({e}); io_uring falls back to buffered reads",
-                image.path().display()
+                "{}: {} refused ({e}); io_uring falls back to buffered reads",
+                image.path().display(),
+                if cached { "reopening" } else { "O_DIRECT" }
             ));
             Ok(Box::new(super::buffered::BufferedReader::new(image)))
         }
@@ -61,6 +84,8 @@ pub fn open(
 pub struct UringReader {
     ring: IoUring,
     file: File,
+    /// Through the page cache (no `O_DIRECT`).
+    cached: bool,
     /// Reads a block again, sector by sector, when the device cannot read it.
     media: std::sync::Arc<dyn super::Media>,
     path: PathBuf,
@@ -90,11 +115,19 @@ impl UringReader {
 
 impl BlockReader for UringReader {
     fn name(&self) -> &'static str {
-        "uring"
+        if self.cached {
+            "uring (through the page cache: the carving reads the image again)"
+        } else {
+            "uring"
+        }
     }
 
     fn delivery(&self) -> Delivery {
-        Delivery::Direct
+        if self.cached {
+            Delivery::Copied
+        } else {
+            Delivery::Direct
+        }
     }
 
     fn read_blocks(
