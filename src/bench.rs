@@ -43,6 +43,9 @@ pub struct BenchOptions {
     /// Bytes of the image loaded for the in-memory engine measurement.
     pub mem_bytes: usize,
     pub baselines: bool,
+    /// How the image is taken (a container is decoded: its io-ceiling is
+    /// the decoding's throughput on the row's threads).
+    pub input: crate::source::InputMode,
 }
 
 /// Median and spread of repeated timings, in seconds.
@@ -148,6 +151,8 @@ pub struct Baseline {
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchReport {
     pub image: String,
+    /// What the image is (`raw`, `EWF (E01), chunk 32768 bytes`, ...).
+    pub container: String,
     pub image_bytes: u64,
     pub patterns: usize,
     pub cpus: usize,
@@ -269,12 +274,15 @@ pub fn run(
     opts: &BenchOptions,
     progress: &mut dyn FnMut(String),
 ) -> Result<BenchReport, String> {
-    let image = Image::open(image_path).map_err(|e| e.to_string())?;
+    let image = crate::source::open_input(image_path, &std::env::temp_dir(), opts.input)
+        .map_err(|e| e.to_string())?;
     let set = catalogue.compile();
     let overlap = set.max_len().saturating_sub(1);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let container = image.media().describe();
     let mut report = BenchReport {
         image: image_path.display().to_string(),
+        container: container.clone(),
         image_bytes: image.len(),
         patterns: set.patterns.len(),
         cpus,
@@ -327,6 +335,7 @@ pub fn run(
                         if opts.drop_caches {
                             drop_caches()?;
                         }
+                        image.media().use_threads(threads);
                         ceilings.push(io_ceiling(&image, io, bs, overlap)?);
                         if opts.drop_caches {
                             drop_caches()?;
@@ -437,13 +446,16 @@ pub fn run(
             )
         });
     if opts.baselines {
-        report.baselines = baselines(image_path, &set.patterns, &mem)?;
+        // ripgrep reads the file as it lies on the disk: a container's
+        // bytes are not the medium.
+        let file = (container == "raw").then_some(image_path);
+        report.baselines = baselines(file, &set.patterns, &mem)?;
     }
     Ok(report)
 }
 
 fn baselines(
-    image_path: &Path,
+    image_path: Option<&Path>,
     patterns: &[crate::pattern::Pattern],
     mem: &[u8],
 ) -> Result<Vec<Baseline>, String> {
@@ -472,6 +484,15 @@ fn baselines(
         mib_s: mib(mem.len() as u64) / t.elapsed().as_secs_f64().max(1e-9),
         note: format!("{n} anchor matches, same anchors as the cpu engine"),
     });
+    let Some(image_path) = image_path else {
+        out.push(Baseline {
+            name: "ripgrep".into(),
+            mib_s: 0.0,
+            note: "not run: the image is a container (ripgrep would search its stored bytes)"
+                .into(),
+        });
+        return Ok(out);
+    };
     // ripgrep counting the same literals over the image file. Literals with
     // non-UTF-8 bytes cannot go through -F, so each is a byte regex of hex
     // escapes under (?-u), which ripgrep turns back into a literal set.
@@ -713,6 +734,7 @@ pub struct CarveBench {
 /// and reports the median time and the last run's work meter.
 pub fn carve_bench(
     image_path: &Path,
+    input: crate::source::InputMode,
     catalogue: &Catalogue,
     repeat: usize,
 ) -> Result<CarveBench, String> {
@@ -735,7 +757,7 @@ pub fn carve_bench(
             hash_image: false,
             command_line: "gpucarve bench --carve".into(),
             spool_dir: None,
-            input: crate::source::InputMode::Raw,
+            input,
             range: None,
             resume: false,
         };

@@ -39,7 +39,7 @@ struct ScanArgs {
     /// Vulkan device (index or name substring); implies --engine gpu
     #[arg(long, value_name = "DEVICE")]
     device: Option<String>,
-    /// I/O backend: buffered, mmap, direct (O_DIRECT), uring (io_uring + O_DIRECT)
+    /// I/O backend: buffered, mmap, direct (O_DIRECT), uring (io_uring + O_DIRECT); a carving reads direct and uring through the page cache with io_uring (it reads the image again); a decoded container (E01) reads buffered
     #[arg(long, default_value = "buffered")]
     io: IoMode,
     /// Block size (e.g. 8MiB), a multiple of 4 KiB; 0: 4 MiB with the CPU engine, 8 MiB with a GPU
@@ -210,8 +210,11 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
         after_help = "Examples:\n  gpucarve bench disk.dd\n  gpucarve bench disk.dd --engines cpu,gpu --io all --block-sizes 1MiB,4MiB,16MiB --threads 1,2 --repeat 5\n  gpucarve bench disk.dd --json > bench.json --plot bench.svg\n  sudo gpucarve bench /dev/sdb --drop-caches   # cold cache"
     )]
     Bench {
-        /// Raw image (dd) or block device
+        /// Image: raw (dd), E01, split raw (.001/.aa), gzip (spooled to the temporary folder) or block device
         image: PathBuf,
+        /// How to take the image: auto (EWF, gzip, split raw or raw, by content) or raw (its bytes as they are)
+        #[arg(long, default_value = "auto")]
+        input: gpucarve::source::InputMode,
         #[command(flatten)]
         catalogue: CatalogueArgs,
         /// Engines to compare: cpu, gpu (GPU rows say why when no device exists)
@@ -459,12 +462,13 @@ fn run_extract(
 /// `gpucarve bench --carve`.
 fn run_bench_carve(
     image: &Path,
+    input: gpucarve::source::InputMode,
     catalogue: &CatalogueArgs,
     repeat: usize,
     json: bool,
 ) -> Result<(), String> {
     let cat = load_catalogue(catalogue)?;
-    let r = gpucarve::bench::carve_bench(image, &cat, repeat)?;
+    let r = gpucarve::bench::carve_bench(image, input, &cat, repeat)?;
     let text = if json {
         serde_json::to_string_pretty(&r).map_err(|e| e.to_string())? + "\n"
     } else {
@@ -478,6 +482,7 @@ fn run_bench_carve(
 #[allow(clippy::too_many_arguments)]
 fn run_bench(
     image: &Path,
+    input: gpucarve::source::InputMode,
     catalogue: &CatalogueArgs,
     engines: &[String],
     io: &[String],
@@ -516,6 +521,7 @@ fn run_bench(
         drop_caches,
         mem_bytes: 256 << 20,
         baselines: !no_baselines,
+        input,
     };
     let report = gpucarve::bench::run(image, &cat, &opts, &mut |line| {
         if !json {
@@ -528,6 +534,12 @@ fn run_bench(
             serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
         );
     } else {
+        if report.container != "raw" {
+            println!(
+                "image: {} (io-ceiling: reading and decoding it, on the row's threads)",
+                report.container
+            );
+        }
         for m in &report.missing {
             println!("not measured: {m}");
         }
@@ -654,14 +666,16 @@ fn main() -> ExitCode {
         Command::Devices => run_devices(),
         Command::Bench {
             image,
+            input,
             catalogue,
             repeat,
             json,
             carve: true,
             ..
-        } => run_bench_carve(image, catalogue, *repeat, *json),
+        } => run_bench_carve(image, *input, catalogue, *repeat, *json),
         Command::Bench {
             image,
+            input,
             catalogue,
             engines,
             io,
@@ -675,6 +689,7 @@ fn main() -> ExitCode {
             carve: false,
         } => run_bench(
             image,
+            *input,
             catalogue,
             engines,
             io,

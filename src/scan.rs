@@ -285,6 +285,8 @@ pub fn scan_range(
     let block_size = effective_block_size(opts.block_size, overlap, engines.primary)?;
     let plan = BlockPlan::range(image.len(), block_size, overlap, range.start, range.end)?;
     let queue = threads + 1;
+    // A container decodes long reads on the scan's threads.
+    image.media().use_threads(threads);
     let mut reader = open_reader(image, opts.io, opts.read_again, warn)?;
     let io_backend = reader.name().to_string();
     let delivery = reader.delivery();

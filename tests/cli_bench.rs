@@ -193,3 +193,72 @@ fn bench_carve_reports_the_work_meter() {
     let summed: u64 = rows.iter().map(|row| row[2].as_u64().unwrap()).sum();
     assert!(summed <= work, "{summed} > {work}");
 }
+
+/// `bench` takes an E01 as `scan` does: its rows find the raw image's
+/// matches, their io-ceiling is the decoding's (on each row's threads), and
+/// ripgrep, which would search the stored bytes, is not run.
+#[test]
+fn bench_measures_an_e01_as_its_medium() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(raw) = common::raw_image(dir.path(), "img.dd", "8MiB", 5) else {
+        return;
+    };
+    let made = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ewfacquire -u -t e -f encase6 -c deflate:fast -q img.dd </dev/null >/dev/null 2>&1",
+        ])
+        .current_dir(dir.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        assert!(
+            !common::required("GPUCARVE_REQUIRE_SAMPLES"),
+            "ewfacquire (Debian ewf-tools) is required in CI for the E01 checks"
+        );
+        eprintln!("SKIPPED (not run): ewfacquire unavailable");
+        return;
+    }
+    let bench = |img: &std::path::Path| -> serde_json::Value {
+        let o = common::run(&[
+            "bench",
+            img.to_str().unwrap(),
+            "--engines",
+            "cpu",
+            "--threads",
+            "1,2",
+            "--repeat",
+            "1",
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let (plain, e01) = (bench(&raw), bench(&dir.path().join("e.E01")));
+    assert_eq!(plain["container"], "raw");
+    assert!(
+        e01["container"].as_str().unwrap().starts_with("EWF"),
+        "{}",
+        e01["container"]
+    );
+    let matches = |v: &serde_json::Value| -> Vec<u64> {
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["matches"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(matches(&e01), matches(&plain));
+    assert!(matches(&plain).iter().all(|&m| m > 0));
+    for r in e01["rows"].as_array().unwrap() {
+        assert!(r["io_ceiling_mib_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let rg = e01["baselines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "ripgrep")
+        .expect("the ripgrep baseline says why it did not run");
+    assert!(rg["note"].as_str().unwrap().contains("container"), "{rg}");
+}

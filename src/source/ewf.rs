@@ -55,10 +55,11 @@ const DECODED_CACHE: u64 = 16 << 20;
 /// Chunks a decoding thread takes at a time.
 const PIECE_CHUNKS: u64 = 8;
 
-/// Threads that decode one long read: the machine's cores.
-fn decode_threads() -> usize {
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+/// The machine's cores: the threads that decode one long read unless
+/// [`Media::use_threads`] says otherwise.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Largest chunk size accepted (a chunk is decompressed into a buffer this large).
@@ -74,6 +75,8 @@ pub struct EwfMedia {
     damage: Mutex<BTreeMap<u64, Damage>>,
     /// Decoded chunks ([`DECODED_CACHE`] bytes, or what [`Media::keep_decoded`] asked).
     decoded: BlockCache,
+    /// Threads for one long read ([`Media::use_threads`]; 0: every core).
+    threads: std::sync::atomic::AtomicUsize,
     /// The segment files in segment-number order (the chunk table's
     /// segment index), for the chunks decoded here; empty for EWF2
     /// (`.Ex01`), whose chunks the ewf crate decodes.
@@ -170,6 +173,7 @@ impl EwfMedia {
             len,
             damage: Mutex::new(damage),
             decoded: BlockCache::new(chunk as usize, shards, chunks / shards),
+            threads: std::sync::atomic::AtomicUsize::new(0),
             segments,
         })
     }
@@ -516,7 +520,10 @@ impl Media for EwfMedia {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = (self.len.saturating_sub(offset)).min(buf.len() as u64) as usize;
         let buf = &mut buf[..n];
-        let threads = decode_threads();
+        let threads = match self.threads.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => cores(),
+            n => n,
+        };
         if n < PARALLEL_MIN || threads < 2 {
             return self.read_cached(offset, buf);
         }
@@ -563,6 +570,11 @@ impl Media for EwfMedia {
 
     fn keep_decoded(&self, bytes: u64) {
         self.decoded.set_capacity(bytes.max(DECODED_CACHE));
+    }
+
+    fn use_threads(&self, threads: usize) {
+        self.threads
+            .store(threads, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn damage(&self) -> Vec<Damage> {

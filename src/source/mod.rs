@@ -142,6 +142,9 @@ pub trait Media: Send + Sync + fmt::Debug {
     /// about `bytes` of what it decoded, for a reader that comes back to the
     /// bytes it read (the carving); plain media keep nothing.
     fn keep_decoded(&self, _bytes: u64) {}
+    /// The threads a medium whose reads decode may use for one long read
+    /// (the scan's `--threads`; 0: every core).
+    fn use_threads(&self, _threads: usize) {}
 }
 
 /// A range of the logical medium that could not be read: its container
