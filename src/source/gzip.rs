@@ -5,7 +5,8 @@
 //! an unlinked temporary file in a folder the user names (`--spool-dir`,
 //! default the output folder), and carved from there. Reasons: simple and
 //! exact (no inflate-state checkpoints, which flate2's pure-Rust backend
-//! cannot restore), bounded memory (a 1 MiB buffer), fast random reads
+//! cannot restore), bounded memory (a few 4 MiB pieces between the inflater
+//! and the thread writing the spool, which overlap), fast random reads
 //! afterwards, and the mmap/O_DIRECT/io_uring backends work on the spool.
 //! The cost is disk space equal to the image. The spool is unlinked as soon
 //! as it is created, so it disappears when the process ends, even on
@@ -40,16 +41,78 @@ pub fn open(path: &Path, spool_dir: &Path) -> Result<Spooled, SourceError> {
     })?;
     // Unlinked now: the space is given back when the process ends, however it ends.
     let _ = std::fs::remove_file(&spool_path);
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, &spool);
+    let spool_err = |e: std::io::Error| SourceError::Open {
+        path: spool_dir.to_path_buf(),
+        source: std::io::Error::new(e.kind(), format!("writing the gzip spool: {e}")),
+    };
+    // Inflating and writing the spool overlap: a writer thread takes pieces
+    // of PIECE bytes (writing to the page cache costs as much system time
+    // as inflating costs user time: 512 MiB, 1.1 s and 0.8 s on a 2-core VM).
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+    let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let (decoded, written) = std::thread::scope(|s| {
+        let spool = &spool;
+        let writer = s.spawn(move || -> std::io::Result<()> {
+            let mut out = spool;
+            for piece in rx {
+                out.write_all(&piece)?;
+                let _ = back_tx.send(piece);
+            }
+            Ok(())
+        });
+        let mut piece: Vec<u8> = Vec::with_capacity(PIECE);
+        let mut ship = |bytes: &[u8], last: bool| -> Result<(), ()> {
+            piece.extend_from_slice(bytes);
+            if piece.len() >= PIECE || (last && !piece.is_empty()) {
+                let next = back_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(PIECE));
+                tx.send(std::mem::replace(&mut piece, next))
+                    .map_err(|_| ())?;
+                piece.clear();
+            }
+            Ok(())
+        };
+        let decoded = inflate(path, src, &mut ship);
+        drop(ship);
+        drop(tx);
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the spool writer failed")));
+        (decoded, written)
+    });
+    // A write error explains a decoding stopped for want of a writer.
+    written.map_err(spool_err)?;
+    let (len, members, damage) = decoded?;
+    Ok(Spooled {
+        file: spool,
+        len,
+        what: format!(
+            "gzip ({members} member{}), spooled decompressed",
+            if members == 1 { "" } else { "s" }
+        ),
+        damage,
+        map: Default::default(),
+    })
+}
+
+/// Bytes handed to the spool writer at a time.
+const PIECE: usize = 4 << 20;
+
+/// Inflates every member of `src` (the file at `path`), handing the bytes to
+/// `ship` in order (`last` with the final call); returns the length, the
+/// members and the damage. Stops early, without error, when `ship` fails
+/// (the writer's error is the one to report).
+fn inflate(
+    path: &Path,
+    src: File,
+    ship: &mut dyn FnMut(&[u8], bool) -> Result<(), ()>,
+) -> Result<(u64, u64, Vec<Damage>), SourceError> {
     let mut input = BufReader::with_capacity(1 << 20, src);
     let mut buf = vec![0u8; 1 << 20];
     let mut len = 0u64;
     let mut members = 0u64;
     let mut damage = Vec::new();
-    let spool_err = |e: std::io::Error| SourceError::Open {
-        path: spool_dir.to_path_buf(),
-        source: std::io::Error::new(e.kind(), format!("writing the gzip spool: {e}")),
-    };
     'members: loop {
         match input.fill_buf() {
             Ok([]) => break,
@@ -68,7 +131,9 @@ pub fn open(path: &Path, spool_dir: &Path) -> Result<Spooled, SourceError> {
             match dec.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
-                    out.write_all(&buf[..n]).map_err(spool_err)?;
+                    if ship(&buf[..n], false).is_err() {
+                        return Ok((len, members, damage));
+                    }
                     len += n as u64;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -112,18 +177,8 @@ pub fn open(path: &Path, spool_dir: &Path) -> Result<Spooled, SourceError> {
         }
         members += 1;
     }
-    out.flush().map_err(spool_err)?;
-    drop(out);
-    Ok(Spooled {
-        file: spool,
-        len,
-        what: format!(
-            "gzip ({members} member{}), spooled decompressed",
-            if members == 1 { "" } else { "s" }
-        ),
-        damage,
-        map: Default::default(),
-    })
+    let _ = ship(&[], true);
+    Ok((len, members, damage))
 }
 
 #[cfg(test)]
