@@ -74,7 +74,6 @@ pub fn open(path: &Path, spool_dir: &Path) -> Result<Spooled, SourceError> {
             Ok(())
         };
         let decoded = inflate(path, src, &mut ship);
-        drop(ship);
         drop(tx);
         let written = writer
             .join()
