@@ -61,17 +61,18 @@ pub fn open(path: &Path, spool_dir: &Path) -> Result<Spooled, SourceError> {
             Ok(())
         });
         let mut piece: Vec<u8> = Vec::with_capacity(PIECE);
-        let mut ship = |bytes: &[u8], last: bool| -> Result<(), ()> {
+        let mut ship = |bytes: &[u8], last: bool| -> bool {
             piece.extend_from_slice(bytes);
             if piece.len() >= PIECE || (last && !piece.is_empty()) {
                 let next = back_rx
                     .try_recv()
                     .unwrap_or_else(|_| Vec::with_capacity(PIECE));
-                tx.send(std::mem::replace(&mut piece, next))
-                    .map_err(|_| ())?;
+                if tx.send(std::mem::replace(&mut piece, next)).is_err() {
+                    return false;
+                }
                 piece.clear();
             }
-            Ok(())
+            true
         };
         let decoded = inflate(path, src, &mut ship);
         drop(tx);
@@ -100,12 +101,12 @@ const PIECE: usize = 4 << 20;
 
 /// Inflates every member of `src` (the file at `path`), handing the bytes to
 /// `ship` in order (`last` with the final call); returns the length, the
-/// members and the damage. Stops early, without error, when `ship` fails
-/// (the writer's error is the one to report).
+/// members and the damage. Stops early, without error, when `ship` returns
+/// false (the writer failed: its error is the one to report).
 fn inflate(
     path: &Path,
     src: File,
-    ship: &mut dyn FnMut(&[u8], bool) -> Result<(), ()>,
+    ship: &mut dyn FnMut(&[u8], bool) -> bool,
 ) -> Result<(u64, u64, Vec<Damage>), SourceError> {
     let mut input = BufReader::with_capacity(1 << 20, src);
     let mut buf = vec![0u8; 1 << 20];
@@ -130,7 +131,7 @@ fn inflate(
             match dec.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
-                    if ship(&buf[..n], false).is_err() {
+                    if !ship(&buf[..n], false) {
                         return Ok((len, members, damage));
                     }
                     len += n as u64;
@@ -176,7 +177,7 @@ fn inflate(
         }
         members += 1;
     }
-    let _ = ship(&[], true);
+    ship(&[], true);
     Ok((len, members, damage))
 }
 
