@@ -282,17 +282,46 @@ impl EwfMedia {
         STORED.with_borrow_mut(|stored| -> std::io::Result<Chunk> {
             stored.resize(size as usize, 0);
             let got = super::buffered::pread_full(file, at, stored)?;
+            if !compressed {
+                if got < stored.len() {
+                    return Ok(Chunk::Damaged(format!(
+                        "EWF chunk {i} cut short: {got} of its {size} stored bytes are in segment {}",
+                        segment + 1
+                    )));
+                }
+                return Ok(stored_chunk(i, stored, dst));
+            }
+            // A segment's last chunk may end before the size the table
+            // implies (the end of the file): the stream says where it ends.
+            if let Some(verdict) = inflate_chunk(i, &stored[..got], dst, self.chunk as usize) {
+                return Ok(verdict);
+            }
             if got < stored.len() {
                 return Ok(Chunk::Damaged(format!(
                     "EWF chunk {i} cut short: {got} of its {size} stored bytes are in segment {}",
                     segment + 1
                 )));
             }
-            Ok(if compressed {
-                inflate_chunk(i, stored, dst, self.chunk as usize)
-            } else {
-                stored_chunk(i, stored, dst)
-            })
+            // The stream wants more than the table's size. The size of a
+            // segment's last chunk is not stored but taken from where its
+            // section ends (SMART `.s01` sets made by ewfacquire came out
+            // 11 bytes short): read on, up to twice a chunk, and let the
+            // stream (its end and its checksum) say where it ends.
+            let seg_len = file.metadata()?.len();
+            let more = seg_len
+                .saturating_sub(at)
+                .min(self.chunk.saturating_mul(2) + 1024);
+            if more > size {
+                stored.resize(more as usize, 0);
+                let got = super::buffered::pread_full(file, at, stored)?;
+                if let Some(verdict) = inflate_chunk(i, &stored[..got], dst, self.chunk as usize)
+                {
+                    return Ok(verdict);
+                }
+            }
+            Ok(Chunk::Damaged(format!(
+                "EWF chunk {i}: its zlib stream does not end where it should (corrupt or cut short)"
+            )))
         })
     }
 
@@ -401,8 +430,9 @@ thread_local! {
 /// Inflates zlib chunk `i` into `dst`: good only when the stream ends (its
 /// Adler-32 checked by the inflater) having given at least `dst.len()`
 /// bytes, and no more than a chunk (`chunk`; the last chunk of a medium
-/// may decode to a full chunk, of which `dst` takes its share).
-fn inflate_chunk(i: u64, stored: &[u8], dst: &mut [u8], chunk: usize) -> Chunk {
+/// may decode to a full chunk, of which `dst` takes its share). None when
+/// the stream used all of `stored` and wants more.
+fn inflate_chunk(i: u64, stored: &[u8], dst: &mut [u8], chunk: usize) -> Option<Chunk> {
     let mut z = flate2::Decompress::new(true);
     let status = if dst.len() == chunk {
         z.decompress(stored, dst, flate2::FlushDecompress::Finish)
@@ -414,17 +444,18 @@ fn inflate_chunk(i: u64, stored: &[u8], dst: &mut [u8], chunk: usize) -> Chunk {
         r
     };
     let out = z.total_out();
-    match status {
+    Some(match status {
         Ok(flate2::Status::StreamEnd) if out >= dst.len() as u64 => Chunk::Good,
         Ok(flate2::Status::StreamEnd) => Chunk::Damaged(format!(
             "EWF chunk {i} decodes to {out} bytes, not {}",
             dst.len()
         )),
+        Ok(_) if z.total_in() == stored.len() as u64 && out < chunk as u64 => return None,
         Ok(_) => Chunk::Damaged(format!(
             "EWF chunk {i}: its zlib stream does not end where it should (corrupt or cut short)"
         )),
         Err(e) => Chunk::Damaged(format!("EWF chunk {i}: corrupt zlib stream ({e})")),
-    }
+    })
 }
 
 /// An uncompressed chunk `i`: its bytes, followed by their Adler-32 when
