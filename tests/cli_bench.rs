@@ -203,20 +203,7 @@ fn bench_measures_an_e01_as_its_medium() {
     let Some(raw) = common::raw_image(dir.path(), "img.dd", "8MiB", 5) else {
         return;
     };
-    let made = std::process::Command::new("sh")
-        .args([
-            "-c",
-            "ewfacquire -u -t e -f encase6 -c deflate:fast -q img.dd </dev/null >/dev/null 2>&1",
-        ])
-        .current_dir(dir.path())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !made {
-        assert!(
-            !common::required("GPUCARVE_REQUIRE_SAMPLES"),
-            "ewfacquire (Debian ewf-tools) is required in CI for the E01 checks"
-        );
-        eprintln!("SKIPPED (not run): ewfacquire unavailable");
+    if !common::ewfacquire("-u -t e -f encase6 -c deflate:fast -q img.dd", dir.path()) {
         return;
     }
     let bench = |img: &std::path::Path| -> serde_json::Value {

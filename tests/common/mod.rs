@@ -184,3 +184,46 @@ pub fn dfxml_sans_run(path: &Path) -> String {
     }
     out.join("\n")
 }
+
+/// `sh -c CMD` in `dir`: true when it ran and exited 0.
+pub fn sh(cmd: &str, dir: &Path) -> bool {
+    Command::new("sh")
+        .args(["-c", cmd])
+        .current_dir(dir)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `ewfacquire ARGS` (Debian ewf-tools) in `dir`, quietly: true when it made
+/// the set; false with a note where the tool is missing, a failure under
+/// `GPUCARVE_REQUIRE_SAMPLES=1` (CI installs it).
+pub fn ewfacquire(args: &str, dir: &Path) -> bool {
+    if sh(
+        &format!("ewfacquire {args} </dev/null >/dev/null 2>&1"),
+        dir,
+    ) {
+        return true;
+    }
+    assert!(
+        !required("GPUCARVE_REQUIRE_SAMPLES"),
+        "ewfacquire {args} failed: ewf-tools is required in CI for the E01 checks"
+    );
+    eprintln!("SKIPPED (not run): ewfacquire unavailable or failed: {args}");
+    false
+}
+
+/// A deterministic pseudo-random sequence (xorshift64) for test inputs.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform enough in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
