@@ -474,9 +474,7 @@ fn run_bench_carve(
     } else {
         r.table()
     };
-    std::io::stdout()
-        .write_all(text.as_bytes())
-        .map_err(|e| e.to_string())
+    print_all(text.as_bytes())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -592,9 +590,16 @@ fn run_signatures(args: &CatalogueArgs) -> Result<(), String> {
             out.push_str(&format!("{:<10}   footer {}\n", "", f.text));
         }
     }
-    std::io::stdout()
-        .write_all(out.as_bytes())
-        .map_err(|e| e.to_string())
+    print_all(out.as_bytes())
+}
+
+/// Writes `bytes` to standard output; a reader that stopped reading (a
+/// closed pipe: `| head`) is not an error.
+fn print_all(bytes: &[u8]) -> Result<(), String> {
+    match std::io::stdout().write_all(bytes) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(|e| e.to_string()),
+    }
 }
 
 /// `gpucarve synth`: a hostile image from the catalogue.
@@ -775,10 +780,7 @@ fn main() -> ExitCode {
             // Into memory first: clap_complete panics on a write error (a closed pipe).
             let mut script = Vec::new();
             clap_complete::generate(*shell, &mut cmd, "gpucarve", &mut script);
-            match std::io::stdout().write_all(&script) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                r => r.map_err(|e| e.to_string()),
-            }
+            print_all(&script)
         }
         Command::Synth {
             type_name,

@@ -22,6 +22,8 @@ use crate::pattern::{ByteClass, Pattern};
 /// Parses a foremost/scalpel configuration; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<Catalogue, CatalogueError> {
     let mut types: Vec<FileType> = Vec::new();
+    let mut names = std::collections::HashSet::new();
+    let mut suffixes: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut wildcard = b'?';
     for (lineno, line) in text.lines().enumerate() {
         let err = |col: usize, message: String| CatalogueError {
@@ -115,12 +117,21 @@ pub fn parse(text: &str, origin: &str) -> Result<Catalogue, CatalogueError> {
         } else {
             sanitize(&ext)
         };
-        let mut name = base.clone();
-        let mut n = 1;
-        while types.iter().any(|t| t.name == name) {
-            n += 1;
-            name = format!("{base}_{n}");
+        // `jpg`, `jpg_2`, `jpg_3`...: the next free number of each base is
+        // kept (scanning the types so far for each candidate name was cubic:
+        // 3 000 lines of one extension took 7.4 s).
+        let next = suffixes.entry(base.clone()).or_insert(1);
+        let mut name = if *next == 1 {
+            base.clone()
+        } else {
+            format!("{base}_{next}")
+        };
+        while names.contains(&name) {
+            *next += 1;
+            name = format!("{base}_{next}");
         }
+        *next += 1;
+        names.insert(name.clone());
         types.push(FileType {
             name,
             description: format!("{origin} line {}", lineno + 1),
@@ -293,5 +304,32 @@ mod tests {
         assert_eq!(e.line, 1);
         assert!(parse("# nothing\n", "x.conf").is_err());
         assert!(parse("x y 10 ???\n", "x.conf").is_err());
+    }
+    proptest::proptest! {
+        /// Names are what the scan of the types so far gave (the first free
+        /// of `base`, `base_2`, `base_3`...), whatever the extensions and
+        /// their collisions with names made earlier (`jpg_2` as an extension).
+        #[test]
+        fn names_are_the_first_free_of_each_base(
+            exts in proptest::collection::vec(
+                proptest::sample::select(vec!["jpg", "jpg_2", "jpg_2_2", "png", "none", "noext"]),
+                1..60,
+            )
+        ) {
+            let text: String = exts.iter().map(|e| format!("{e} y 100 \\x00\\x01\n")).collect();
+            let got: Vec<String> = parse(&text, "t").unwrap().types.into_iter().map(|t| t.name).collect();
+            let mut want: Vec<String> = Vec::new();
+            for e in &exts {
+                let base = if *e == "none" { "noext".to_string() } else { e.to_string() };
+                let mut name = base.clone();
+                let mut n = 1;
+                while want.contains(&name) {
+                    n += 1;
+                    name = format!("{base}_{n}");
+                }
+                want.push(name);
+            }
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 }

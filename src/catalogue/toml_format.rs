@@ -76,6 +76,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Catalogue, CatalogueError> {
         return Err(err_at(0, "no [[type]] entries".into()));
     }
     let mut types: Vec<FileType> = Vec::with_capacity(doc.types.len());
+    // (A set, not a scan of the types so far: 100 000 types took 85 s.)
+    let mut names = std::collections::HashSet::with_capacity(doc.types.len());
     for raw in doc.types {
         let at = raw.span().start;
         let raw = raw.into_inner();
@@ -90,7 +92,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Catalogue, CatalogueError> {
                 format!("type name `{name}` must be letters, digits, `_` or `-`"),
             ));
         }
-        if types.iter().any(|t| t.name == name) {
+        if !names.insert(name.clone()) {
             return Err(err_at(
                 raw.name.span().start,
                 format!("type `{name}` is defined twice"),
