@@ -450,6 +450,9 @@ pub fn carve_scoped(
                         let Some(start) = m.offset.checked_sub(sig.offset) else {
                             continue;
                         };
+                        if start % catalogue.types[o.type_index].align != 0 {
+                            continue;
+                        }
                         if !density.admit(o.type_index, start) {
                             continue;
                         }

@@ -80,6 +80,11 @@ pub struct FileType {
     pub max_size: u64,
     pub validator: Option<String>,
     pub source: Option<String>,
+    /// Headers count only at offsets that are multiples of this (512: the
+    /// start of a sector, where file systems start files; 1: anywhere). For
+    /// weak signatures (an MPEG audio frame's sync) that are everywhere
+    /// inside files of their own kind.
+    pub align: u64,
 }
 
 impl FileType {

@@ -46,6 +46,7 @@ struct RawType {
     validator: Option<String>,
     footer_mode: Option<Spanned<String>>,
     source: Option<String>,
+    align: Option<Spanned<u64>>,
 }
 
 /// Converts a byte offset in `text` to a 1-based (line, column).
@@ -142,7 +143,21 @@ pub fn parse(text: &str, origin: &str) -> Result<Catalogue, CatalogueError> {
                 }
             },
         };
+        let align = match raw.align {
+            None => 1,
+            Some(a) if a.get_ref().is_power_of_two() && *a.get_ref() <= 1 << 20 => *a.get_ref(),
+            Some(a) => {
+                return Err(err_at(
+                    a.span().start,
+                    format!(
+                        "align = {} must be a power of two, at most 1 MiB",
+                        a.get_ref()
+                    ),
+                ));
+            }
+        };
         types.push(FileType {
+            align,
             description: raw.description,
             extensions: raw
                 .extensions

@@ -266,6 +266,7 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("mp4", mp4::validate),
     ("mpeg", mpeg::validate),
     ("mp3", mp3::validate),
+    ("mpa", mp3::validate_untagged),
     ("ogg", ogg::validate),
     ("flac", flac::validate),
     ("gzip", gzip::validate),
@@ -292,13 +293,13 @@ pub fn proves_content(validator: &str) -> bool {
 /// (fragmented). Not MP3: a few frames of an AVI's or MP4's audio track
 /// chain like an MP3 file.
 pub fn stands_alone(validator: &str) -> bool {
-    validator != "mp3"
+    !matches!(validator, "mp3" | "mpa")
 }
 
 /// The names [`validate`] accepts.
 pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
-    "mp3", "ogg", "flac", "gzip", "elf", "pe", "text",
+    "mp3", "mpa", "ogg", "flac", "gzip", "elf", "pe", "text",
 ];
 
 /// Runs the validator named `validator` on the candidate at `start`.

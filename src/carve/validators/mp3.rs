@@ -30,9 +30,18 @@
 //!   [`MIN_FRAMES`] frames, or before the info frame's count (a cut or
 //!   fragmented file; length = end of the last frame).
 //!
-//! Not handled: free-format bitrate streams (bitrate index 0), APEv2 and
-//! Lyrics3 trailers (not included in the length). Without an info frame, a
-//! file cut (or fragmented) exactly at a frame boundary looks complete.
+//! After the frames, the tags taggers append are part of the file: APEv2
+//! (with its header), Lyrics3 v1/v2, an ID3v2 tag written after the audio,
+//! and an ID3v1 tag last. Right after a valid ID3v2 tag, a chain of fewer
+//! than [`MIN_FRAMES`] frames (one is enough) that ends cleanly is a whole
+//! file: the tag and a frame header exactly where the tag ends are the
+//! evidence.
+//!
+//! Not handled: free-format bitrate streams (bitrate index 0), an APEv2 tag
+//! without its header (only a footer), and MPEG audio with no ID3v2 tag in
+//! front (no signature starts it: see the catalogue). Without an info
+//! frame, a file cut (or fragmented) exactly at a frame boundary looks
+//! complete.
 
 use super::Verdict;
 use super::read::Src;
@@ -171,6 +180,31 @@ fn walk(src: &Src, pos: u64, limit: u32) -> Chain {
     }
 }
 
+/// The longest layer III frame (MPEG-1 at 320 kbit/s, 32 kHz, padded; and
+/// MPEG-2.5 at 160 kbit/s, 8 kHz).
+const MAX_FRAME: u64 = 1441;
+
+/// MPEG audio with no ID3v2 tag in front (the `mpa` type: layer III frame
+/// syncs at the start of a sector): a file when it does not continue a
+/// stream (no frame of the same stream ends exactly where it starts: inside
+/// an MP3, every frame starts one) and [`MIN_FRAMES`] frames chain from its
+/// first byte; then as [`validate`]. Its subtype is `mp3`.
+pub fn validate_untagged(src: Src) -> Option<Verdict> {
+    let (_, key) = frame(src.bytes::<4>(0)?)?;
+    let mut before = Vec::new();
+    src.preceding(MAX_FRAME + 3, &mut before);
+    let n = before.len();
+    let continues = (0..n.saturating_sub(3)).any(|q| {
+        before[q] == 0xFF
+            && frame([before[q], before[q + 1], before[q + 2], before[q + 3]])
+                .is_some_and(|(len, k)| k == key && q as u64 + len == n as u64)
+    });
+    if continues {
+        return None;
+    }
+    validate(src).map(|v| v.with_subtype(Some("mp3")))
+}
+
 pub fn validate(src: Src) -> Option<Verdict> {
     let mut start = 0u64;
     let mut tagged = false;
@@ -215,7 +249,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
             None => break,
         }
         let Chain { n, cut, .. } = walk(&src, p, MIN_FRAMES);
-        if n >= MIN_FRAMES || (cut && n > 0) {
+        // (Right at the end of a valid ID3v2 tag, one frame is enough: a
+        // file of a handful of frames, as test suites and short sounds are.)
+        if n >= MIN_FRAMES || (cut && n > 0) || (tagged && p == start && n > 0) {
             first = Some(p);
             break;
         }
@@ -240,7 +276,8 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if cut {
         return Some(Verdict::partial(src.len(), src.cut_note()));
     }
-    if n < MIN_FRAMES && declared.is_none_or(|d| d > n) {
+    let short_after_tag = tagged && first == start && n > 0;
+    if n < MIN_FRAMES && declared.is_none_or(|d| d > n) && !short_after_tag {
         return tagged.then(|| Verdict::partial(end, "too few MPEG audio frames"));
     }
     if let Some(d) = declared
@@ -260,17 +297,139 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if first > start {
         v_notes.push(format!("{} bytes before the first frame", first - start));
     }
-    if src.starts_with_at(end, b"TAG") {
-        if src.has(end, 128) {
-            len += 128;
-            v_notes.push("ID3v1 tag".into());
-        } else {
-            return Some(Verdict::partial(src.len(), src.cut_note()));
+    // Tags after the audio, in any order (Audacious writes an ID3v2 tag
+    // after the ID3v1 tag).
+    for _ in 0..4 {
+        match trailer(&src, len) {
+            Trailer::None => break,
+            Trailer::Cut => return Some(Verdict::partial(src.len(), src.cut_note())),
+            Trailer::Tag(n, what) => {
+                len += n;
+                v_notes.push(what.into());
+            }
         }
     }
     let mut v = Verdict::complete(len);
     v.notes = v_notes;
     Some(v)
+}
+
+/// A tag after the audio frames.
+enum Trailer {
+    None,
+    /// One starts there but the window ends inside it.
+    Cut,
+    /// One of this many bytes.
+    Tag(u64, &'static str),
+}
+
+/// Largest APEv2 or Lyrics3 tag accepted (cover art included).
+const MAX_TRAILER: u64 = 16 << 20;
+
+/// The tag at `at`, if any: ID3v1 (`TAG`, 128 bytes), APEv2 with its
+/// header (`APETAGEX`: the size, which counts the items and the footer,
+/// plus the 32-byte header; the footer must be where the size says),
+/// Lyrics3 v2 (`LYRICSBEGIN`, fields of 3-letter id and 5-digit size, then a
+/// 6-digit size and `LYRICS200`) or v1 (up to `LYRICSEND`, at most 5 100
+/// bytes of lyrics), or an ID3v2 tag appended after the audio.
+fn trailer(src: &Src, at: u64) -> Trailer {
+    let fits = |n: u64| {
+        if src.has(at, n) {
+            Trailer::Tag(n, "")
+        } else {
+            Trailer::Cut
+        }
+    };
+    let named = |t: Trailer, what: &'static str| match t {
+        Trailer::Tag(n, _) => Trailer::Tag(n, what),
+        other => other,
+    };
+    if src.starts_with_at(at, b"TAG") {
+        return named(fits(128), "ID3v1 tag");
+    }
+    if src.starts_with_at(at, b"APETAGEX") {
+        let (Some(size), Some(flags)) = (src.u32le(at + 12), src.u32le(at + 20)) else {
+            return Trailer::Cut;
+        };
+        let size = u64::from(size);
+        if flags & (1 << 29) == 0 || !(32..=MAX_TRAILER).contains(&size) {
+            return Trailer::None;
+        }
+        let total = size + 32;
+        if !src.has(at, total) {
+            return Trailer::Cut;
+        }
+        return if src.starts_with_at(at + total - 32, b"APETAGEX") {
+            Trailer::Tag(total, "APEv2 tag")
+        } else {
+            Trailer::None
+        };
+    }
+    if src.starts_with_at(at, b"LYRICSBEGIN") {
+        return lyrics3(src, at);
+    }
+    if src.starts_with_at(at, b"ID3") {
+        let Some(h) = src.bytes::<10>(at) else {
+            return Trailer::Cut;
+        };
+        if !(2..=4).contains(&h[3]) || h[4] == 0xFF || h[6..10].iter().any(|b| b & 0x80 != 0) {
+            return Trailer::None;
+        }
+        let size = h[6..10].iter().fold(0u64, |a, b| a << 7 | u64::from(*b));
+        let footer = if h[3] == 4 && h[5] & 0x10 != 0 { 10 } else { 0 };
+        return named(fits(10 + size + footer), "ID3v2 tag after the audio");
+    }
+    Trailer::None
+}
+
+/// A Lyrics3 tag at `at` (`LYRICSBEGIN` there).
+fn lyrics3(src: &Src, at: u64) -> Trailer {
+    let digits = |off: u64, n: usize| -> Option<u64> {
+        let mut v = 0u64;
+        for i in 0..n as u64 {
+            let b = src.u8(off + i)?;
+            if !b.is_ascii_digit() {
+                return None;
+            }
+            v = v * 10 + u64::from(b - b'0');
+        }
+        Some(v)
+    };
+    // v2: fields, then the size of everything from LYRICSBEGIN and LYRICS200.
+    let mut q = at + 11;
+    for _ in 0..64 {
+        if src.starts_with_at(q + 6, b"LYRICS200") && digits(q, 6) == Some(q - at) {
+            return Trailer::Tag(q + 15 - at, "Lyrics3 v2 tag");
+        }
+        let Some(id) = src.bytes::<3>(q) else {
+            return Trailer::Cut;
+        };
+        if !id.iter().all(u8::is_ascii_uppercase) {
+            break;
+        }
+        let Some(n) = digits(q + 3, 5) else {
+            return if src.has(q, 8) {
+                Trailer::None
+            } else {
+                Trailer::Cut
+            };
+        };
+        q += 8 + n;
+        if q - at > MAX_TRAILER {
+            return Trailer::None;
+        }
+    }
+    // v1: lyrics up to LYRICSEND (at most 5 100 bytes).
+    for e in at + 11..at + 11 + 5100 {
+        match src.u8(e) {
+            None => return Trailer::Cut,
+            Some(b'L') if src.starts_with_at(e, b"LYRICSEND") => {
+                return Trailer::Tag(e + 9 - at, "Lyrics3 v1 tag");
+            }
+            _ => {}
+        }
+    }
+    Trailer::None
 }
 
 #[cfg(test)]
@@ -377,5 +536,84 @@ pub(crate) mod tests {
             "/usr/lib/google-cloud-sdk/platform/gsutil/gslib/tests/test_data",
         ];
         check_real("mp3", &real_files(&d, &[".mp3"], 10));
+    }
+    /// Untagged MPEG audio (`mpa`): a chain from the candidate's first byte
+    /// that does not continue an earlier frame; its subtype is `mp3`.
+    #[test]
+    fn untagged_streams_and_continuations() {
+        let f = frames(10);
+        let v = run("mpa", &f).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, f.len() as u64));
+        assert_eq!(v.subtype.as_deref(), Some("mp3"));
+        // After other bytes, at a sector's start: a file.
+        let mut img: Vec<u8> = (0..512u32).map(|i| (i * 13 % 251) as u8).collect();
+        img.extend_from_slice(&f);
+        let v = run_at("mpa", &img, 512, NO_LIMIT).unwrap();
+        assert_eq!(v.length, f.len() as u64);
+        // Each later frame continues the one before it: not a file.
+        let second = 418;
+        assert!(run_at("mpa", &f, second, NO_LIMIT).is_none());
+        let third = 418 + 417;
+        assert!(run_at("mpa", &f, third, NO_LIMIT).is_none());
+        // Fewer than MIN_FRAMES frames with no tag: nothing.
+        assert!(run("mpa", &frames(3)).is_none());
+    }
+
+    /// Right after an ID3v2 tag, one frame is a file; the tags taggers
+    /// append after the audio (APEv2 with its header, Lyrics3 v2 and v1, an
+    /// ID3v2 tag, ID3v1) are part of it.
+    #[test]
+    fn short_tagged_files_and_trailers() {
+        let mut t = id3(b"TIT2\x00\x00\x00\x02\x00\x00\x00x");
+        t.extend_from_slice(&frames(1));
+        let mut img = t.clone();
+        img.extend_from_slice(&[0x5a; 300]);
+        let v = run("mp3", &img).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, t.len() as u64));
+
+        let mut f = frames(6);
+        // APEv2: header, one item, footer (size counts item + footer).
+        let item = b"\x05\x00\x00\x00\x00\x00\x00\x00Title\x00hello";
+        let ape = |header: bool| {
+            let mut v = b"APETAGEX".to_vec();
+            v.extend_from_slice(&2000u32.to_le_bytes());
+            v.extend_from_slice(&(item.len() as u32 + 32).to_le_bytes());
+            v.extend_from_slice(&1u32.to_le_bytes());
+            let flags = (1u32 << 31) | if header { 1 << 29 } else { 0 };
+            v.extend_from_slice(&flags.to_le_bytes());
+            v.extend_from_slice(&[0; 8]);
+            v
+        };
+        f.extend_from_slice(&ape(true));
+        f.extend_from_slice(item);
+        f.extend_from_slice(&ape(false));
+        // Lyrics3 v2: one field, then the size and LYRICS200.
+        let mut lyr = b"LYRICSBEGININD0000210".to_vec();
+        let size = format!("{:06}", lyr.len());
+        lyr.extend_from_slice(size.as_bytes());
+        lyr.extend_from_slice(b"LYRICS200");
+        f.extend_from_slice(&lyr);
+        f.extend_from_slice(b"TAG");
+        f.extend_from_slice(&[b' '; 125]);
+        // Audacious appends an ID3v2 tag after the ID3v1 tag.
+        f.extend_from_slice(&id3(b"TIT2\x00\x00\x00\x02\x00\x00\x00y"));
+        let mut img = f.clone();
+        img.extend_from_slice(&[0x33; 200]);
+        let v = run("mp3", &img).unwrap();
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Complete, f.len() as u64),
+            "{v:?}"
+        );
+        assert!(v.notes.iter().any(|n| n == "APEv2 tag"), "{v:?}");
+        assert!(v.notes.iter().any(|n| n == "Lyrics3 v2 tag"), "{v:?}");
+        // A trailer cut by the window: partial.
+        let v = run("mp3", &f[..f.len() - 5]).unwrap();
+        assert_eq!(v.status, Status::Partial);
+        // Lyrics3 v1.
+        let mut g = frames(5);
+        g.extend_from_slice(b"LYRICSBEGINla la laLYRICSEND");
+        let v = run("mp3", &g).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, g.len() as u64));
     }
 }

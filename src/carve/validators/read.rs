@@ -446,6 +446,15 @@ impl<'a> Src<'a> {
         reader_id(self.r)
     }
 
+    /// Up to `n` bytes right before the window (fewer at the reader's
+    /// start), into `out`: what precedes a candidate.
+    pub fn preceding(&self, n: u64, out: &mut Vec<u8>) {
+        let k = n.min(self.base);
+        out.resize(k as usize, 0);
+        let got = self.r.read_at(self.base - k, out);
+        out.truncate(got);
+    }
+
     /// Offset in the reader of window offset `off`.
     pub fn abs(&self, off: u64) -> u64 {
         self.base.saturating_add(off)
