@@ -9,7 +9,7 @@
 //! ended by a zero length.
 //!
 //! Checked: the signature; the packed-field reserved bits of image
-//! descriptors; the LZW minimum code size (2..=8); the graphic control
+//! descriptors; the LZW minimum code size (2..=11; the spec says 8); the graphic control
 //! extension's fixed block size (4); each block introducer; and each image's
 //! LZW data is decoded (code lengths only, no pixels kept, a fixed 16 KiB
 //! table): every code must be defined and the codes must yield at least
@@ -90,7 +90,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
                     return cut(&src);
                 }
                 let Some(code) = c.u8() else { return cut(&src) };
-                if !(2..=8).contains(&code) {
+                // The spec says 2..=8; decoders (giflib, Pillow) take up to
+                // 11 and encoders write it (Pillow's issue 2811 file).
+                if !(2..=11).contains(&code) {
                     return damaged(good_end, blocks, format!("LZW code size {code} at {at}"));
                 }
                 let pixels = u64::from(u16::from_le_bytes([d[4], d[5]]))

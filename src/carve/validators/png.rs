@@ -6,9 +6,11 @@
 //! covering type and data. `IHDR` (13 bytes) must come first and `IEND`
 //! (empty) last.
 //!
-//! Checked: the signature; `IHDR` first with length 13, a correct CRC and sane
-//! fields (non-zero dimensions ≤ 2^31-1, a legal bit depth / colour type
-//! combination, compression/filter 0, interlace 0/1); for every chunk the
+//! Checked: the signature; `IHDR` first with length 13, a correct CRC and
+//! non-zero dimensions ≤ 2^31-1 (a bit depth / colour type combination, a
+//! compression or filter method other than 0, or an interlace method other
+//! than 0/1 is only noted: under a correct CRC it is what the writer wrote);
+//! for every chunk the
 //! length bound, letter-only type and CRC-32 (computed in 64 KiB pieces, so a
 //! huge chunk costs time proportional to the bytes present, not memory).
 //!
@@ -48,20 +50,27 @@ pub fn validate(src: Src) -> Option<Verdict> {
         2 | 4 | 6 => matches!(depth, 8 | 16),
         _ => false,
     };
-    if w == 0
-        || h == 0
-        || w > 0x7fff_ffff
-        || h > 0x7fff_ffff
-        || !depth_ok
-        || comp != 0
-        || filter != 0
-        || interlace > 1
-    {
+    if w == 0 || h == 0 || w > 0x7fff_ffff || h > 0x7fff_ffff {
         return None;
     }
     let crc = crc32fast::hash(&ihdr[4..21]);
     if crc != u32::from_be_bytes([ihdr[21], ihdr[22], ihdr[23], ihdr[24]]) {
         return None;
+    }
+    // Fields no decoder reads, under a correct CRC: the file is what its
+    // writer made (Pillow's test suite holds one), said in a note.
+    let mut odd = Vec::new();
+    if !depth_ok {
+        odd.push(format!("bit depth {depth} with colour type {color}"));
+    }
+    if comp != 0 {
+        odd.push(format!("compression method {comp}"));
+    }
+    if filter != 0 {
+        odd.push(format!("filter method {filter}"));
+    }
+    if interlace > 1 {
+        odd.push(format!("interlace method {interlace}"));
     }
     let mut pos: u64 = 33;
     let mut apng = false;
@@ -96,6 +105,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
                     return Some(damaged(pos, "IEND with data"));
                 }
                 let mut v = Verdict::complete(end);
+                if !odd.is_empty() {
+                    v.notes
+                        .push(format!("IHDR: {} (no decoder reads it)", odd.join(", ")));
+                }
                 if !seen_idat {
                     v.status = Status::Partial;
                     v.notes.push("no IDAT chunk".into());
@@ -206,5 +219,26 @@ pub(crate) mod tests {
     fn real_pngs() {
         let files = real_files(&["/usr/share", "/usr/lib"], &[".png"], 40);
         check_real("png", &files);
+    }
+    /// An IHDR field no decoder reads, under a correct CRC: complete, noted;
+    /// the same bytes with a wrong CRC: not a PNG.
+    #[test]
+    fn odd_ihdr_fields_under_a_correct_crc() {
+        let p = sample();
+        let mut odd = super::SIG.to_vec();
+        let mut ihdr = Vec::new();
+        ihdr.extend_from_slice(&2u32.to_be_bytes());
+        ihdr.extend_from_slice(&2u32.to_be_bytes());
+        ihdr.extend_from_slice(&[8, 2, 1, 0, 0]);
+        chunk(&mut odd, b"IHDR", &ihdr);
+        odd.extend_from_slice(&p[33..]);
+        let v = run("png", &odd).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, odd.len() as u64));
+        assert!(
+            v.notes.iter().any(|n| n.contains("compression method 1")),
+            "{v:?}"
+        );
+        odd[30] ^= 1; // the IHDR CRC
+        assert!(run("png", &odd).is_none());
     }
 }
