@@ -448,7 +448,7 @@ pub fn run(
     if opts.baselines {
         // ripgrep reads the file as it lies on the disk: a container's
         // bytes are not the medium.
-        let file = (container == "raw").then_some(image_path);
+        let file = (image.kind() != crate::source::ImageKind::Container).then_some(image_path);
         report.baselines = baselines(file, &set.patterns, &mem)?;
     }
     Ok(report)

@@ -80,7 +80,8 @@ pub struct FileType {
     pub max_size: u64,
     pub validator: Option<String>,
     pub source: Option<String>,
-    /// Headers count only at offsets that are multiples of this (512: the
+    /// Headers count only at offsets that are multiples of this, a power of
+    /// two (the loaders refuse others) (512: the
     /// start of a sector, where file systems start files; 1: anywhere). For
     /// weak signatures (an MPEG audio frame's sync) that are everywhere
     /// inside files of their own kind.

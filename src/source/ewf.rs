@@ -191,9 +191,14 @@ impl EwfMedia {
     fn oversized(&self, i: u64) -> Option<u64> {
         let i = usize::try_from(i).ok()?;
         match guarded(|| self.reader.debug_chunk(i)) {
-            Ok((_, size, _, _)) if size > self.chunk.saturating_mul(2).max(1 << 16) => Some(size),
+            Ok((_, size, _, _)) if self.implausible(size) => Some(size),
             _ => None,
         }
+    }
+
+    /// A stored size zlib could not have made from one chunk.
+    fn implausible(&self, size: u64) -> bool {
+        size > self.chunk.saturating_mul(2).max(1 << 16)
     }
 
     /// Reads `buf` (inside the medium) at `offset` on the calling thread,
@@ -266,7 +271,7 @@ impl EwfMedia {
             }
             Err(e) => return Err(std::io::Error::other(e.to_string())),
         };
-        if size > self.chunk.saturating_mul(2).max(1 << 16) {
+        if self.implausible(size) {
             return Ok(Chunk::Damaged(format!(
                 "EWF chunk {i} stored as {size} bytes, implausible for a chunk of {} bytes",
                 self.chunk
@@ -282,12 +287,15 @@ impl EwfMedia {
         STORED.with_borrow_mut(|stored| -> std::io::Result<Chunk> {
             stored.resize(size as usize, 0);
             let got = super::buffered::pread_full(file, at, stored)?;
+            let cut_short = || {
+                Chunk::Damaged(format!(
+                    "EWF chunk {i} cut short: {got} of its {size} stored bytes are in segment {}",
+                    segment + 1
+                ))
+            };
             if !compressed {
                 if got < stored.len() {
-                    return Ok(Chunk::Damaged(format!(
-                        "EWF chunk {i} cut short: {got} of its {size} stored bytes are in segment {}",
-                        segment + 1
-                    )));
+                    return Ok(cut_short());
                 }
                 return Ok(stored_chunk(i, stored, dst));
             }
@@ -297,10 +305,7 @@ impl EwfMedia {
                 return Ok(verdict);
             }
             if got < stored.len() {
-                return Ok(Chunk::Damaged(format!(
-                    "EWF chunk {i} cut short: {got} of its {size} stored bytes are in segment {}",
-                    segment + 1
-                )));
+                return Ok(cut_short());
             }
             // The stream wants more than the table's size. The size of a
             // segment's last chunk is not stored but taken from where its
@@ -314,14 +319,11 @@ impl EwfMedia {
             if more > size {
                 stored.resize(more as usize, 0);
                 let got = super::buffered::pread_full(file, at, stored)?;
-                if let Some(verdict) = inflate_chunk(i, &stored[..got], dst, self.chunk as usize)
-                {
+                if let Some(verdict) = inflate_chunk(i, &stored[..got], dst, self.chunk as usize) {
                     return Ok(verdict);
                 }
             }
-            Ok(Chunk::Damaged(format!(
-                "EWF chunk {i}: its zlib stream does not end where it should (corrupt or cut short)"
-            )))
+            Ok(unended(i))
         })
     }
 
@@ -451,11 +453,16 @@ fn inflate_chunk(i: u64, stored: &[u8], dst: &mut [u8], chunk: usize) -> Option<
             dst.len()
         )),
         Ok(_) if z.total_in() == stored.len() as u64 && out < chunk as u64 => return None,
-        Ok(_) => Chunk::Damaged(format!(
-            "EWF chunk {i}: its zlib stream does not end where it should (corrupt or cut short)"
-        )),
+        Ok(_) => unended(i),
         Err(e) => Chunk::Damaged(format!("EWF chunk {i}: corrupt zlib stream ({e})")),
     })
+}
+
+/// Chunk `i`'s zlib stream did not end within what its segment holds for it.
+fn unended(i: u64) -> Chunk {
+    Chunk::Damaged(format!(
+        "EWF chunk {i}: its zlib stream does not end where it should (corrupt or cut short)"
+    ))
 }
 
 /// An uncompressed chunk `i`: its bytes, followed by their Adler-32 when
