@@ -372,7 +372,7 @@ fn split_on<'a>(data: &'a [u8], sep: &[u8]) -> Vec<&'a [u8]> {
     out
 }
 
-/// The file systems' layouts (`carve::geometry`, `carve::extfs`): volume
+/// The file systems' layouts (`carve::geometry`, `carve::geometry::extfs`): volume
 /// detection, ext inode tables, ext2/3 block maps and FAT chains from the
 /// first clusters of each volume's data area, and the verdicts over them
 /// (the first byte picks the validator).
@@ -389,7 +389,7 @@ fn fs_layout(data: &[u8]) {
     let validator = ["jpeg", "png", "tiff", "zip", "bmp", "pdf"][usize::from(pick) % 6];
     for vol in &g.volumes {
         assert!(vol.start < vol.end && vol.end <= len.max(vol.end));
-        if let Some(map) = gpucarve::carve::extfs::read(&image, vol) {
+        if let Some(map) = gpucarve::carve::geometry::extfs::read(&image, vol) {
             for (&first, f) in &map.files {
                 assert!(f.runs.len() >= 2, "{f:?}");
                 assert_eq!(f.runs[0].0, first);

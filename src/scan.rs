@@ -43,16 +43,8 @@ pub struct Match {
     pub pattern: PatternId,
 }
 
-/// Default block size of a GPU engine (see README: chosen from `gpucarve
-/// bench` sweeps), and what its buffers are sized for when no block size
-/// is given ([`haystack_len`]).
-pub const DEFAULT_BLOCK_SIZE: usize = 8 << 20;
-
-/// Default block size of the CPU engine: its scan is as fast with 1-8 MiB
-/// blocks, and a carving reads fewer fresh buffer pages and keeps less in
-/// flight with smaller ones (ext2 carving: CPU time -25 ms, FAT32 -57 ms,
-/// dense 64 MiB peak RSS 306 -> 247 MiB, against 8 MiB; session 13).
-pub const CPU_BLOCK_SIZE: usize = 4 << 20;
+/// The engines' block sizes, re-exported where scans are configured.
+pub use crate::engine::{CPU_BLOCK_SIZE, DEFAULT_BLOCK_SIZE};
 
 /// The longest haystack the engines are built for: a block of `block_size`
 /// bytes (0: the engine's default, [`DEFAULT_BLOCK_SIZE`] at most) and its

@@ -52,10 +52,11 @@
 pub mod bound;
 pub mod density;
 pub mod extent;
-pub mod extfs;
 pub mod fragments;
 pub mod geometry;
 pub mod output;
+pub mod reader;
+pub mod sink;
 mod stage;
 pub mod validators;
 pub mod view;
@@ -66,11 +67,11 @@ use std::time::SystemTime;
 
 use crate::catalogue::{Catalogue, CompiledSet, Role};
 use crate::engine::EngineSet;
-use crate::report::CarveReport;
 use crate::scan::{Engines, Match, ScanError, ScanOptions, ScanStats, scan_range};
 use crate::source::{BlockSpec, DIRECT_ALIGN, Image};
 use extent::{Candidate, FooterRules};
 pub use output::{OutputDir, OutputError};
+pub use sink::CarveReport;
 use validators::{Limits, Status};
 pub use view::ImageBytes;
 

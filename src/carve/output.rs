@@ -10,7 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::validators::ByteReader;
+use super::reader::ByteReader;
 use super::{ByteRun, CarvedFile, status_folder};
 use crate::hashing::{Digests, HashChoice, Hasher};
 

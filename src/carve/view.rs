@@ -47,7 +47,7 @@
 //! short read of the same length as before. A mapped read that met an
 //! unreadable page is not used either: it is done again that way.
 
-use super::validators::ByteReader;
+use super::reader::ByteReader;
 use crate::source::Image;
 use crate::source::cache::BlockCache;
 

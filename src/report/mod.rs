@@ -14,16 +14,7 @@ pub mod hashdeep;
 pub mod jsonl;
 pub mod matches;
 
-use crate::carve::CarvedFile;
-
-/// Receives carved files one by one, in offset order.
-pub trait CarveReport {
-    fn file(&mut self, f: &CarvedFile) -> std::io::Result<()>;
-    /// Everything before `cp.frontier` has been reported (resume journal).
-    fn checkpoint(&mut self, _cp: &crate::carve::Checkpoint) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+pub use crate::carve::sink::{CarveReport, Fanout};
 
 /// Facts about a run, for report headers.
 #[derive(Clone, Debug)]
@@ -37,26 +28,6 @@ pub struct RunInfo {
     pub sector_size: u32,
     /// The `--hash` algorithms.
     pub hashes: crate::hashing::HashChoice,
-}
-
-/// Sends every file to several reports.
-pub struct Fanout<'a> {
-    pub reports: Vec<&'a mut (dyn CarveReport + Send)>,
-}
-
-impl CarveReport for Fanout<'_> {
-    fn file(&mut self, f: &CarvedFile) -> std::io::Result<()> {
-        for r in &mut self.reports {
-            r.file(f)?;
-        }
-        Ok(())
-    }
-    fn checkpoint(&mut self, cp: &crate::carve::Checkpoint) -> std::io::Result<()> {
-        for r in &mut self.reports {
-            r.checkpoint(cp)?;
-        }
-        Ok(())
-    }
 }
 
 /// RFC 3339 UTC time (as DFXML uses), without pulling in a date crate.

@@ -10,12 +10,11 @@
 //! A later segment given by itself (`disk.E02`, `disk.002`) is refused with
 //! the name of the first one: reading it alone would give wrong offsets.
 
-use std::fs::File;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Image, SourceError, buffered::pread_full, ewf, gzip, split, stdin};
+use super::{Image, SourceError, buffered::head, ewf, gzip, split, stdin};
 
 /// What an input is, by content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,15 +81,6 @@ fn not_decoded(path: &Path, what: &str, why: &str) -> SourceError {
             "starts like a {what} file but {why}; if it is a raw image, carve it with --input raw"
         ),
     }
-}
-
-/// Reads the first bytes of a regular file (fewer if it is short).
-pub fn head(path: &Path) -> std::io::Result<Vec<u8>> {
-    let f = File::open(path)?;
-    let mut b = vec![0u8; 64];
-    let n = pread_full(&f, 0, &mut b)?;
-    b.truncate(n);
-    Ok(b)
 }
 
 /// Sniffs `path` (content first, then name). Errors only when it cannot be examined.

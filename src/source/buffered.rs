@@ -89,3 +89,12 @@ impl BlockReader for BufferedReader {
         Ok(())
     }
 }
+
+/// Reads the first bytes of a regular file (fewer if it is short).
+pub fn head(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    let f = std::fs::File::open(path)?;
+    let mut b = vec![0u8; 64];
+    let n = pread_full(&f, 0, &mut b)?;
+    b.truncate(n);
+    Ok(b)
+}

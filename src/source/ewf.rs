@@ -102,7 +102,7 @@ impl EwfMedia {
             path: path.to_path_buf(),
             source: std::io::Error::other(format!("EWF (E01) container: {e}")),
         };
-        let head = super::any::head(path).map_err(|e| super::io_open_error(path, e))?;
+        let head = super::buffered::head(path).map_err(|e| super::io_open_error(path, e))?;
         let (reader, segments) = if head.starts_with(&EVF2) {
             (
                 ewf::EwfReader::open_lazy(path).map_err(open_error)?,

@@ -1185,7 +1185,7 @@ impl Engine for GpuEngine {
     }
 
     fn default_block_size(&self) -> usize {
-        crate::scan::DEFAULT_BLOCK_SIZE
+        crate::engine::DEFAULT_BLOCK_SIZE
     }
 
     fn buffer_provider(&self) -> Option<Arc<dyn BufferProvider>> {

@@ -24,7 +24,9 @@
 //! a power of two from 512 bytes to 32 MiB, a volume lies inside the image;
 //! anything else is not a file system and the estimate is used.
 
-use super::validators::ByteReader;
+pub mod extfs;
+
+use crate::carve::reader::ByteReader;
 
 /// Most GPT partition entries read.
 pub const MAX_GPT_ENTRIES: u64 = 128;
@@ -46,8 +48,8 @@ pub struct Volume {
     /// FAT16/FAT32: where the allocation table lies.
     pub fat: Option<Fat>,
     /// ext2/3/4: the fragmented files its inodes list
-    /// ([`super::extfs`], read by [`detect_with_files`]).
-    pub ext_files: Option<std::sync::Arc<super::extfs::FileMap>>,
+    /// ([`extfs`], read by [`detect_with_files`]).
+    pub ext_files: Option<std::sync::Arc<extfs::FileMap>>,
 }
 
 /// A FAT16 or FAT32 volume's first allocation table: cluster `n` (from 2)
@@ -211,12 +213,12 @@ pub fn detect(r: &dyn ByteReader) -> Geometry {
 }
 
 /// [`detect`], and the inode tables of its ext2/3/4 volumes read
-/// ([`super::extfs::read`]; once per carving: on a large volume this reads
-/// its inode tables, bounded by [`super::extfs::MAX_INODES`]).
+/// ([`extfs::read`]; once per carving: on a large volume this reads
+/// its inode tables, bounded by [`extfs::MAX_INODES`]).
 pub fn detect_with_files(r: &dyn ByteReader) -> Geometry {
     let mut g = detect(r);
     for v in &mut g.volumes {
-        v.ext_files = super::extfs::read(r, v).map(std::sync::Arc::new);
+        v.ext_files = extfs::read(r, v).map(std::sync::Arc::new);
     }
     g
 }

@@ -7,7 +7,7 @@
 //! reads every inode table once per carving and keeps, for each regular
 //! file whose blocks are not contiguous, its runs in the image and its size,
 //! keyed by the image offset of its first block. The carver then validates a
-//! header found there along those runs ([`super::fragments::fs_layout_verdict`]):
+//! header found there along those runs ([`crate::carve::fragments::fs_layout_verdict`]):
 //! the validator must call the file complete with exactly the inode's size.
 //!
 //! Deleted files keep their inode only as far as the file system left it:
@@ -24,8 +24,8 @@
 
 use std::collections::BTreeMap;
 
-use super::geometry::{Volume, le16, le32};
-use super::validators::ByteReader;
+use super::{Volume, le16, le32};
+use crate::carve::reader::ByteReader;
 
 /// Most inodes read per volume.
 pub const MAX_INODES: u64 = 1 << 22;
