@@ -165,10 +165,6 @@ pub mod flac;
 pub mod gif;
 pub mod gzip;
 pub mod jpeg;
-/// The JPEG validator before the table-driven decoder: the oracle of
-/// `jpeg::tests::fast_decoder_verdicts_equal_the_reference`.
-#[cfg(test)]
-mod jpeg_reference;
 pub mod mp3;
 pub mod mp4;
 pub mod mpeg;

@@ -6,8 +6,8 @@
 //! Do not optimise or otherwise change this file: it is the oracle.
 #![allow(dead_code)]
 
-use super::Verdict;
-use super::read::{Cursor, Src};
+use super::super::Verdict;
+use super::super::read::{Cursor, Src};
 
 /// More markers than this is not a real JPEG.
 const MAX_MARKERS: u32 = 1_000_000;

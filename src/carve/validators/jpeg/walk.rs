@@ -1,0 +1,639 @@
+//! The marker walk: SOI to EOI, segment by segment, checking each marker and
+//! segment body and handing every scan to the entropy decoder ([`super::decode`]);
+//! MPF (multi-picture) images end where their index says.
+
+use super::Damage;
+use super::bits::{Buffered, ScanErr};
+use super::decode::{MAX_BLOCKS, decode_scan};
+use super::frame::{Frame, FrameKind, MAX_HISTORY_BLOCKS, Restored, Scan, Tables, restore_history};
+use super::huffman::Huff;
+use super::trail::SnapCtl;
+use crate::carve::validators::Verdict;
+use crate::carve::validators::read::{Cursor, Src};
+
+/// More markers than this is not a real JPEG.
+pub(super) const MAX_MARKERS: u32 = 1_000_000;
+
+/// Markers that may legitimately follow SOI as the first segment.
+pub(super) fn first_segment_marker(m: u8) -> bool {
+    matches!(m, 0xC0..=0xCF | 0xDB..=0xDF | 0xE0..=0xEF | 0xFE)
+}
+
+/// Markers with a length field accepted inside a file: SOFn (not the
+/// reserved `C8`), DHT, DAC, SOS, DQT, DNL, DRI, APPn, COM. Hierarchical
+/// (`DE`, `DF`) and JPEG extension markers (`F0..FD`, e.g. JPEG-LS) are not
+/// accepted: they are rare in real files and common in random data.
+pub(super) fn has_length(m: u8) -> bool {
+    matches!(m, 0xC0..=0xC7 | 0xC9..=0xCF | 0xDA..=0xDD | 0xE0..=0xEF | 0xFE)
+}
+
+/// DQT body: tables of `Pq/Tq` + 64 (8-bit) or 128 (16-bit) values.
+pub(super) fn dqt_ok(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        let (pq, tq) = (b[i] >> 4, b[i] & 15);
+        if pq > 1 || tq > 3 {
+            return false;
+        }
+        i += 1 + 64 * (usize::from(pq) + 1);
+    }
+    i == b.len() && !b.is_empty()
+}
+
+/// DHT body: tables of `Tc/Th`, 16 code counts, then the symbols.
+pub(super) fn dht_ok(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        let (tc, th) = (b[i] >> 4, b[i] & 15);
+        let Some(counts) = b.get(i + 1..i + 17) else {
+            return false;
+        };
+        let n: usize = counts.iter().map(|&c| usize::from(c)).sum();
+        if tc > 1 || th > 3 || n > 256 {
+            return false;
+        }
+        i += 17 + n;
+    }
+    i == b.len() && !b.is_empty()
+}
+
+pub(super) fn walk(src: Src, d: &mut Damage, ctl: SnapCtl) -> Option<Verdict> {
+    let mut tables = Tables::new(MAX_BLOCKS, ctl, false);
+    walk_inner(src, d, &mut tables)
+}
+
+pub(super) fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> {
+    let head = src.bytes::<4>(0);
+    let Some(head) = head else {
+        // Fewer than 4 bytes: only a partial SOI can be judged.
+        let mut b = [0u8; 3];
+        let n = src.read(0, &mut b);
+        return (b[..n] == [0xFF, 0xD8, 0xFF][..n] && n >= 2)
+            .then(|| Verdict::partial(src.len(), src.cut_note()));
+    };
+    if head[..3] != [0xFF, 0xD8, 0xFF] || !first_segment_marker(head[3]) {
+        return None;
+    }
+    // Room for one DQT/DHT segment body (lengths are 16-bit).
+    let mut seg_buf = Vec::new();
+    // Entropy-coded data, read in large pieces (allocated on the first scan).
+    let mut entropy_buf = Vec::new();
+    let mut kept = Buffered::default();
+    let mut c = Cursor::new(src, 2);
+    let mut frame: Option<Frame> = None;
+    let mut scan: Option<Scan> = None;
+    let mut undecoded = 0u32;
+    let mut undecoded_why: Option<&'static str> = None;
+    let mut seen_sof = false;
+    let mut scans = 0u32;
+    let mut segments = 0u32;
+    let mut progressive = false;
+    // Further images an MPF (multi-picture) index lists: (offset, size).
+    let mut mpf: Vec<(u64, u64)> = Vec::new();
+    let cut = |src: &Src| Some(Verdict::partial(src.len(), src.cut_note()));
+    // End of the last structure that was fully validated.
+    let mut good_end: u64 = 2;
+    let mut damaged = |good_end: u64, fail: u64, segments: u32, note: String| {
+        // Damage before a second segment confirmed the first: a false hit.
+        if segments < 2 {
+            None
+        } else {
+            d.damaged = true;
+            d.fail_at = fail.max(good_end);
+            Some(Verdict::partial(good_end, note))
+        }
+    };
+    for _ in 0..MAX_MARKERS {
+        // Marker: FF, optional fill FFs, then the code.
+        let marker_pos = c.pos();
+        match c.u8() {
+            Some(0xFF) => {}
+            Some(b) => {
+                return damaged(
+                    good_end,
+                    c.pos(),
+                    segments,
+                    format!("expected a marker at {marker_pos}, found {b:#04x}"),
+                );
+            }
+            None => return cut(&src),
+        }
+        let mut m = 0xFF;
+        for _ in 0..4096 {
+            match c.u8() {
+                Some(0xFF) => continue,
+                Some(b) => {
+                    m = b;
+                    break;
+                }
+                None => return cut(&src),
+            }
+        }
+        match m {
+            0xD9 => {
+                let end = c.pos();
+                if !seen_sof || scans == 0 {
+                    return Some(Verdict::partial(end, "EOI without a frame header and scan"));
+                }
+                let mut v = Verdict::complete(end);
+                if progressive {
+                    v.notes.push(format!("progressive, {scans} scans"));
+                }
+                if !mpf.is_empty() {
+                    match mpf_end(&src, end, &mpf, tables.budget) {
+                        Some(all) => {
+                            v.length = all;
+                            v.notes.push(format!(
+                                "multi-picture (MPF): {} more image(s) after the first EOI, each decoded; the last ends at {all}",
+                                mpf.len()
+                            ));
+                        }
+                        None => v.notes.push(format!(
+                            "the MPF index lists {} more image(s) that are not intact after the first EOI: carved to the first image",
+                            mpf.len()
+                        )),
+                    }
+                }
+                if let Some(why) = undecoded_why {
+                    v.notes.push(format!(
+                        "{undecoded} scan(s) checked by marker walk only ({why})"
+                    ));
+                }
+                return Some(v);
+            }
+            0x01 | 0xD0..=0xD7 => {
+                good_end = c.pos();
+                continue;
+            }
+            0xD8 => {
+                return damaged(
+                    good_end,
+                    c.pos(),
+                    segments,
+                    format!("second SOI at {marker_pos}"),
+                );
+            }
+            0xFF => return damaged(good_end, c.pos(), segments, "run of fill bytes".into()),
+            m if !has_length(m) => {
+                return damaged(
+                    good_end,
+                    c.pos(),
+                    segments,
+                    format!("reserved marker {m:#04x} at {marker_pos}"),
+                );
+            }
+            _ => {}
+        }
+        let Some(len) = c.u16be() else {
+            return cut(&src);
+        };
+        let len = u64::from(len);
+        let body = c.pos();
+        let seg_end = body - 2 + len;
+        if len < 2 {
+            return damaged(
+                good_end,
+                c.pos(),
+                segments,
+                format!("segment length {len} at {marker_pos}"),
+            );
+        }
+        if m == 0xE2 && !tables.inner && mpf.is_empty() {
+            mpf = mpf_images(&src, body, len - 2);
+        }
+        // Per-marker checks on the first bytes of the segment.
+        let ok = match m {
+            0xC0..=0xCF if m != 0xC4 && m != 0xC8 && m != 0xCC => {
+                // SOFn: P, Y, X, Nf, then 3 bytes per component.
+                let mut h = [0u8; 6 + 3 * 4];
+                let n = src.read(body, &mut h);
+                if n < 6 {
+                    return cut(&src);
+                }
+                let nf = u64::from(h[5]);
+                if seen_sof {
+                    // One frame per (non-hierarchical) image.
+                    return damaged(
+                        good_end,
+                        seg_end,
+                        segments,
+                        format!("second frame header at {marker_pos}"),
+                    );
+                }
+                progressive |= matches!(m, 0xC2 | 0xC6 | 0xCA | 0xCE);
+                seen_sof = true;
+                let lossless = matches!(m, 0xC3 | 0xC7 | 0xCB | 0xCF);
+                let precision_ok = if lossless {
+                    matches!(h[0], 2..=16)
+                } else {
+                    matches!(h[0], 8 | 12)
+                };
+                let ok =
+                    (1..=4).contains(&nf) && len == 8 + 3 * nf && precision_ok && h[3..5] != [0, 0];
+                if ok && n < 6 + 3 * nf as usize {
+                    return cut(&src);
+                }
+                let comps: Vec<(u8, u32, u32)> = (0..nf.min(4) as usize)
+                    .map(|i| {
+                        let hv = h[6 + 3 * i + 1];
+                        (h[6 + 3 * i], u32::from(hv >> 4), u32::from(hv & 15))
+                    })
+                    .collect();
+                let hv_ok = comps
+                    .iter()
+                    .all(|&(_, a, b)| (1..=4).contains(&a) && (1..=4).contains(&b));
+                let kind = match m {
+                    0xC0 | 0xC1 => FrameKind::Sequential,
+                    0xC2 => FrameKind::Progressive,
+                    _ => FrameKind::Other,
+                };
+                let f = Frame {
+                    kind,
+                    precision: h[0],
+                    height: u32::from(u16::from_be_bytes([h[1], h[2]])),
+                    width: u32::from(u16::from_be_bytes([h[3], h[4]])),
+                    hmax: comps.iter().map(|c| c.1).max().unwrap_or(1).max(1),
+                    vmax: comps.iter().map(|c| c.2).max().unwrap_or(1).max(1),
+                    comps,
+                };
+                if !(ok && hv_ok) {
+                    return damaged(
+                        good_end,
+                        seg_end,
+                        segments,
+                        format!("invalid frame header at {marker_pos}"),
+                    );
+                }
+                if let Some(tr) = tables.snap.trail.as_mut()
+                    && tr.first.is_some()
+                {
+                    // (A second frame starts a history of its own.)
+                    tr.valid = false;
+                }
+                // (A history restored for an earlier frame is not the snapshot's for this one.)
+                tables.restored = None;
+                tables.resume_ready = false;
+                tables.memo_sync = false;
+                let blocks: Vec<(u64, u64)> = (0..f.comps.len()).map(|i| f.blocks(i)).collect();
+                // Resuming from a snapshot with a history of this frame's
+                // shape: the history the resumed scan starts from, at once
+                // (the scans before it are skipped).
+                let resumed = tables
+                    .snap
+                    .resume
+                    .as_ref()
+                    .and_then(|r| r.history.clone())
+                    .filter(|h| {
+                        kind == FrameKind::Progressive
+                            && h.len() == blocks.len()
+                            && h.iter()
+                                .zip(&blocks)
+                                .all(|(c, (w, b))| c.len() as u64 == w * b)
+                    });
+                if let Some(from) = resumed {
+                    tables.history = Some(restore_history(&from));
+                    tables.restored = Some(Restored {
+                        from,
+                        dirty: Some(Vec::new()),
+                    });
+                    tables.resume_ready = true;
+                } else if kind == FrameKind::Progressive {
+                    let total: u64 = blocks.iter().map(|(w, h)| w * h).sum();
+                    // Zeroed by writing, not `vec![0; n]`: calloc's fresh
+                    // pages map the shared zero page, and the decode's
+                    // first store to each then faults again and flushes
+                    // the other cores' TLBs (2-5% of a carving's time).
+                    tables.history = (total <= MAX_HISTORY_BLOCKS).then(|| {
+                        blocks
+                            .iter()
+                            .map(|(w, h)| {
+                                let n = (w * h) as usize;
+                                #[allow(clippy::slow_vector_initialization)]
+                                let words = {
+                                    let mut words = Vec::with_capacity(n);
+                                    words.resize(n, 0u64);
+                                    words
+                                };
+                                words
+                            })
+                            .collect()
+                    });
+                }
+                frame = Some(f);
+                ok && hv_ok
+            }
+            0xC4 | 0xDB => {
+                let body_len = (len - 2) as usize;
+                if seg_buf.len() < body_len {
+                    seg_buf.resize(body_len, 0);
+                }
+                let Some(b) = seg_buf.get_mut(..body_len) else {
+                    return cut(&src);
+                };
+                if !src.read_exact(body, b) {
+                    return cut(&src);
+                }
+                if m == 0xC4 {
+                    dht_ok(b) && load_dht(b, tables)
+                } else {
+                    dqt_ok(b)
+                }
+            }
+            0xDD => {
+                if let Some(ri) = src.u16be(body) {
+                    tables.restart = u32::from(ri);
+                }
+                len == 4
+            }
+            0xDA => {
+                let Some(ns) = src.u8(body) else {
+                    return cut(&src);
+                };
+                let ns = u64::from(ns);
+                let tail = src.bytes::<3>(body + 1 + 2 * ns);
+                let Some([ss, se, a]) = tail else {
+                    return cut(&src);
+                };
+                let prog_ok =
+                    !progressive || ((ss == 0) == (se == 0) && se >= ss && (ss == 0 || ns == 1));
+                let ok = seen_sof
+                    && (1..=4).contains(&ns)
+                    && len == 6 + 2 * ns
+                    && ss <= 63
+                    && se <= 63
+                    && a >> 4 <= 13
+                    && prog_ok;
+                scan = None;
+                if ok && let Some(f) = &frame {
+                    let mut sc = Scan {
+                        comps: Vec::new(),
+                        ss,
+                        se,
+                        ah: a >> 4,
+                    };
+                    for i in 0..ns {
+                        let Some([cs, tt]) = src.bytes::<2>(body + 1 + 2 * i) else {
+                            return cut(&src);
+                        };
+                        if let Some(ci) = f.comps.iter().position(|c| c.0 == cs) {
+                            sc.comps
+                                .push((ci, usize::from(tt >> 4 & 3), usize::from(tt & 3)));
+                        }
+                    }
+                    scan = Some(sc);
+                }
+                ok
+            }
+            _ => true,
+        };
+        if !ok {
+            return damaged(
+                good_end,
+                seg_end,
+                segments,
+                format!("invalid segment {m:#04x} at {marker_pos}"),
+            );
+        }
+        if seg_end > src.len() {
+            return cut(&src);
+        }
+        c.seek(seg_end);
+        segments += 1;
+        good_end = seg_end;
+        if m == 0xDA {
+            scans += 1;
+            tables.snap.scan = scans;
+            // Resuming: scans decoded before the snapshot's are skipped.
+            let skip = tables.snap.resume.as_ref().and_then(|r| {
+                (r.m.scan > scans)
+                    .then(|| r.scan_ends.iter().find(|e| e.0 == scans).map(|e| e.1))
+                    .flatten()
+            });
+            if let Some(end) = skip {
+                c.seek(end);
+                good_end = end;
+                continue;
+            }
+            let decodable = match (&frame, &scan) {
+                (Some(f), Some(s)) => scan_decodable(f, s, tables),
+                _ => Err("no usable frame/scan header"),
+            };
+            match decodable {
+                Ok(()) => {
+                    let (Some(f), Some(s)) = (&frame, &scan) else {
+                        return cut(&src);
+                    };
+                    let r = decode_scan(&mut c, &mut entropy_buf, &mut kept, tables, f, s);
+                    if tables.snap.latest.is_some() {
+                        tables.snap.finalize(&tables.history);
+                    }
+                    if let Some(tr) = tables.snap.trail.as_mut() {
+                        tr.end_scan(&tables.snap.scan_ends, &tables.history);
+                    }
+                    match r {
+                        Ok(()) => {
+                            good_end = c.pos();
+                            if !tables.snap.wants.is_empty() || tables.snap.trail.is_some() {
+                                tables.snap.scan_ends.push((scans, good_end));
+                            }
+                        }
+                        Err((ScanErr::Cut, _, _)) => return cut(&src),
+                        Err((ScanErr::Bad(why), at, fail)) => {
+                            return damaged(
+                                at.max(good_end),
+                                fail,
+                                segments,
+                                format!("scan {scans}: {why}"),
+                            );
+                        }
+                    }
+                }
+                Err(why) => {
+                    // Not decodable here: find the first FF not followed by
+                    // 00, RSTn or FF.
+                    undecoded_why.get_or_insert(why);
+                    undecoded += 1;
+                    match scan_entropy(&mut c) {
+                        Some(p) => {
+                            c.seek(p);
+                            good_end = p;
+                        }
+                        None => return cut(&src),
+                    }
+                }
+            }
+        }
+    }
+    damaged(good_end, c.pos(), segments, "too many markers".into())
+}
+
+/// From the start of entropy-coded data, returns the offset of the marker
+/// that ends it (the `FF` of a marker other than stuffing/RST/fill), or
+/// `None` when the window ends first.
+pub(super) fn scan_entropy(c: &mut Cursor) -> Option<u64> {
+    loop {
+        let chunk = c.chunk();
+        if chunk.is_empty() {
+            return None;
+        }
+        let Some(i) = memchr::memchr(0xFF, chunk) else {
+            let n = chunk.len() as u64;
+            c.skip(n);
+            continue;
+        };
+        let ff = c.pos() + i as u64;
+        c.seek(ff + 1);
+        // Skip fill FFs; look at the byte after them.
+        loop {
+            match c.u8()? {
+                0xFF => continue,
+                0x00 | 0xD0..=0xD7 => break,
+                _ => {
+                    // The marker starts at the last FF before this byte.
+                    return Some(c.pos() - 2);
+                }
+            }
+        }
+    }
+}
+
+/// Stores the tables of a DHT body (already checked by [`dht_ok`]).
+pub(super) fn load_dht(b: &[u8], t: &mut Tables) -> bool {
+    let mut i = 0;
+    while i + 17 <= b.len() {
+        let (tc, th) = (b[i] >> 4, usize::from(b[i] & 3));
+        let counts = &b[i + 1..i + 17];
+        let n: usize = counts.iter().map(|&c| usize::from(c)).sum();
+        let Some(syms) = b.get(i + 17..i + 17 + n) else {
+            return false;
+        };
+        let Some(h) = Huff::shared(counts, syms, tc != 0) else {
+            return false;
+        };
+        if tc == 0 {
+            t.dc[th] = Some(h);
+        } else {
+            t.ac[th] = Some(h);
+        }
+        i += 17 + n;
+    }
+    true
+}
+
+/// Whether a scan can be decoded here; otherwise why not.
+pub(super) fn scan_decodable(f: &Frame, s: &Scan, t: &Tables) -> Result<(), &'static str> {
+    if f.kind == FrameKind::Other {
+        return Err("arithmetic, lossless or hierarchical coding");
+    }
+    if f.height == 0 {
+        return Err("height given by DNL");
+    }
+    if s.comps.is_empty() {
+        return Err("scan names no frame component");
+    }
+    let blocks: u32 = s
+        .comps
+        .iter()
+        .map(|&(ci, _, _)| f.comps[ci].1 * f.comps[ci].2)
+        .sum();
+    if s.comps.len() > 1 && blocks > 10 {
+        return Err("more than 10 blocks per MCU");
+    }
+    let progressive = f.kind == FrameKind::Progressive;
+    let needs_dc = !progressive || (s.ss == 0 && s.ah == 0);
+    let needs_ac = !progressive || s.ss > 0;
+    for &(_, td, ta) in &s.comps {
+        if (needs_dc && t.dc[td].is_none()) || (needs_ac && t.ac[ta].is_none()) {
+            return Err("Huffman table not defined (e.g. Motion-JPEG)");
+        }
+    }
+    if progressive && s.ss > 0 && s.ah > 0 && t.history.is_none() {
+        return Err("progressive image too large to track refinement");
+    }
+    Ok(())
+}
+
+/// Decoding state kept across segments.
+/// Most further images an MPF index may list.
+pub(super) const MAX_MPF_IMAGES: usize = 64;
+
+/// The images other than the first that the MPF segment (`APP2` "MPF\0",
+/// CIPA DC-007) whose body of `n` bytes starts at `body` lists: (offset from
+/// the file's start, size). Offsets in the index count from the segment's
+/// TIFF header. Empty when the segment is not MPF or its index is unusable.
+pub(super) fn mpf_images(src: &Src, body: u64, n: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    if n < 16 || !src.starts_with_at(body, b"MPF\0") {
+        return out;
+    }
+    let mp = body + 4;
+    let Some(order) = src.bytes::<2>(mp) else {
+        return out;
+    };
+    let le = match &order {
+        b"II" => true,
+        b"MM" => false,
+        _ => return out,
+    };
+    let u16at = |o: u64| if le { src.u16le(o) } else { src.u16be(o) };
+    let u32at = |o: u64| if le { src.u32le(o) } else { src.u32be(o) };
+    if u16at(mp + 2) != Some(42) {
+        return out;
+    }
+    let Some(ifd) = u32at(mp + 4).map(|o| mp + u64::from(o)) else {
+        return out;
+    };
+    let count = u16at(ifd).unwrap_or(0);
+    for i in 0..u64::from(count.min(64)) {
+        let e = ifd + 2 + 12 * i;
+        if u16at(e) != Some(0xB002) {
+            continue;
+        }
+        let (Some(bytes), Some(at)) = (u32at(e + 4), u32at(e + 8)) else {
+            return out;
+        };
+        let entries = (u64::from(bytes) / 16).min(MAX_MPF_IMAGES as u64 + 1);
+        for k in 0..entries {
+            let ent = mp + u64::from(at) + 16 * k;
+            let (Some(size), Some(off)) = (u32at(ent + 4), u32at(ent + 8)) else {
+                return Vec::new();
+            };
+            // The first image's offset is 0: it is this file's start.
+            if off != 0 && size >= 4 {
+                out.push((mp + u64::from(off), u64::from(size)));
+            }
+        }
+        break;
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Where a multi-picture file ends: every image the MPF index lists after
+/// the first (which ends at `first_end`) starts at or after it, in order, and
+/// validates as a complete JPEG of exactly its listed size. `None` when one
+/// of them is missing, damaged or cut.
+pub(super) fn mpf_end(
+    src: &Src,
+    first_end: u64,
+    images: &[(u64, u64)],
+    budget: u64,
+) -> Option<u64> {
+    let mut end = first_end;
+    for &(off, size) in images {
+        if off < end {
+            return None;
+        }
+        let sub = src.sub(off, size)?;
+        if sub.len() < size {
+            return None;
+        }
+        let mut tables = Tables::new(budget, SnapCtl::default(), true);
+        let v = walk_inner(sub, &mut Damage::default(), &mut tables)?;
+        if v.status != crate::carve::validators::Status::Complete || v.length != size {
+            return None;
+        }
+        end = off + size;
+    }
+    Some(end)
+}
