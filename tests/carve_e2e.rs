@@ -673,7 +673,7 @@ fn three_and_four_fragment_files_are_recovered_without_false_joins() {
         "recovered {recovered} of {total} files in three or four fragments"
     );
     // Three fragments alone: measured 15/34 on these images (512-byte FAT
-    // clusters; 23/38 on the 256 MiB images of BENCHMARKS.md).
+    // clusters; 23/38 on 256 MiB images, BENCHMARKS.md in git history).
     assert!(total3 > 0);
     assert!(
         recovered3 * 100 >= total3 * 40,
