@@ -2,6 +2,8 @@
 //! segment body and handing every scan to the entropy decoder ([`super::decode`]);
 //! MPF (multi-picture) images end where their index says.
 
+use std::ops::ControlFlow;
+
 use super::Damage;
 use super::bits::{Buffered, ScanErr};
 use super::decode::{MAX_BLOCKS, decode_scan};
@@ -62,6 +64,43 @@ pub(super) fn walk(src: Src, d: &mut Damage, ctl: SnapCtl) -> Option<Verdict> {
     walk_inner(src, d, &mut tables)
 }
 
+/// How a step of the walk ends it: `Break(verdict)` is the walk's answer.
+type Flow<T = ()> = ControlFlow<Option<Verdict>, T>;
+
+/// The walk's state from marker to marker.
+struct Walk<'a> {
+    src: Src<'a>,
+    c: Cursor<'a>,
+    /// Room for one DQT/DHT segment body (lengths are 16-bit).
+    seg_buf: Vec<u8>,
+    /// Entropy-coded data, read in large pieces (allocated on the first scan).
+    entropy_buf: Vec<u8>,
+    kept: Buffered,
+    frame: Option<Frame>,
+    scan: Option<Scan>,
+    undecoded: u32,
+    undecoded_why: Option<&'static str>,
+    seen_sof: bool,
+    scans: u32,
+    segments: u32,
+    progressive: bool,
+    /// Further images an MPF (multi-picture) index lists: (offset, size).
+    mpf: Vec<(u64, u64)>,
+    /// End of the last structure that was fully validated.
+    good_end: u64,
+}
+
+/// One marker segment's place: its marker, where the marker and the body
+/// start, its length field and where it ends.
+#[derive(Clone, Copy)]
+struct Segment {
+    m: u8,
+    marker_pos: u64,
+    len: u64,
+    body: u64,
+    end: u64,
+}
+
 pub(super) fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> {
     let head = src.bytes::<4>(0);
     let Some(head) = head else {
@@ -74,397 +113,482 @@ pub(super) fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Optio
     if head[..3] != [0xFF, 0xD8, 0xFF] || !first_segment_marker(head[3]) {
         return None;
     }
-    // Room for one DQT/DHT segment body (lengths are 16-bit).
-    let mut seg_buf = Vec::new();
-    // Entropy-coded data, read in large pieces (allocated on the first scan).
-    let mut entropy_buf = Vec::new();
-    let mut kept = Buffered::default();
-    let mut c = Cursor::new(src, 2);
-    let mut frame: Option<Frame> = None;
-    let mut scan: Option<Scan> = None;
-    let mut undecoded = 0u32;
-    let mut undecoded_why: Option<&'static str> = None;
-    let mut seen_sof = false;
-    let mut scans = 0u32;
-    let mut segments = 0u32;
-    let mut progressive = false;
-    // Further images an MPF (multi-picture) index lists: (offset, size).
-    let mut mpf: Vec<(u64, u64)> = Vec::new();
-    let cut = |src: &Src| Some(Verdict::partial(src.len(), src.cut_note()));
-    // End of the last structure that was fully validated.
-    let mut good_end: u64 = 2;
-    let mut damaged = |good_end: u64, fail: u64, segments: u32, note: String| {
-        // Damage before a second segment confirmed the first: a false hit.
-        if segments < 2 {
+    let mut w = Walk {
+        src,
+        c: Cursor::new(src, 2),
+        seg_buf: Vec::new(),
+        entropy_buf: Vec::new(),
+        kept: Buffered::default(),
+        frame: None,
+        scan: None,
+        undecoded: 0,
+        undecoded_why: None,
+        seen_sof: false,
+        scans: 0,
+        segments: 0,
+        progressive: false,
+        mpf: Vec::new(),
+        good_end: 2,
+    };
+    match w.markers(d, tables) {
+        ControlFlow::Break(v) => v,
+        ControlFlow::Continue(()) => w.damaged(d, w.good_end, w.c.pos(), "too many markers".into()),
+    }
+}
+
+impl Walk<'_> {
+    /// The window ends: what was walked is a partial file.
+    fn cut(&self) -> Option<Verdict> {
+        Some(Verdict::partial(self.src.len(), self.src.cut_note()))
+    }
+
+    /// Damage at `fail` after the structures up to `good_end` checked out;
+    /// damage before a second segment confirmed the first: a false hit.
+    fn damaged(&self, d: &mut Damage, good_end: u64, fail: u64, note: String) -> Option<Verdict> {
+        if self.segments < 2 {
             None
         } else {
             d.damaged = true;
             d.fail_at = fail.max(good_end);
             Some(Verdict::partial(good_end, note))
         }
-    };
-    for _ in 0..MAX_MARKERS {
-        // Marker: FF, optional fill FFs, then the code.
-        let marker_pos = c.pos();
-        match c.u8() {
+    }
+
+    /// Marker after marker until the walk has its answer (`Continue` after
+    /// [`MAX_MARKERS`]).
+    fn markers(&mut self, d: &mut Damage, tables: &mut Tables) -> Flow {
+        for _ in 0..MAX_MARKERS {
+            let (marker_pos, m) = self.marker(d)?;
+            if self.standalone(d, tables, m, marker_pos)? {
+                continue;
+            }
+            let seg = self.segment_at(d, tables, m, marker_pos)?;
+            let ok = self.check_segment(d, tables, seg)?;
+            if !ok {
+                let note = format!("invalid segment {m:#04x} at {marker_pos}");
+                return ControlFlow::Break(self.damaged(d, self.good_end, seg.end, note));
+            }
+            if seg.end > self.src.len() {
+                return ControlFlow::Break(self.cut());
+            }
+            self.c.seek(seg.end);
+            self.segments += 1;
+            self.good_end = seg.end;
+            if m == 0xDA {
+                self.entropy_coded_data(d, tables)?;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// The next marker: `FF`, optional fill `FF`s, then the code; returns
+    /// where it starts and the code.
+    fn marker(&mut self, d: &mut Damage) -> Flow<(u64, u8)> {
+        let marker_pos = self.c.pos();
+        match self.c.u8() {
             Some(0xFF) => {}
             Some(b) => {
-                return damaged(
-                    good_end,
-                    c.pos(),
-                    segments,
-                    format!("expected a marker at {marker_pos}, found {b:#04x}"),
-                );
+                let note = format!("expected a marker at {marker_pos}, found {b:#04x}");
+                return ControlFlow::Break(self.damaged(d, self.good_end, self.c.pos(), note));
             }
-            None => return cut(&src),
+            None => return ControlFlow::Break(self.cut()),
         }
         let mut m = 0xFF;
         for _ in 0..4096 {
-            match c.u8() {
+            match self.c.u8() {
                 Some(0xFF) => continue,
                 Some(b) => {
                     m = b;
                     break;
                 }
-                None => return cut(&src),
+                None => return ControlFlow::Break(self.cut()),
             }
         }
+        ControlFlow::Continue((marker_pos, m))
+    }
+
+    /// Markers without a length: EOI ends the walk, RSTn and TEM are
+    /// passed (`true`), a second SOI, fill runs and reserved codes are
+    /// damage; `false` for a marker with a segment.
+    fn standalone(
+        &mut self,
+        d: &mut Damage,
+        tables: &Tables,
+        m: u8,
+        marker_pos: u64,
+    ) -> Flow<bool> {
         match m {
-            0xD9 => {
-                let end = c.pos();
-                if !seen_sof || scans == 0 {
-                    return Some(Verdict::partial(end, "EOI without a frame header and scan"));
-                }
-                let mut v = Verdict::complete(end);
-                if progressive {
-                    v.notes.push(format!("progressive, {scans} scans"));
-                }
-                if !mpf.is_empty() {
-                    match mpf_end(&src, end, &mpf, tables.budget) {
-                        Some(all) => {
-                            v.length = all;
-                            v.notes.push(format!(
-                                "multi-picture (MPF): {} more image(s) after the first EOI, each decoded; the last ends at {all}",
-                                mpf.len()
-                            ));
-                        }
-                        None => v.notes.push(format!(
-                            "the MPF index lists {} more image(s) that are not intact after the first EOI: carved to the first image",
-                            mpf.len()
-                        )),
-                    }
-                }
-                if let Some(why) = undecoded_why {
-                    v.notes.push(format!(
-                        "{undecoded} scan(s) checked by marker walk only ({why})"
-                    ));
-                }
-                return Some(v);
-            }
+            0xD9 => ControlFlow::Break(self.eoi(tables)),
             0x01 | 0xD0..=0xD7 => {
-                good_end = c.pos();
-                continue;
+                self.good_end = self.c.pos();
+                ControlFlow::Continue(true)
             }
             0xD8 => {
-                return damaged(
-                    good_end,
-                    c.pos(),
-                    segments,
-                    format!("second SOI at {marker_pos}"),
-                );
+                let note = format!("second SOI at {marker_pos}");
+                ControlFlow::Break(self.damaged(d, self.good_end, self.c.pos(), note))
             }
-            0xFF => return damaged(good_end, c.pos(), segments, "run of fill bytes".into()),
+            0xFF => ControlFlow::Break(self.damaged(
+                d,
+                self.good_end,
+                self.c.pos(),
+                "run of fill bytes".into(),
+            )),
             m if !has_length(m) => {
-                return damaged(
-                    good_end,
-                    c.pos(),
-                    segments,
-                    format!("reserved marker {m:#04x} at {marker_pos}"),
-                );
+                let note = format!("reserved marker {m:#04x} at {marker_pos}");
+                ControlFlow::Break(self.damaged(d, self.good_end, self.c.pos(), note))
             }
-            _ => {}
+            _ => ControlFlow::Continue(false),
         }
-        let Some(len) = c.u16be() else {
-            return cut(&src);
+    }
+
+    /// The verdict at EOI: complete after a frame header and a scan (to the
+    /// end of the MPF images when an index lists them intact).
+    fn eoi(&self, tables: &Tables) -> Option<Verdict> {
+        let end = self.c.pos();
+        if !self.seen_sof || self.scans == 0 {
+            return Some(Verdict::partial(end, "EOI without a frame header and scan"));
+        }
+        let mut v = Verdict::complete(end);
+        if self.progressive {
+            v.notes.push(format!("progressive, {} scans", self.scans));
+        }
+        if !self.mpf.is_empty() {
+            match mpf_end(&self.src, end, &self.mpf, tables.budget) {
+                Some(all) => {
+                    v.length = all;
+                    v.notes.push(format!(
+                        "multi-picture (MPF): {} more image(s) after the first EOI, each decoded; the last ends at {all}",
+                        self.mpf.len()
+                    ));
+                }
+                None => v.notes.push(format!(
+                    "the MPF index lists {} more image(s) that are not intact after the first EOI: carved to the first image",
+                    self.mpf.len()
+                )),
+            }
+        }
+        if let Some(why) = self.undecoded_why {
+            v.notes.push(format!(
+                "{} scan(s) checked by marker walk only ({why})",
+                self.undecoded
+            ));
+        }
+        Some(v)
+    }
+
+    /// Reads a segment's length; an APP2 segment may hold the MPF index.
+    fn segment_at(
+        &mut self,
+        d: &mut Damage,
+        tables: &Tables,
+        m: u8,
+        marker_pos: u64,
+    ) -> Flow<Segment> {
+        let Some(len) = self.c.u16be() else {
+            return ControlFlow::Break(self.cut());
         };
         let len = u64::from(len);
-        let body = c.pos();
-        let seg_end = body - 2 + len;
+        let body = self.c.pos();
+        let end = body - 2 + len;
         if len < 2 {
-            return damaged(
-                good_end,
-                c.pos(),
-                segments,
-                format!("segment length {len} at {marker_pos}"),
-            );
+            let note = format!("segment length {len} at {marker_pos}");
+            return ControlFlow::Break(self.damaged(d, self.good_end, self.c.pos(), note));
         }
-        if m == 0xE2 && !tables.inner && mpf.is_empty() {
-            mpf = mpf_images(&src, body, len - 2);
+        if m == 0xE2 && !tables.inner && self.mpf.is_empty() {
+            self.mpf = mpf_images(&self.src, body, len - 2);
         }
-        // Per-marker checks on the first bytes of the segment.
-        let ok = match m {
-            0xC0..=0xCF if m != 0xC4 && m != 0xC8 && m != 0xCC => {
-                // SOFn: P, Y, X, Nf, then 3 bytes per component.
-                let mut h = [0u8; 6 + 3 * 4];
-                let n = src.read(body, &mut h);
-                if n < 6 {
-                    return cut(&src);
-                }
-                let nf = u64::from(h[5]);
-                if seen_sof {
-                    // One frame per (non-hierarchical) image.
-                    return damaged(
-                        good_end,
-                        seg_end,
-                        segments,
-                        format!("second frame header at {marker_pos}"),
-                    );
-                }
-                progressive |= matches!(m, 0xC2 | 0xC6 | 0xCA | 0xCE);
-                seen_sof = true;
-                let lossless = matches!(m, 0xC3 | 0xC7 | 0xCB | 0xCF);
-                let precision_ok = if lossless {
-                    matches!(h[0], 2..=16)
-                } else {
-                    matches!(h[0], 8 | 12)
-                };
-                let ok =
-                    (1..=4).contains(&nf) && len == 8 + 3 * nf && precision_ok && h[3..5] != [0, 0];
-                if ok && n < 6 + 3 * nf as usize {
-                    return cut(&src);
-                }
-                let comps: Vec<(u8, u32, u32)> = (0..nf.min(4) as usize)
-                    .map(|i| {
-                        let hv = h[6 + 3 * i + 1];
-                        (h[6 + 3 * i], u32::from(hv >> 4), u32::from(hv & 15))
-                    })
-                    .collect();
-                let hv_ok = comps
-                    .iter()
-                    .all(|&(_, a, b)| (1..=4).contains(&a) && (1..=4).contains(&b));
-                let kind = match m {
-                    0xC0 | 0xC1 => FrameKind::Sequential,
-                    0xC2 => FrameKind::Progressive,
-                    _ => FrameKind::Other,
-                };
-                let f = Frame {
-                    kind,
-                    precision: h[0],
-                    height: u32::from(u16::from_be_bytes([h[1], h[2]])),
-                    width: u32::from(u16::from_be_bytes([h[3], h[4]])),
-                    hmax: comps.iter().map(|c| c.1).max().unwrap_or(1).max(1),
-                    vmax: comps.iter().map(|c| c.2).max().unwrap_or(1).max(1),
-                    comps,
-                };
-                if !(ok && hv_ok) {
-                    return damaged(
-                        good_end,
-                        seg_end,
-                        segments,
-                        format!("invalid frame header at {marker_pos}"),
-                    );
-                }
-                if let Some(tr) = tables.snap.trail.as_mut()
-                    && tr.first.is_some()
-                {
-                    // (A second frame starts a history of its own.)
-                    tr.valid = false;
-                }
-                // (A history restored for an earlier frame is not the snapshot's for this one.)
-                tables.restored = None;
-                tables.resume_ready = false;
-                tables.memo_sync = false;
-                let blocks: Vec<(u64, u64)> = (0..f.comps.len()).map(|i| f.blocks(i)).collect();
-                // Resuming from a snapshot with a history of this frame's
-                // shape: the history the resumed scan starts from, at once
-                // (the scans before it are skipped).
-                let resumed = tables
-                    .snap
-                    .resume
-                    .as_ref()
-                    .and_then(|r| r.history.clone())
-                    .filter(|h| {
-                        kind == FrameKind::Progressive
-                            && h.len() == blocks.len()
-                            && h.iter()
-                                .zip(&blocks)
-                                .all(|(c, (w, b))| c.len() as u64 == w * b)
-                    });
-                if let Some(from) = resumed {
-                    tables.history = Some(restore_history(&from));
-                    tables.restored = Some(Restored {
-                        from,
-                        dirty: Some(Vec::new()),
-                    });
-                    tables.resume_ready = true;
-                } else if kind == FrameKind::Progressive {
-                    let total: u64 = blocks.iter().map(|(w, h)| w * h).sum();
-                    // Zeroed by writing, not `vec![0; n]`: calloc's fresh
-                    // pages map the shared zero page, and the decode's
-                    // first store to each then faults again and flushes
-                    // the other cores' TLBs (2-5% of a carving's time).
-                    tables.history = (total <= MAX_HISTORY_BLOCKS).then(|| {
-                        blocks
-                            .iter()
-                            .map(|(w, h)| {
-                                let n = (w * h) as usize;
-                                #[allow(clippy::slow_vector_initialization)]
-                                let words = {
-                                    let mut words = Vec::with_capacity(n);
-                                    words.resize(n, 0u64);
-                                    words
-                                };
-                                words
-                            })
-                            .collect()
-                    });
-                }
-                frame = Some(f);
-                ok && hv_ok
+        ControlFlow::Continue(Segment {
+            m,
+            marker_pos,
+            len,
+            body,
+            end,
+        })
+    }
+
+    /// Per-marker checks on the segment's body: whether it is valid.
+    fn check_segment(&mut self, d: &mut Damage, tables: &mut Tables, seg: Segment) -> Flow<bool> {
+        match seg.m {
+            0xC0..=0xCF if seg.m != 0xC4 && seg.m != 0xC8 && seg.m != 0xCC => {
+                self.frame_header(d, tables, seg)
             }
-            0xC4 | 0xDB => {
-                let body_len = (len - 2) as usize;
-                if seg_buf.len() < body_len {
-                    seg_buf.resize(body_len, 0);
-                }
-                let Some(b) = seg_buf.get_mut(..body_len) else {
-                    return cut(&src);
-                };
-                if !src.read_exact(body, b) {
-                    return cut(&src);
-                }
-                if m == 0xC4 {
-                    dht_ok(b) && load_dht(b, tables)
-                } else {
-                    dqt_ok(b)
-                }
-            }
+            0xC4 | 0xDB => self.table_segment(tables, seg),
             0xDD => {
-                if let Some(ri) = src.u16be(body) {
+                if let Some(ri) = self.src.u16be(seg.body) {
                     tables.restart = u32::from(ri);
                 }
-                len == 4
+                ControlFlow::Continue(seg.len == 4)
             }
-            0xDA => {
-                let Some(ns) = src.u8(body) else {
-                    return cut(&src);
-                };
-                let ns = u64::from(ns);
-                let tail = src.bytes::<3>(body + 1 + 2 * ns);
-                let Some([ss, se, a]) = tail else {
-                    return cut(&src);
-                };
-                let prog_ok =
-                    !progressive || ((ss == 0) == (se == 0) && se >= ss && (ss == 0 || ns == 1));
-                let ok = seen_sof
-                    && (1..=4).contains(&ns)
-                    && len == 6 + 2 * ns
-                    && ss <= 63
-                    && se <= 63
-                    && a >> 4 <= 13
-                    && prog_ok;
-                scan = None;
-                if ok && let Some(f) = &frame {
-                    let mut sc = Scan {
-                        comps: Vec::new(),
-                        ss,
-                        se,
-                        ah: a >> 4,
-                    };
-                    for i in 0..ns {
-                        let Some([cs, tt]) = src.bytes::<2>(body + 1 + 2 * i) else {
-                            return cut(&src);
-                        };
-                        if let Some(ci) = f.comps.iter().position(|c| c.0 == cs) {
-                            sc.comps
-                                .push((ci, usize::from(tt >> 4 & 3), usize::from(tt & 3)));
-                        }
-                    }
-                    scan = Some(sc);
-                }
-                ok
-            }
-            _ => true,
+            0xDA => self.scan_header(seg),
+            _ => ControlFlow::Continue(true),
+        }
+    }
+
+    /// SOFn: P, Y, X, Nf, then 3 bytes per component; one frame per
+    /// (non-hierarchical) image.
+    fn frame_header(&mut self, d: &mut Damage, tables: &mut Tables, seg: Segment) -> Flow<bool> {
+        let Segment {
+            m,
+            marker_pos,
+            len,
+            body,
+            end,
+        } = seg;
+        let mut h = [0u8; 6 + 3 * 4];
+        let n = self.src.read(body, &mut h);
+        if n < 6 {
+            return ControlFlow::Break(self.cut());
+        }
+        let nf = u64::from(h[5]);
+        if self.seen_sof {
+            let note = format!("second frame header at {marker_pos}");
+            return ControlFlow::Break(self.damaged(d, self.good_end, end, note));
+        }
+        self.progressive |= matches!(m, 0xC2 | 0xC6 | 0xCA | 0xCE);
+        self.seen_sof = true;
+        let lossless = matches!(m, 0xC3 | 0xC7 | 0xCB | 0xCF);
+        let precision_ok = if lossless {
+            matches!(h[0], 2..=16)
+        } else {
+            matches!(h[0], 8 | 12)
         };
-        if !ok {
-            return damaged(
-                good_end,
-                seg_end,
-                segments,
-                format!("invalid segment {m:#04x} at {marker_pos}"),
-            );
+        let ok = (1..=4).contains(&nf) && len == 8 + 3 * nf && precision_ok && h[3..5] != [0, 0];
+        if ok && n < 6 + 3 * nf as usize {
+            return ControlFlow::Break(self.cut());
         }
-        if seg_end > src.len() {
-            return cut(&src);
+        let comps: Vec<(u8, u32, u32)> = (0..nf.min(4) as usize)
+            .map(|i| {
+                let hv = h[6 + 3 * i + 1];
+                (h[6 + 3 * i], u32::from(hv >> 4), u32::from(hv & 15))
+            })
+            .collect();
+        let hv_ok = comps
+            .iter()
+            .all(|&(_, a, b)| (1..=4).contains(&a) && (1..=4).contains(&b));
+        let kind = match m {
+            0xC0 | 0xC1 => FrameKind::Sequential,
+            0xC2 => FrameKind::Progressive,
+            _ => FrameKind::Other,
+        };
+        let f = Frame {
+            kind,
+            precision: h[0],
+            height: u32::from(u16::from_be_bytes([h[1], h[2]])),
+            width: u32::from(u16::from_be_bytes([h[3], h[4]])),
+            hmax: comps.iter().map(|c| c.1).max().unwrap_or(1).max(1),
+            vmax: comps.iter().map(|c| c.2).max().unwrap_or(1).max(1),
+            comps,
+        };
+        if !(ok && hv_ok) {
+            let note = format!("invalid frame header at {marker_pos}");
+            return ControlFlow::Break(self.damaged(d, self.good_end, end, note));
         }
-        c.seek(seg_end);
-        segments += 1;
-        good_end = seg_end;
-        if m == 0xDA {
-            scans += 1;
-            tables.snap.scan = scans;
-            // Resuming: scans decoded before the snapshot's are skipped.
-            let skip = tables.snap.resume.as_ref().and_then(|r| {
-                (r.m.scan > scans)
-                    .then(|| r.scan_ends.iter().find(|e| e.0 == scans).map(|e| e.1))
-                    .flatten()
-            });
-            if let Some(end) = skip {
-                c.seek(end);
-                good_end = end;
-                continue;
-            }
-            let decodable = match (&frame, &scan) {
-                (Some(f), Some(s)) => scan_decodable(f, s, tables),
-                _ => Err("no usable frame/scan header"),
+        start_history(tables, &f);
+        self.frame = Some(f);
+        ControlFlow::Continue(ok && hv_ok)
+    }
+
+    /// DHT (loaded into `tables`) or DQT: the body parsed table by table to
+    /// exactly the segment's length.
+    fn table_segment(&mut self, tables: &mut Tables, seg: Segment) -> Flow<bool> {
+        let body_len = (seg.len - 2) as usize;
+        if self.seg_buf.len() < body_len {
+            self.seg_buf.resize(body_len, 0);
+        }
+        let Some(b) = self.seg_buf.get_mut(..body_len) else {
+            return ControlFlow::Break(self.cut());
+        };
+        if !self.src.read_exact(seg.body, b) {
+            return ControlFlow::Break(self.cut());
+        }
+        ControlFlow::Continue(if seg.m == 0xC4 {
+            dht_ok(b) && load_dht(b, tables)
+        } else {
+            dqt_ok(b)
+        })
+    }
+
+    /// SOS: component count, selectors, spectral/approximation fields in
+    /// range (progressive rules); the scan's components by frame index.
+    fn scan_header(&mut self, seg: Segment) -> Flow<bool> {
+        let Segment { len, body, .. } = seg;
+        let Some(ns) = self.src.u8(body) else {
+            return ControlFlow::Break(self.cut());
+        };
+        let ns = u64::from(ns);
+        let tail = self.src.bytes::<3>(body + 1 + 2 * ns);
+        let Some([ss, se, a]) = tail else {
+            return ControlFlow::Break(self.cut());
+        };
+        let prog_ok =
+            !self.progressive || ((ss == 0) == (se == 0) && se >= ss && (ss == 0 || ns == 1));
+        let ok = self.seen_sof
+            && (1..=4).contains(&ns)
+            && len == 6 + 2 * ns
+            && ss <= 63
+            && se <= 63
+            && a >> 4 <= 13
+            && prog_ok;
+        self.scan = None;
+        if ok && let Some(f) = &self.frame {
+            let mut sc = Scan {
+                comps: Vec::new(),
+                ss,
+                se,
+                ah: a >> 4,
             };
-            match decodable {
-                Ok(()) => {
-                    let (Some(f), Some(s)) = (&frame, &scan) else {
-                        return cut(&src);
-                    };
-                    let r = decode_scan(&mut c, &mut entropy_buf, &mut kept, tables, f, s);
-                    if tables.snap.latest.is_some() {
-                        tables.snap.finalize(&tables.history);
-                    }
-                    if let Some(tr) = tables.snap.trail.as_mut() {
-                        tr.end_scan(&tables.snap.scan_ends, &tables.history);
-                    }
-                    match r {
-                        Ok(()) => {
-                            good_end = c.pos();
-                            if !tables.snap.wants.is_empty() || tables.snap.trail.is_some() {
-                                tables.snap.scan_ends.push((scans, good_end));
-                            }
-                        }
-                        Err((ScanErr::Cut, _, _)) => return cut(&src),
-                        Err((ScanErr::Bad(why), at, fail)) => {
-                            return damaged(
-                                at.max(good_end),
-                                fail,
-                                segments,
-                                format!("scan {scans}: {why}"),
-                            );
-                        }
-                    }
+            for i in 0..ns {
+                let Some([cs, tt]) = self.src.bytes::<2>(body + 1 + 2 * i) else {
+                    return ControlFlow::Break(self.cut());
+                };
+                if let Some(ci) = f.comps.iter().position(|c| c.0 == cs) {
+                    sc.comps
+                        .push((ci, usize::from(tt >> 4 & 3), usize::from(tt & 3)));
                 }
-                Err(why) => {
-                    // Not decodable here: find the first FF not followed by
-                    // 00, RSTn or FF.
-                    undecoded_why.get_or_insert(why);
-                    undecoded += 1;
-                    match scan_entropy(&mut c) {
-                        Some(p) => {
-                            c.seek(p);
-                            good_end = p;
-                        }
-                        None => return cut(&src),
+            }
+            self.scan = Some(sc);
+        }
+        ControlFlow::Continue(ok)
+    }
+
+    /// After an SOS segment: its entropy-coded data decoded (or, where
+    /// it cannot be, passed by marker search); scans a resumed walk has
+    /// already decoded are skipped.
+    fn entropy_coded_data(&mut self, d: &mut Damage, tables: &mut Tables) -> Flow {
+        self.scans += 1;
+        let scans = self.scans;
+        tables.snap.scan = scans;
+        // Resuming: scans decoded before the snapshot's are skipped.
+        let skip = tables.snap.resume.as_ref().and_then(|r| {
+            (r.m.scan > scans)
+                .then(|| r.scan_ends.iter().find(|e| e.0 == scans).map(|e| e.1))
+                .flatten()
+        });
+        if let Some(end) = skip {
+            self.c.seek(end);
+            self.good_end = end;
+            return ControlFlow::Continue(());
+        }
+        let decodable = match (&self.frame, &self.scan) {
+            (Some(f), Some(s)) => scan_decodable(f, s, tables),
+            _ => Err("no usable frame/scan header"),
+        };
+        match decodable {
+            Ok(()) => self.decode(d, tables),
+            Err(why) => {
+                // Not decodable here: find the first FF not followed by
+                // 00, RSTn or FF.
+                self.undecoded_why.get_or_insert(why);
+                self.undecoded += 1;
+                match scan_entropy(&mut self.c) {
+                    Some(p) => {
+                        self.c.seek(p);
+                        self.good_end = p;
+                        ControlFlow::Continue(())
                     }
+                    None => ControlFlow::Break(self.cut()),
                 }
             }
         }
     }
-    damaged(good_end, c.pos(), segments, "too many markers".into())
+
+    /// Decodes the scan's entropy-coded data; the trail and snapshots
+    /// learn where it ended.
+    fn decode(&mut self, d: &mut Damage, tables: &mut Tables) -> Flow {
+        let (Some(f), Some(s)) = (&self.frame, &self.scan) else {
+            return ControlFlow::Break(self.cut());
+        };
+        let r = decode_scan(
+            &mut self.c,
+            &mut self.entropy_buf,
+            &mut self.kept,
+            tables,
+            f,
+            s,
+        );
+        if tables.snap.latest.is_some() {
+            tables.snap.finalize(&tables.history);
+        }
+        if let Some(tr) = tables.snap.trail.as_mut() {
+            tr.end_scan(&tables.snap.scan_ends, &tables.history);
+        }
+        match r {
+            Ok(()) => {
+                self.good_end = self.c.pos();
+                if !tables.snap.wants.is_empty() || tables.snap.trail.is_some() {
+                    tables.snap.scan_ends.push((self.scans, self.good_end));
+                }
+                ControlFlow::Continue(())
+            }
+            Err((ScanErr::Cut, _, _)) => ControlFlow::Break(self.cut()),
+            Err((ScanErr::Bad(why), at, fail)) => {
+                let note = format!("scan {}: {why}", self.scans);
+                ControlFlow::Break(self.damaged(d, at.max(self.good_end), fail, note))
+            }
+        }
+    }
+}
+
+/// A new frame's coefficient history: restored from the snapshot a walk
+/// resumes from when it has this frame's shape (the scans before it are
+/// skipped), else zeroed for a progressive frame small enough to keep.
+fn start_history(tables: &mut Tables, f: &Frame) {
+    let kind = f.kind;
+    if let Some(tr) = tables.snap.trail.as_mut()
+        && tr.first.is_some()
+    {
+        // (A second frame starts a history of its own.)
+        tr.valid = false;
+    }
+    // (A history restored for an earlier frame is not the snapshot's for this one.)
+    tables.restored = None;
+    tables.resume_ready = false;
+    tables.memo_sync = false;
+    let blocks: Vec<(u64, u64)> = (0..f.comps.len()).map(|i| f.blocks(i)).collect();
+    // Resuming from a snapshot with a history of this frame's
+    // shape: the history the resumed scan starts from, at once
+    // (the scans before it are skipped).
+    let resumed = tables
+        .snap
+        .resume
+        .as_ref()
+        .and_then(|r| r.history.clone())
+        .filter(|h| {
+            kind == FrameKind::Progressive
+                && h.len() == blocks.len()
+                && h.iter()
+                    .zip(&blocks)
+                    .all(|(c, (w, b))| c.len() as u64 == w * b)
+        });
+    if let Some(from) = resumed {
+        tables.history = Some(restore_history(&from));
+        tables.restored = Some(Restored {
+            from,
+            dirty: Some(Vec::new()),
+        });
+        tables.resume_ready = true;
+    } else if kind == FrameKind::Progressive {
+        let total: u64 = blocks.iter().map(|(w, h)| w * h).sum();
+        // Zeroed by writing, not `vec![0; n]`: calloc's fresh
+        // pages map the shared zero page, and the decode's
+        // first store to each then faults again and flushes
+        // the other cores' TLBs (2-5% of a carving's time).
+        tables.history = (total <= MAX_HISTORY_BLOCKS).then(|| {
+            blocks
+                .iter()
+                .map(|(w, h)| {
+                    let n = (w * h) as usize;
+                    #[allow(clippy::slow_vector_initialization)]
+                    let words = {
+                        let mut words = Vec::with_capacity(n);
+                        words.resize(n, 0u64);
+                        words
+                    };
+                    words
+                })
+                .collect()
+        });
+    }
 }
 
 /// From the start of entropy-coded data, returns the offset of the marker
