@@ -9,7 +9,9 @@ use super::memo::{
     History, Lookup, MEMO, MEMO_MAX_RUNS, MEMO_SLACK, MemoEntry, SHIFT_AFTER, ScanMemo, Shifted,
     Step, memo_history, memo_history_restore, memo_resume_limit,
 };
+use super::memo::{MemoHistory, MemoKey};
 use super::trail::{MarkRec, Snap, changed_word};
+use crate::carve::validators::ByteReader;
 use crate::carve::validators::read::Cursor;
 
 /// The decoder's state at an MCU boundary: a [`Snap`] without its split,
@@ -67,6 +69,13 @@ pub(super) const MULTI_MIN_BLOCKS: u64 = 256;
 /// Blocks decoded at most per candidate, over all scans.
 pub const MAX_BLOCKS: u64 = 1 << 28;
 
+/// Where a scan's decode resumes: `(mcu, eobrun, rst, good)`.
+type Resume = Option<(u64, u32, u8, u64)>;
+
+/// The memo a scan may use: its key, the memo, and the image reader (or
+/// view) it is keyed by with that reader's id.
+type MemoUse<'a> = (MemoKey, std::sync::Arc<ScanMemo>, &'a dyn ByteReader, usize);
+
 /// Decodes one scan starting at the cursor; on success the cursor is at the
 /// marker that ends the scan. Errors carry the offset where good data ends
 /// (the start of the failing MCU row or restart interval) and the offset
@@ -85,43 +94,13 @@ pub(super) fn decode_scan(
         .resume
         .take_if(|r| r.m.scan == t.snap.scan && r.m.at >= start);
     if t.resume_ready && resume.is_none() {
-        // A scan decoded before the one resumed from: from the history the
-        // frame starts with, as without the snapshot's restored early.
-        t.resume_ready = false;
-        t.memo_sync = false;
-        for c in t.history.iter_mut().flatten() {
-            c.fill(0);
-        }
-        t.all_dirty();
+        restart_history(t);
     }
-    // A scan decoded before in this carving (same parameters, same bytes):
-    // its outcome, charged as a decode; or (a sequential scan whose bytes
-    // repeat only up to some point) the last of its marks before there.
-    // A decode resumed from a snapshot (a fragment search's) asks too, for
-    // a sequential scan: the scan's outcome does not depend on where its
-    // decode resumed, and a mark past the snapshot is nearer the end.
     let progressive = f.kind == FrameKind::Progressive;
     let sequential = f.kind == FrameKind::Sequential;
     let blocks = scan_blocks(f, s);
     let fresh = resume.is_none();
-    let memo = (t.snap.wants.is_empty()
-        && if fresh {
-            (progressive || sequential) && t.budget >= blocks
-        } else {
-            sequential
-        })
-    .then(|| MEMO.with(|m| m.borrow().clone()))
-    .flatten()
-    .and_then(|(m, id)| {
-        // The image's reader, or a view of it (a file system's layout).
-        let image = c.src().image_reader(id)?;
-        Some((ScanMemo::key(&c.src(), start, t, f, s)?, m, image, id))
-    });
-    // (The scan's blocks: charged at its start, or in the snapshot's budget.)
-    let charge = |t: &mut Tables| match &resume {
-        Some(r) => t.budget = r.m.budget,
-        None => t.budget -= blocks,
-    };
+    let memo = memo_use(c, t, f, s, fresh, blocks);
     let mut from = None;
     let mut _claim = None;
     let mut shifted = None;
@@ -150,29 +129,8 @@ pub(super) fn decode_scan(
         }
         match found {
             Lookup::Whole(e) => {
-                if let Some(tr) = t.snap.trail.as_mut() {
-                    // (Not decoded here: no snapshots in this scan. A
-                    // failure here leaves none near it.)
-                    match e.outcome {
-                        Ok(end) => tr.resumed_at(start + end),
-                        Err(_) => tr.valid = false,
-                    }
-                }
-                charge(t);
-                if let Some(h) = &e.history {
-                    t.all_dirty();
-                    let last = t.memo_sync.then_some(&t.memo_last);
-                    memo_history_restore(&mut t.history, &h.1, last);
-                    t.memo_last = h.1.clone();
-                    t.memo_sync = true;
-                }
-                return match e.outcome {
-                    Ok(end) => {
-                        c.seek(start + end);
-                        Ok(())
-                    }
-                    Err((why, good, fail)) => Err((ScanErr::Bad(why), start + good, start + fail)),
-                };
+                charge(t, resume.as_ref(), blocks);
+                return answered(c, t, start, e);
             }
             // (A snapshot at or past the mark: resumed from there.)
             Lookup::From(marks)
@@ -190,52 +148,22 @@ pub(super) fn decode_scan(
         }
         _claim = claim;
     }
-    let mut b = match (&resume, from.as_ref().and_then(|m| m.last())) {
-        (Some(r), None) => {
-            // (A resumed decode is often a probe of a few KiB past a split:
-            // its first read is small, and pieces double from there.)
-            let first = Buffered {
-                off: r.m.at,
-                len: 0,
-                piece: RESUME_PIECE,
-            };
-            let mut b = Bits::new(c.src(), r.m.at, buf, first);
-            b.acc = r.m.acc;
-            b.n = r.m.n;
-            b.pad = r.m.pad;
-            if !std::mem::take(&mut t.resume_ready) {
-                t.all_dirty();
-                t.memo_sync = false;
-                match (t.history.as_mut(), r.history.as_deref()) {
-                    (Some(h), Some(from)) => h.clone_from(from),
-                    (_, from) => t.history = from.cloned(),
-                }
-            }
-            t.budget = r.m.budget;
-            b
-        }
+    let mark = from.as_ref().and_then(|m| m.last());
+    let mut b = match (&resume, mark) {
+        (Some(r), None) => bits_from_snapshot(c, buf, t, r),
         (_, Some(m)) => {
             // A memo's mark: the state a decode of the same bytes had there
             // (a sequential scan: no history).
-            let at = start + m.at;
-            let first = Buffered {
-                off: at,
-                len: 0,
-                piece: FIRST_PIECE,
-            };
-            let mut b = Bits::new(c.src(), at, buf, first);
-            b.acc = m.acc;
-            b.n = m.n;
-            b.pad = m.pad;
-            charge(t);
+            let b = bits_at(c, buf, start + m.at, FIRST_PIECE, (m.acc, m.n, m.pad));
+            charge(t, resume.as_ref(), blocks);
             if let Some(tr) = t.snap.trail.as_mut() {
-                tr.resumed_at(at);
+                tr.resumed_at(start + m.at);
             }
             b
         }
         (None, None) => Bits::new(c.src(), start, buf, *kept),
     };
-    let init = match (&resume, from.as_ref().and_then(|m| m.last())) {
+    let init: Resume = match (&resume, mark) {
         (_, Some(m)) => Some((m.mcu, m.eobrun, m.rst, start + m.good)),
         (Some(r), None) => Some((r.m.mcu, r.m.eobrun, r.m.rst, r.m.good)),
         (None, None) => None,
@@ -254,21 +182,170 @@ pub(super) fn decode_scan(
         t.snap.marks = Some(MarkRec::new(start, from.unwrap_or_default()));
     }
     t.hist_hi = 0;
-    let mut init = init;
+    let shifts = memo.as_ref().map(|m| &m.1);
+    let (r, init) = decode_pausing(&mut b, (start, t, f, s), init, shifted.as_mut(), shifts);
+    if progressive && s.ss > 0 {
+        note_changed_words(t, s, init);
+    }
+    let marks = t.snap.marks.take().map(|r| r.list);
+    *kept = b.buffered();
+    let fail = b.at();
+    if let Some(memo) = keeps {
+        keep_outcome(c, t, memo, (start, &r, fail), before, marks);
+    }
+    let at = r.map_err(|(e, good)| (e, good, fail))?;
+    c.seek(at);
+    Ok(())
+}
+
+/// A scan decoded before the one resumed from: from the history the frame
+/// starts with, as without the snapshot's restored early.
+fn restart_history(t: &mut Tables) {
+    t.resume_ready = false;
+    t.memo_sync = false;
+    for c in t.history.iter_mut().flatten() {
+        c.fill(0);
+    }
+    t.all_dirty();
+}
+
+/// The memo this scan consults, if any: a scan decoded before in this
+/// carving (same parameters, same bytes) gives its outcome, charged as a
+/// decode; or (a sequential scan whose bytes repeat only up to some point)
+/// the last of its marks before there. A decode resumed from a snapshot (a
+/// fragment search's) asks too, for a sequential scan: the scan's outcome
+/// does not depend on where its decode resumed, and a mark past the
+/// snapshot is nearer the end.
+fn memo_use<'a>(
+    c: &Cursor<'a>,
+    t: &Tables,
+    f: &Frame,
+    s: &Scan,
+    fresh: bool,
+    blocks: u64,
+) -> Option<MemoUse<'a>> {
+    let progressive = f.kind == FrameKind::Progressive;
+    let sequential = f.kind == FrameKind::Sequential;
+    let asks = t.snap.wants.is_empty()
+        && if fresh {
+            (progressive || sequential) && t.budget >= blocks
+        } else {
+            sequential
+        };
+    asks.then(|| MEMO.with(|m| m.borrow().clone()))
+        .flatten()
+        .and_then(|(m, id)| {
+            // The image's reader, or a view of it (a file system's layout).
+            let image = c.src().image_reader(id)?;
+            Some((ScanMemo::key(&c.src(), c.pos(), t, f, s)?, m, image, id))
+        })
+}
+
+/// The scan's blocks: charged at its start, or in the snapshot's budget.
+fn charge(t: &mut Tables, resume: Option<&Snap>, blocks: u64) {
+    match resume {
+        Some(r) => t.budget = r.m.budget,
+        None => t.budget -= blocks,
+    }
+}
+
+/// A memo's whole outcome for this scan, taken as if decoded here.
+fn answered(
+    c: &mut Cursor,
+    t: &mut Tables,
+    start: u64,
+    e: MemoEntry,
+) -> Result<(), (ScanErr, u64, u64)> {
+    if let Some(tr) = t.snap.trail.as_mut() {
+        // (Not decoded here: no snapshots in this scan. A
+        // failure here leaves none near it.)
+        match e.outcome {
+            Ok(end) => tr.resumed_at(start + end),
+            Err(_) => tr.valid = false,
+        }
+    }
+    if let Some(h) = &e.history {
+        t.all_dirty();
+        let last = t.memo_sync.then_some(&t.memo_last);
+        memo_history_restore(&mut t.history, &h.1, last);
+        t.memo_last = h.1.clone();
+        t.memo_sync = true;
+    }
+    match e.outcome {
+        Ok(end) => {
+            c.seek(start + end);
+            Ok(())
+        }
+        Err((why, good, fail)) => Err((ScanErr::Bad(why), start + good, start + fail)),
+    }
+}
+
+/// A bit reader at `at` in the state `(acc, n, pad)` a decode had there.
+fn bits_at<'s, 'b>(
+    c: &Cursor<'s>,
+    buf: &'b mut Vec<u8>,
+    at: u64,
+    piece: usize,
+    (acc, n, pad): (u64, u32, u32),
+) -> Bits<'s, 'b> {
+    let first = Buffered {
+        off: at,
+        len: 0,
+        piece,
+    };
+    let mut b = Bits::new(c.src(), at, buf, first);
+    b.acc = acc;
+    b.n = n;
+    b.pad = pad;
+    b
+}
+
+/// A decode resumed from a snapshot: its bit reader, history and budget.
+fn bits_from_snapshot<'s, 'b>(
+    c: &Cursor<'s>,
+    buf: &'b mut Vec<u8>,
+    t: &mut Tables,
+    r: &Snap,
+) -> Bits<'s, 'b> {
+    // (A resumed decode is often a probe of a few KiB past a split:
+    // its first read is small, and pieces double from there.)
+    let b = bits_at(c, buf, r.m.at, RESUME_PIECE, (r.m.acc, r.m.n, r.m.pad));
+    if !std::mem::take(&mut t.resume_ready) {
+        t.all_dirty();
+        t.memo_sync = false;
+        match (t.history.as_mut(), r.history.as_deref()) {
+            (Some(h), Some(from)) => h.clone_from(from),
+            (_, from) => t.history = from.cloned(),
+        }
+    }
+    t.budget = r.m.budget;
+    b
+}
+
+/// Decodes the scan's body; where it pauses (a long resumed sequential
+/// decode, [`Shifted`]), it goes on or jumps to a kept decode's mark.
+/// Returns the outcome and where the decode last (re)started.
+fn decode_pausing(
+    b: &mut Bits,
+    (start, t, f, s): (u64, &mut Tables, &Frame, &Scan),
+    mut init: Resume,
+    mut shifted: Option<&mut Shifted>,
+    memo: Option<&std::sync::Arc<ScanMemo>>,
+) -> (Result<u64, (ScanErr, u64)>, Resume) {
     if shifted.is_some() {
         t.pause_at = b.at().saturating_add(SHIFT_AFTER);
     }
     let r = loop {
-        let r = scan_body_best(&mut b, start, t, f, s, init);
+        let r = scan_body_best(b, start, t, f, s, init);
         let Some(p) = t.paused.take() else {
             break r;
         };
         init = Some(p);
-        let Some(sh) = shifted.as_mut() else {
+        let Some(sh) = shifted.as_deref_mut() else {
             continue;
         };
         let (mcux, mcuy, _) = scan_geometry(f, s);
-        match sh.paused(&mut b, p, (mcux, mcux * mcuy)) {
+        match sh.paused(b, p, (mcux, mcux * mcuy)) {
             Step::Pause(at) => t.pause_at = at,
             Step::Go => {}
             Step::Jump(at, mcu) => {
@@ -276,7 +353,7 @@ pub(super) fn decode_scan(
                 if let Some(tr) = t.snap.trail.as_mut() {
                     tr.resumed_at(at);
                 }
-                if let Some((_, m, _, _)) = &memo {
+                if let Some(m) = memo {
                     use std::sync::atomic::Ordering::Relaxed;
                     m.shifts.fetch_add(1, Relaxed);
                 }
@@ -285,58 +362,66 @@ pub(super) fn decode_scan(
     };
     t.pause_at = u64::MAX;
     t.paused = None;
-    if progressive
-        && s.ss > 0
-        && let Some(d) = t.restored.as_mut().and_then(|r| r.dirty.as_mut())
+    (r, init)
+}
+
+/// The history words an AC scan of a restored history may have changed:
+/// blocks from where it started to the last it asked for.
+fn note_changed_words(t: &mut Tables, s: &Scan, init: Resume) {
+    let hist_hi = t.hist_hi;
+    let Some(d) = t.restored.as_mut().and_then(|r| r.dirty.as_mut()) else {
+        return;
+    };
+    let lo = init.map_or(0, |i| i.0);
+    for &(ci, _, _) in &s.comps {
+        d.push((ci, lo, hist_hi));
+    }
+    if d.len() > MAX_DIRTY {
+        t.all_dirty();
+    }
+}
+
+/// Keeps a whole scan's outcome (and marks, and history change) in the
+/// memo, unless it may have seen the window's end or its bytes lie in too
+/// many runs.
+fn keep_outcome(
+    c: &Cursor,
+    t: &mut Tables,
+    (key, m, _, id): &MemoUse,
+    (start, r, fail): (u64, &Result<u64, (ScanErr, u64)>, u64),
+    before: Option<MemoHistory>,
+    marks: Option<Vec<Mark>>,
+) {
+    let outcome = match r {
+        Ok(end) => Some(Ok(end - start)),
+        Err((ScanErr::Bad(why), good)) => Some(Err((*why, good - start, fail - start))),
+        // (Cut by the window: depends on where the window ends.)
+        Err((ScanErr::Cut, _)) => None,
+    };
+    // (An outcome that may have seen the window's end is not kept.)
+    let slack = if r.is_ok() { 0 } else { MEMO_SLACK };
+    let depends = fail.saturating_add(slack).saturating_sub(start);
+    if let Some(outcome) = outcome
+        && start.saturating_add(depends) <= c.src().len()
+        && let Some(runs) = c.src().image_runs(*id, start, depends)
+        && runs.len() <= MEMO_MAX_RUNS
     {
-        // (The words an AC scan may have changed: blocks from where it
-        // started to the last it asked for.)
-        let lo = init.map_or(0, |i| i.0);
-        for &(ci, _, _) in &s.comps {
-            d.push((ci, lo, t.hist_hi));
-        }
-        if d.len() > MAX_DIRTY {
-            t.all_dirty();
-        }
+        m.keep(
+            *key,
+            MemoEntry {
+                runs,
+                depends,
+                outcome,
+                history: before.map(|h| {
+                    let after = memo_history(&t.history, &h);
+                    t.memo_last = after.clone();
+                    t.memo_sync = true;
+                    std::sync::Arc::new((h, after))
+                }),
+                marks: marks.unwrap_or_default().into(),
+            },
+        );
     }
-    let marks = t.snap.marks.take().map(|r| r.list);
-    *kept = b.buffered();
-    let fail = b.at();
-    if let Some((key, m, _, id)) = keeps {
-        let outcome = match &r {
-            Ok(end) => Some(Ok(end - start)),
-            Err((ScanErr::Bad(why), good)) => Some(Err((*why, good - start, fail - start))),
-            // (Cut by the window: depends on where the window ends.)
-            Err((ScanErr::Cut, _)) => None,
-        };
-        // (An outcome that may have seen the window's end is not kept.)
-        let slack = if r.is_ok() { 0 } else { MEMO_SLACK };
-        let depends = fail.saturating_add(slack).saturating_sub(start);
-        if let Some(outcome) = outcome
-            && start.saturating_add(depends) <= c.src().len()
-            && let Some(runs) = c.src().image_runs(*id, start, depends)
-            && runs.len() <= MEMO_MAX_RUNS
-        {
-            m.keep(
-                *key,
-                MemoEntry {
-                    runs,
-                    depends,
-                    outcome,
-                    history: before.map(|h| {
-                        let after = memo_history(&t.history, &h);
-                        t.memo_last = after.clone();
-                        t.memo_sync = true;
-                        std::sync::Arc::new((h, after))
-                    }),
-                    marks: marks.unwrap_or_default().into(),
-                },
-            );
-        }
-    }
-    let at = r.map_err(|(e, good)| (e, good, fail))?;
-    c.seek(at);
-    Ok(())
 }
 
 /// [`scan_body`], compiled for the CPU's bit-counting instructions when it
