@@ -21,9 +21,27 @@ fn bad_inputs_get_one_line_errors() {
     std::fs::write(&empty, b"").unwrap();
     let bad_cat = dir.path().join("bad.toml");
     std::fs::write(&bad_cat, "[[type]]\nname = \"x\"\nheaders = [\"FF QQ\"]\n").unwrap();
+    let typo_cat = dir.path().join("typo.toml");
+    std::fs::write(
+        &typo_cat,
+        "[[type]]\nname = \"x\"\nheaders = [\"FF D8 FF\"]\nvalidator = \"jpg\"\n",
+    )
+    .unwrap();
     let img = dir.path().join("x.dd");
     std::fs::write(&img, b"hello").unwrap();
+    let out = dir.path().join("out");
     let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "carve".into(),
+                img.display().to_string(),
+                "-o".into(),
+                out.display().to_string(),
+                "--signatures".into(),
+                typo_cat.display().to_string(),
+            ],
+            "names validator \"jpg\", which does not exist",
+        ),
         (
             vec!["scan".into(), "/nonexistent/disk.dd".into()],
             "no such file",

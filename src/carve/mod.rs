@@ -313,6 +313,7 @@ pub fn carve_scoped(
     progress: &mut dyn FnMut(u64, u64),
     warn: &mut dyn FnMut(String),
 ) -> Result<CarveSummary, CarveError> {
+    validators::check_names(catalogue).map_err(CarveError::Catalogue)?;
     let mut summary = CarveSummary {
         started: Some(SystemTime::now()),
         ..CarveSummary::default()
@@ -558,6 +559,9 @@ pub enum CarveError {
     Output(#[from] OutputError),
     #[error("writing the report: {0}")]
     Report(std::io::Error),
+    /// The catalogue cannot be carved with (a validator it names does not exist).
+    #[error("catalogue: {0}")]
+    Catalogue(String),
     #[error("internal error: {0}")]
     Internal(String),
 }

@@ -236,6 +236,24 @@ pub const VALIDATORS: &[&str] = &[
     "mp3", "mpa", "ogg", "flac", "gzip", "elf", "pe", "text",
 ];
 
+/// Every validator a catalogue names exists: a misspelt name would refuse
+/// every header of its type without a word. The error names the type, the
+/// validator and the names there are.
+pub fn check_names(catalogue: &crate::catalogue::Catalogue) -> Result<(), String> {
+    for t in &catalogue.types {
+        if let Some(v) = &t.validator
+            && !VALIDATORS.contains(&v.as_str())
+        {
+            return Err(format!(
+                "file type {:?} names validator {v:?}, which does not exist (validators: {})",
+                t.name,
+                VALIDATORS.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the validator named `validator` on the candidate at `start`.
 ///
 /// Returns `None` when the name is unknown or the bytes at `start` are not a
