@@ -13,7 +13,10 @@
 //! reported once. Both engines go through this logic.
 //!
 //! Memory is bounded by the buffer pool (`threads + queue + 2` blocks) plus
-//! the matches of the blocks in flight, whatever the image size. If the
+//! the matches of the blocks in flight, whatever the image size: a worker
+//! searches a block only while it is within [`ReorderWindow`] blocks of the
+//! next one the merger delivers, so results waiting to be put in order stay
+//! as few however long one block takes. If the
 //! primary engine fails with a device error, that block and every later one
 //! are searched by the fallback engine, with one warning: nothing is lost.
 //!
@@ -27,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, EngineError, Hit, PatternId, Stage, StageClock, StageTimes};
@@ -303,6 +306,7 @@ pub fn scan_range(
     let (block_tx, block_rx) = sync_channel::<Block>(queue);
     let block_rx = Arc::new(Mutex::new(block_rx));
     let (result_tx, result_rx) = sync_channel::<BlockResult>(queue + threads);
+    let window = ReorderWindow::new((queue + 2 * threads) as u64);
 
     let mut stats = ScanStats {
         io_backend: io_backend.clone(),
@@ -351,6 +355,7 @@ pub fn scan_range(
             );
             let engines = &engines;
             let clock = &clock;
+            let window = &window;
             s.spawn(move || {
                 let mut hits: Vec<Hit> = Vec::new();
                 loop {
@@ -364,6 +369,7 @@ pub fn scan_range(
                     if stop.load(Ordering::Relaxed) {
                         continue;
                     }
+                    window.wait_for(block.spec.index);
                     let t = Instant::now();
                     hits.clear();
                     let matches = search_block(
@@ -392,7 +398,8 @@ pub fn scan_range(
         drop(result_tx);
 
         // Merger: deliver blocks in order.
-        let merged = merge(&result_rx, plan.len(), sink, progress, &mut stats);
+        let merged = merge(&result_rx, plan.len(), sink, progress, &mut stats, &window);
+        window.close();
         if !matches!(merged, Ok(false)) {
             stop.store(true, Ordering::Relaxed);
             // Unblock workers and the reader: drain what remains.
@@ -493,12 +500,52 @@ fn search_block(
     Ok(matches)
 }
 
+/// How far ahead of the merger the workers may search: block `i` waits
+/// while `i >= next + size`, `next` being the first block not yet
+/// delivered. The block `next` never waits, so the scan always moves; the
+/// results the merger holds out of order are fewer than `size`.
+struct ReorderWindow {
+    next: Mutex<u64>,
+    moved: Condvar,
+    size: u64,
+}
+
+impl ReorderWindow {
+    fn new(size: u64) -> Self {
+        ReorderWindow {
+            next: Mutex::new(0),
+            moved: Condvar::new(),
+            size: size.max(1),
+        }
+    }
+
+    /// Waits until block `index` is inside the window.
+    fn wait_for(&self, index: u64) {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        while index >= next.saturating_add(self.size) {
+            next = self.moved.wait(next).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Blocks before `next` have been delivered.
+    fn delivered(&self, next: u64) {
+        *self.next.lock().unwrap_or_else(|p| p.into_inner()) = next;
+        self.moved.notify_all();
+    }
+
+    /// The merger is done (or stopped): no worker waits any more.
+    fn close(&self) {
+        self.delivered(u64::MAX);
+    }
+}
+
 fn merge(
     rx: &Receiver<BlockResult>,
     total: u64,
     sink: &mut dyn MatchSink,
     progress: &mut dyn FnMut(u64),
     stats: &mut ScanStats,
+    window: &ReorderWindow,
 ) -> Result<bool, ScanError> {
     let mut pending: BTreeMap<u64, BlockResult> = BTreeMap::new();
     let mut next = 0u64;
@@ -525,6 +572,7 @@ fn merge(
             stats.matches += matches.len() as u64;
             progress(stats.bytes);
             next += 1;
+            window.delivered(next);
         }
     }
     Ok(false)
@@ -566,5 +614,70 @@ mod tests {
         assert_eq!(haystack_len(0, 2), DEFAULT_BLOCK_SIZE + 2);
         assert_eq!(haystack_len(1 << 20, 2), (1 << 20) + 2);
         const { assert!(CPU_BLOCK_SIZE <= DEFAULT_BLOCK_SIZE) };
+    }
+
+    /// One block that takes long to search does not let the others pile up
+    /// out of order: workers wait within the reorder window.
+    #[test]
+    fn a_slow_block_holds_the_others_within_the_window() {
+        use std::sync::atomic::AtomicI64;
+        /// Sleeps on its first search; counts searches begun but not
+        /// delivered (the merger's sink lowers the count).
+        #[derive(Default)]
+        struct Slow {
+            calls: AtomicU64,
+            outstanding: Arc<AtomicI64>,
+            most: AtomicI64,
+        }
+        impl Engine for Slow {
+            fn name(&self) -> String {
+                "slow".into()
+            }
+            fn search(&self, _h: &[u8], _out: &mut Vec<Hit>) -> Result<(), EngineError> {
+                let now = self.outstanding.fetch_add(1, Ordering::SeqCst) + 1;
+                self.most.fetch_max(now, Ordering::SeqCst);
+                if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                Ok(())
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("img.dd");
+        std::fs::write(&path, vec![0u8; 256 * 4096]).unwrap();
+        let image = Image::open(&path).unwrap();
+        let engine = Slow::default();
+        let outstanding = Arc::clone(&engine.outstanding);
+        let mut sink = |_: &BlockSpec, _: &[Match]| {
+            outstanding.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        };
+        let threads = 4;
+        let opts = ScanOptions {
+            block_size: 4096,
+            threads,
+            ..ScanOptions::default()
+        };
+        let stats = scan(
+            &image,
+            Engines {
+                primary: &engine,
+                fallback: None,
+            },
+            0,
+            &opts,
+            &mut sink,
+            &mut |_| {},
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(stats.blocks, 256);
+        let queue = threads + 1;
+        let window = (queue + 2 * threads) as i64;
+        let most = engine.most.load(Ordering::SeqCst);
+        assert!(
+            most <= window + 1,
+            "{most} blocks searched and waiting for the slow one (window {window})"
+        );
     }
 }
