@@ -183,3 +183,104 @@ impl PosIndex {
         self.at.range(from..to.max(from))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::carve::fragments::{NEEDLES, xorshift};
+
+    /// The searches' index filled from the scan's log holds exactly what
+    /// reading the image finds (phase, the byte after the needle, the image
+    /// end), and the log answers only for stretches it holds entirely.
+    #[test]
+    fn scan_log_index_equals_reading_the_image() {
+        let mut img = vec![0u8; 3 << 20];
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
+        for b in img.iter_mut() {
+            *b = next() as u8;
+        }
+        // SOIs on and off cluster boundaries, followed by a marker or not,
+        // EOCDs anywhere, one of each at the very end.
+        for _ in 0..400 {
+            let p = (next() % (img.len() as u64 - 8)) as usize & !0x3f;
+            let needle = NEEDLES[(next() % 2) as usize];
+            img[p..p + needle.len()].copy_from_slice(needle);
+        }
+        let n = img.len();
+        img[n - 3..].copy_from_slice(NEEDLES[0]);
+        img[n - 8..n - 4].copy_from_slice(NEEDLES[1]);
+        // Overlapping SOIs, the second on a cluster boundary.
+        img[8190..8195].copy_from_slice(&[0xFF, 0xD8, 0xFF, 0xD8, 0xFF]);
+        img[8195] = 0xE0;
+        let brute = |needle: &[u8]| -> Vec<(usize, u64)> {
+            let k = NEEDLES.iter().position(|x| *x == needle).unwrap();
+            (0..img.len())
+                .filter(|&p| img[p..].starts_with(needle))
+                .map(|p| (k, p as u64))
+                .collect()
+        };
+        let log = ScanNeedles::new(0, [true, true, false, false]);
+        let mut all = brute(NEEDLES[0]);
+        all.extend(brute(NEEDLES[1]));
+        log.record(&all, (0, img.len() as u64));
+        let marker: fn(u8) -> bool = |m| (0xC0..=0xFE).contains(&m);
+        let any: fn(u8) -> bool = |_| true;
+        // The index read from the image and the one fed from `log` hold
+        // the same positions of `[from, to)`.
+        let same_as_read = |log: &ScanNeedles,
+                            (needle, modulus, phase): (&'static [u8], u64, u64),
+                            ok: fn(u8) -> bool,
+                            (from, to): (u64, u64),
+                            at: &str| {
+            let mut read = PosIndex::default();
+            let mut fed = PosIndex::default();
+            assert!(read.cover(&img, None, (needle, modulus, phase), ok, from, to));
+            assert!(fed.cover(&img, Some(log), (needle, modulus, phase), ok, from, to));
+            let a: Vec<u64> = read.range(from, to).copied().collect();
+            let b: Vec<u64> = fed.range(from, to).copied().collect();
+            assert_eq!(a, b, "{needle:?} mod {modulus} in [{from}, {to}){at}");
+        };
+        for (needle, modulus, phase, ok) in [
+            (NEEDLES[0], 4096, 0, marker),
+            (NEEDLES[0], 512, 64, marker),
+            (NEEDLES[1], 1, 0, any),
+        ] {
+            for (from, to) in [
+                (0, img.len() as u64),
+                (1 << 20, (2 << 20) + 77),
+                (n as u64 - 9000, n as u64),
+            ] {
+                same_as_read(&log, (needle, modulus, phase), ok, (from, to), "");
+            }
+        }
+        // A log up to a frontier (the scan still going): the positions
+        // before it from the log, the rest searched, the same index.
+        for t in [4096u64, 5000, 1 << 20, (2 << 20) + 3, n as u64 - 1] {
+            let part = ScanNeedles::new(0, [true, true, false, false]);
+            let upto: Vec<(usize, u64)> = all.iter().copied().filter(|&(_, p)| p < t).collect();
+            part.record(&upto, (0, t));
+            for (needle, modulus, phase, ok) in
+                [(NEEDLES[0], 4096, 0, marker), (NEEDLES[1], 1, 0, any)]
+            {
+                for (from, to) in [(0, n as u64), (4000, t + 9000)] {
+                    let at = format!(", log up to {t}");
+                    same_as_read(&part, (needle, modulus, phase), ok, (from, to), &at);
+                }
+            }
+        }
+        // Held up to the scan's frontier; before its start, or not a
+        // pattern of the scan: no answer.
+        let part = ScanNeedles::new(4096, [true, false, false, false]);
+        part.record(&brute(NEEDLES[0]), (0, 1 << 20));
+        let upto = |from, to| part.positions_upto(NEEDLES[0], from, to).map(|p| p.1);
+        assert_eq!(upto(4096, 1 << 20), Some(1 << 20));
+        assert_eq!(upto(4096, (1 << 20) + 1), Some(1 << 20));
+        assert_eq!(upto(1 << 20, (1 << 20) + 1), None, "all past the frontier");
+        assert_eq!(upto(0, 4096), None);
+        assert!(
+            part.positions_upto(NEEDLES[1], 4096, 8192).is_none(),
+            "not a pattern of the scan"
+        );
+        assert!(part.positions_upto(b"nope", 4096, 8192).is_none());
+    }
+}
