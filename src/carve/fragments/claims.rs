@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::KnownJpegs;
 use super::index::PosIndex;
+use super::jpeg::KnownJpegs;
 use super::needles::ScanNeedles;
 
 /// What [`Claims`] hold within the span `[lo, hi]` of the positions a
