@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::budget::FragLimits;
 use super::claims::Claims;
 use super::jpeg::KnownJpegs;
+use super::memory::SearchMemory;
 use super::needles::ScanNeedles;
 use super::{Attempt, recover_given};
 use crate::carve::validators::{ByteReader, Verdict};
@@ -86,12 +87,7 @@ pub fn run_ahead(
     jobs: &std::sync::Mutex<std::sync::mpsc::Receiver<AheadJob>>,
     joins: &AheadJoins,
 ) {
-    let mut claims = Claims {
-        known,
-        needles,
-        log_asks: true,
-        ..Claims::default()
-    };
+    let mut memory = SearchMemory::sharing(known, needles);
     loop {
         let Ok(job) = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv() else {
             return;
@@ -99,9 +95,8 @@ pub fn run_ahead(
         let behind = job
             .start
             .saturating_sub(job.limits.max_gap.saturating_mul(2));
-        claims.prune(behind);
-        claims.ranges = job.claims.ranges;
-        claims.merged = job.claims.merged;
+        memory.prune(behind);
+        let mut claims = job.claims;
         {
             let mut found = joins.lock();
             // Every join found before this file, by where its runs lie (a
@@ -127,7 +122,8 @@ pub fn run_ahead(
             job.max_len,
             (job.cluster, job.block_map),
             &job.limits,
-            &mut claims,
+            &claims,
+            (&mut memory, true),
             Some(&job.verdict),
         );
         let secs = t0.secs();

@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::claims::{Asked, Claims, MAX_ASKED};
+use super::memory::SearchMemory;
 
 /// Per-file bounds of the search.
 #[derive(Clone, Copy, Debug)]
@@ -57,10 +58,13 @@ pub fn image_budget(len: u64) -> (u64, u64) {
     )
 }
 
-/// Counts candidates, bytes and time against the limits; holds the claims.
+/// Counts candidates, bytes and time against the limits; holds the claims
+/// (asked through it, so that the questions can be recorded) and what the
+/// searches remember.
 pub(super) struct Budget<'c> {
     pub(super) lim: FragLimits,
-    pub(super) claims: &'c mut Claims,
+    pub(super) claims: &'c Claims,
+    pub(super) memory: &'c mut SearchMemory,
     pub(super) cands: u64,
     pub(super) bytes: u64,
     t0: Instant,
@@ -74,11 +78,18 @@ pub(super) struct Budget<'c> {
 }
 
 impl<'c> Budget<'c> {
-    pub(super) fn new(lim: FragLimits, claims: &'c mut Claims) -> Self {
-        let log = claims.log_asks;
+    /// A budget of `lim` over `claims` and `memory`; `log`: record the
+    /// questions asked of the claims ([`super::Attempt::asked`]: a search
+    /// run ahead of the carver).
+    pub(super) fn new(
+        lim: FragLimits,
+        claims: &'c Claims,
+        (memory, log): (&'c mut SearchMemory, bool),
+    ) -> Self {
         Budget {
             lim,
             claims,
+            memory,
             cands: 0,
             bytes: 0,
             t0: Instant::now(),

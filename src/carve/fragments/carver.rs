@@ -8,8 +8,9 @@ use std::time::Instant;
 
 use super::ahead::{AheadDone, AheadJob, AheadQueue, MAX_AHEAD_CLAIMS, ahead_name};
 use super::budget::{FragLimits, image_budget};
-use super::claims::{Claims, MAX_CLAIMS};
+use super::claims::Claims;
 use super::jpeg::{KnownJpegs, owner_length};
+use super::memory::SearchMemory;
 use super::needles::ScanNeedles;
 use super::{Attempt, recover_given, supported};
 use crate::carve::geometry;
@@ -24,6 +25,8 @@ pub struct Fragments {
     pub limits: FragLimits,
     /// Ranges already carved (complete files, proven joins).
     pub claims: Claims,
+    /// What the searches remember (next to the claims, never in them).
+    pub(super) memory: SearchMemory,
     starts: Vec<u64>,
     /// End of the furthest complete file (starts inside it are embedded files, not counted).
     complete_end: u64,
@@ -57,6 +60,7 @@ impl Fragments {
             geometry: Default::default(),
             limits: FragLimits::default(),
             claims: Claims::default(),
+            memory: SearchMemory::default(),
             starts: Vec::new(),
             complete_end: 0,
             searches: 0,
@@ -227,27 +231,25 @@ impl Fragments {
         if verdict.is_some_and(|v| v.runs.is_some()) {
             return;
         }
-        if let Some(length) = owner_length(max_len, verdict)
-            && self.claims.jpeg_heads.len() < MAX_CLAIMS
-        {
-            self.claims.jpeg_heads.insert(start, length);
+        if let Some(length) = owner_length(max_len, verdict) {
+            self.memory.note_jpeg_head(start, length);
         }
     }
 
     /// Verdicts of JPEG headers validated ahead of the carver (by the
     /// validation stage), consulted before a search decodes a JPEG itself.
     pub fn share_jpegs(&mut self, known: Arc<KnownJpegs>) {
-        self.claims.known = Some(known);
+        self.memory.known = Some(known);
     }
 
     /// How many owner checks waited for the validation stage, and how long.
     pub fn stage_waits(&self) -> (u64, f64) {
-        self.claims.known.as_ref().map_or((0, 0.0), |k| k.waited())
+        self.memory.known.as_ref().map_or((0, 0.0), |k| k.waited())
     }
 
     /// Connects the searches to the scan's log of the indexed signatures.
     pub fn share_needles(&mut self, needles: Arc<ScanNeedles>) {
-        self.claims.needles = Some(needles);
+        self.memory.needles = Some(needles);
     }
 
     /// The carver's hook: given the validator's verdict for a candidate,
@@ -264,7 +266,8 @@ impl Fragments {
     ) -> (Option<Verdict>, Option<Vec<(u64, u64)>>) {
         let behind = start.saturating_sub(self.limits.max_gap.saturating_mul(2));
         self.claims.prune(behind);
-        if let Some(k) = &self.claims.known {
+        self.memory.prune(behind);
+        if let Some(k) = &self.memory.known {
             k.forget_entropy(behind);
         }
         self.carver_at = self.carver_at.max(start);
@@ -364,7 +367,8 @@ impl Fragments {
             max_len,
             (cl, self.block_map_for(start)),
             &limits,
-            &mut self.claims,
+            &self.claims,
+            (&mut self.memory, false),
             verdict.as_ref(),
         );
         self.charge(a.spent);

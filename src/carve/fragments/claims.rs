@@ -2,12 +2,6 @@
 //! a search never takes a fragment from, and the record of what a search run
 //! ahead asked of them ([`Asked`], [`ClaimsSeen`]).
 
-use std::sync::Arc;
-
-use super::index::PosIndex;
-use super::jpeg::KnownJpegs;
-use super::needles::ScanNeedles;
-
 /// What [`Claims`] hold within the span `[lo, hi]` of the positions a
 /// search asked about ([`Claims::seen`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -15,7 +9,7 @@ pub struct ClaimsSeen {
     pub(super) lo: u64,
     pub(super) hi: u64,
     /// The claimed stretches (merged) reaching into the span, last first.
-    pub(super) merged: Vec<(u64, u64)>,
+    merged: Vec<(u64, u64)>,
     /// Where claimed ranges start inside the span.
     pub(super) starts: Vec<u64>,
 }
@@ -42,34 +36,14 @@ pub(super) const MAX_ASKED: usize = 1 << 20;
 #[derive(Clone, Debug, Default)]
 pub struct Claims {
     /// start → end, as claimed (ranges may overlap).
-    pub(super) ranges: std::collections::BTreeMap<u64, u64>,
+    ranges: std::collections::BTreeMap<u64, u64>,
     /// The same ranges merged into disjoint intervals (start → end): what
     /// [`Claims::covers`] asks, exactly and in O(log n).
-    pub(super) merged: std::collections::BTreeMap<u64, u64>,
-    /// JPEG headers validated by the search (to see whether they own a
-    /// candidate second fragment): header → validated length.
-    pub(super) jpeg_heads: std::collections::BTreeMap<u64, u64>,
-    /// ZIP end-of-central-directory records around the searches so far.
-    pub(super) eocds: PosIndex,
-    /// Cluster-aligned JPEG headers around the searches so far.
-    pub(super) sois: PosIndex,
-    /// Whether the `n` bytes at a position look like entropy-coded data:
-    /// (position, n) → verdict, shared by the JPEG searches (their windows
-    /// overlap: each cluster is examined once per carving, not once per search).
-    /// Claims with the stage's [`KnownJpegs`] use its map instead, shared with
-    /// the searches run ahead too.
-    pub(super) entropy: std::collections::BTreeMap<(u64, u64), bool>,
-    /// The validation stage's JPEG verdicts.
-    pub(super) known: Option<Arc<KnownJpegs>>,
-    /// The scan's positions of the indexed signatures.
-    pub(super) needles: Option<Arc<ScanNeedles>>,
-    /// Searches with these claims record the questions they ask
-    /// ([`Attempt::asked`]): those run ahead of the carver.
-    pub(super) log_asks: bool,
+    merged: std::collections::BTreeMap<u64, u64>,
 }
 
 /// Most claimed ranges kept.
-pub(super) const MAX_CLAIMS: usize = 1 << 18;
+const MAX_CLAIMS: usize = 1 << 18;
 
 impl Claims {
     /// Records `[start, end)` as belonging to a file.
@@ -114,17 +88,7 @@ impl Claims {
         Some(Claims {
             ranges: pick(&self.ranges)?,
             merged: pick(&self.merged)?,
-            ..Claims::default()
         })
-    }
-
-    /// The JPEG prefilter's verdict of the `n` bytes at `pos` ([`Claims::entropy`],
-    /// shared through [`KnownJpegs`] when the claims have it).
-    pub(super) fn entropy_verdict(&mut self, key: (u64, u64), f: impl FnOnce() -> bool) -> bool {
-        match &self.known {
-            Some(k) => k.entropy(key, f),
-            None => *self.entropy.entry(key).or_insert_with(f),
-        }
     }
 
     /// Forgets ranges that end at or before `before`.
@@ -140,18 +104,6 @@ impl Claims {
                 break;
             }
             self.merged.pop_first();
-        }
-        while let Some((&(p, _), _)) = self.entropy.first_key_value() {
-            if p >= before && self.entropy.len() < MAX_CLAIMS * 4 {
-                break;
-            }
-            self.entropy.pop_first();
-        }
-        while let Some((&h, &len)) = self.jpeg_heads.first_key_value() {
-            if h.saturating_add(len) > before && self.jpeg_heads.len() < MAX_CLAIMS {
-                break;
-            }
-            self.jpeg_heads.pop_first();
         }
     }
 

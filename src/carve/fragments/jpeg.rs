@@ -148,7 +148,7 @@ fn check_charged(
     };
     // Decoded before by a search of this carving: that outcome, charged
     // the same.
-    let memo = b.claims.known.clone();
+    let memo = b.memory.known.clone();
     let key = CheckKey {
         runs: j.at,
         n: j.n,
@@ -212,7 +212,7 @@ fn looks_entropy(
     n: u64,
 ) -> bool {
     let seen = b
-        .claims
+        .memory
         .needles
         .as_ref()
         .and_then(|l| l.sectors.as_ref())
@@ -220,7 +220,7 @@ fn looks_entropy(
     match seen {
         Some(v) => v,
         None => b
-            .claims
+            .memory
             .entropy_verdict((pos, n), || entropy_like(cache, look, pos, n)),
     }
 }
@@ -717,15 +717,15 @@ impl Heads {
 fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Budget) -> bool {
     let from = s2.saturating_sub(MAX_BACK);
     let marker = |m: u8| (0xC0..=0xFE).contains(&m);
-    let near: Vec<u64> = if b.claims.sois.cover(
+    let near: Vec<u64> = if b.memory.sois.cover(
         r,
-        b.claims.needles.as_deref(),
+        b.memory.needles.as_deref(),
         (SOI, heads.cl, heads.phase),
         marker,
         from,
         s2,
     ) {
-        b.claims
+        b.memory
             .sois
             .range(from, s2)
             .rev()
@@ -750,14 +750,14 @@ fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Bud
             }
             heads.asked.insert(p);
         }
-        let len = match b.claims.jpeg_heads.get(&p) {
+        let len = match b.memory.jpeg_heads.get(&p) {
             Some(&l) => l,
             None => {
                 // The validation stage's verdict, once it has passed the
                 // header (waiting for it: decoding here would do its work
                 // twice, on the carver's thread).
                 let l = b
-                    .claims
+                    .memory
                     .known
                     .as_ref()
                     .and_then(|k| {
@@ -770,7 +770,7 @@ fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Bud
                         let src = Src::new(&w, 0, Limits { max_len: w.len });
                         vj::validate_probe(src, &mut d).map_or(0, |v| v.length)
                     });
-                b.claims.jpeg_heads.insert(p, l);
+                b.memory.jpeg_heads.insert(p, l);
                 l
             }
         };
@@ -1140,7 +1140,7 @@ pub(super) fn owner_length(max_len: u64, verdict: Option<&Verdict>) -> Option<u6
 /// JPEG stored contiguously owns a candidate second fragment: a header the
 /// stage has validated is not decoded again. Verdicts are pure functions of
 /// the image, so what a search finds here equals what it would compute.
-/// Bounded: past `MAX_CLAIMS` entries the lowest offsets are dropped.
+/// Bounded: past [`MAX_KNOWN`] entries the lowest offsets are dropped.
 ///
 /// The stage also says how far it has got ([`KnownJpegs::stage_through`]),
 /// so that a search can wait for verdicts instead of decoding the same JPEGs
@@ -1153,7 +1153,7 @@ pub struct KnownJpegs {
     /// the carver's searches and those run ahead: each cluster is read and
     /// examined once per carving, whichever thread asks first (a verdict is
     /// a function of the image's bytes there, so who computed it does not
-    /// matter). At most `MAX_CLAIMS * 4`; the carver forgets those behind it.
+    /// matter). At most `MAX_KNOWN * 4`; the carver forgets those behind it.
     entropy: std::sync::Mutex<std::collections::BTreeMap<(u64, u64), bool>>,
     /// The JPEG searches' costlier decodes of candidate joins
     /// ([`CheckMemo`]), shared like the prefilter's verdicts: a search
@@ -1183,6 +1183,9 @@ struct Stage {
     /// The stage has ended.
     finished: bool,
 }
+
+/// Most JPEG verdicts kept (and four times as many prefilter verdicts).
+const MAX_KNOWN: usize = 1 << 18;
 
 /// Longest a search waits for the validation stage (a safety net: the stage
 /// is never waiting for the carver then, so it always gets there).
@@ -1243,7 +1246,7 @@ impl KnownJpegs {
         }
         let v = f();
         let mut m = lock();
-        if m.len() >= MAX_CLAIMS * 4 {
+        if m.len() >= MAX_KNOWN * 4 {
             m.pop_first();
         }
         m.insert((pos, n), v);
@@ -1273,7 +1276,7 @@ impl KnownJpegs {
         };
         let mut m = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
         m.insert(start, length);
-        if m.len() > MAX_CLAIMS {
+        if m.len() > MAX_KNOWN {
             m.pop_first();
         }
     }

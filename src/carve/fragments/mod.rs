@@ -166,12 +166,12 @@ pub fn recover(
         max_len,
         cluster,
         limits,
-        &mut Claims::default(),
+        (&Claims::default(), &mut SearchMemory::default()),
     )
 }
 
-/// [`recover`], never taking a second fragment from a range in `claims`
-/// (which also keeps what the search learnt about other files).
+/// [`recover`], never taking a second fragment from a range in `claims`;
+/// `memory` keeps what the search learnt about other files.
 pub fn recover_with(
     validator: &str,
     r: &dyn ByteReader,
@@ -179,7 +179,7 @@ pub fn recover_with(
     max_len: u64,
     cluster: u64,
     limits: &FragLimits,
-    claims: &mut Claims,
+    (claims, memory): (&Claims, &mut SearchMemory),
 ) -> Attempt {
     recover_given(
         validator,
@@ -189,6 +189,7 @@ pub fn recover_with(
         (cluster, None),
         limits,
         claims,
+        (memory, false),
         None,
     )
 }
@@ -197,6 +198,8 @@ pub fn recover_with(
 /// JPEG's says where its decode broke: not decoded again) and, with the
 /// cluster size, the block size of an ext2/3 volume holding the file (its
 /// block-map boundaries are split points, [`super::geometry::block_map_boundaries`]).
+/// With `log`, the questions asked of the claims are recorded
+/// ([`Attempt::asked`]: a search run ahead of the carver).
 #[allow(clippy::too_many_arguments)]
 fn recover_given(
     validator: &str,
@@ -205,12 +208,13 @@ fn recover_given(
     max_len: u64,
     (cluster, block_map): (u64, Option<u64>),
     limits: &FragLimits,
-    claims: &mut Claims,
+    claims: &Claims,
+    (memory, log): (&mut SearchMemory, bool),
     given: Option<&Verdict>,
 ) -> Attempt {
     let cluster = cluster.max(1);
     let max_len = max_len.min(r.len().saturating_sub(start));
-    let mut b = Budget::new(*limits, claims);
+    let mut b = Budget::new(*limits, claims, (memory, log));
     let joined = match validator {
         "png" => png::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
         "zip" => zip::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
@@ -265,11 +269,12 @@ mod carver;
 use cache::{Cache, read_exact};
 pub use carver::{Fragments, estimate_cluster};
 mod claims;
-use claims::MAX_CLAIMS;
 pub use claims::{Asked, Claims, ClaimsSeen};
 mod index;
 mod layout;
 pub use layout::fs_layout_verdict;
+mod memory;
+pub use memory::SearchMemory;
 mod needles;
 pub use needles::{NEEDLES, ScanNeedles};
 mod png;
@@ -430,14 +435,21 @@ mod tests {
         img[b as usize..b as usize + j.len() - split].copy_from_slice(&j[split..]);
         let max_len = img.len() as u64 - a;
         let limits = FragLimits::default();
-        let run = |claims: &mut Claims| {
-            recover_given("jpeg", &img, a, max_len, (CL, None), &limits, claims, None)
+        let run = |claims: &Claims, log: bool| {
+            let memory = &mut SearchMemory::default();
+            recover_given(
+                "jpeg",
+                &img,
+                a,
+                max_len,
+                (CL, None),
+                &limits,
+                claims,
+                (memory, log),
+                None,
+            )
         };
-        let mut ahead = Claims {
-            log_asks: true,
-            ..Claims::default()
-        };
-        let got = run(&mut ahead);
+        let got = run(&Claims::default(), true);
         let joined = got.joined.clone().expect("the join is found");
         assert_eq!(
             joined.runs,
@@ -450,7 +462,7 @@ mod tests {
         let mut far = Claims::default();
         far.claim(900 * CL, 901 * CL);
         assert!(far.answers(&asked));
-        let own = run(&mut far);
+        let own = run(&far, false);
         assert_eq!((own.joined, own.spent), (Some(joined.clone()), got.spent));
         // The second fragment claimed meanwhile: answered otherwise, and the
         // carver's own search does not find that join.
@@ -488,7 +500,7 @@ mod tests {
             }
         }
         assert!(agreed > 10, "only {agreed} agreed");
-        assert_ne!(run(&mut taken).joined, Some(joined));
+        assert_ne!(run(&taken, false).joined, Some(joined));
     }
 
     #[test]
@@ -575,7 +587,7 @@ mod tests {
         f.note_jpeg(4096, 1 << 30, Some(&laid_out));
         f.note_jpeg(1 << 20, 1 << 30, Some(&contiguous));
         f.note_jpeg(2 << 20, 1 << 30, None);
-        let heads = &f.claims.jpeg_heads;
+        let heads = &f.memory.jpeg_heads;
         assert_eq!(heads.get(&4096), None);
         assert_eq!(heads.get(&(1 << 20)), Some(&70_000));
         assert_eq!(heads.get(&(2 << 20)), Some(&0));
