@@ -803,117 +803,15 @@ pub(super) fn recover(
     let from = (head.count() > 1)
         .then(|| prior.get(&head.split()).and_then(Option::as_ref))
         .flatten();
-    // The verdict the validation stage gave the same bytes, with where the
-    // decode broke, is what a validation here would give: charged alike,
-    // not decoded again.
-    let (v, d) = match given {
-        Some(v) if head.count() == 1 && v.broke_at.is_some() => {
-            let fail_at = v.broke_at.unwrap_or(0);
-            let used = v.length.max(fail_at).min(whole.len);
-            if !b.ok() || !b.bytes(used.max(1)) {
-                return None;
-            }
-            let d = Damage {
-                damaged: true,
-                fail_at,
-            };
-            (v.clone(), d)
-        }
-        // Decoded already: charged as that decode was.
-        _ => match decoded {
-            Some((v, d)) => {
-                let used = v.length.max(d.fail_at).min(whole.len);
-                if !b.ok() || !b.bytes(used.max(1)) {
-                    return None;
-                }
-                (v, d)
-            }
-            None => check_charged(&whole, from, b, true, Some(spec))?,
-        },
-    };
+    let (v, d) = head_verdict(&whole, (given, decoded), (from, spec), b)?;
     if v.status != Status::Partial || !d.damaged || v.length < 2 {
         return None;
     }
-    // The split lies at or before the point where decoding failed, and
-    // within a cluster of it: foreign data that decodes for longer is
-    // coded with the same tables, and the split cannot be placed.
-    let top = d.fail_at.min(max_len) / cl * cl;
-    let lowest = d.fail_at.saturating_sub(cl + SLACK);
-    let splits: Vec<u64> = (0..MAX_SPLITS.min(b.lim.max_splits))
-        .map_while(|k| {
-            top.checked_sub(k * cl)
-                .filter(|&s| s >= cl && s >= lowest && s > head.split())
-        })
-        .collect();
-    let mut splits = splits;
-    // In an ext2/3 volume the file goes on after an indirect block at its
-    // block-map boundaries. An indirect block is mostly zero bytes, and
-    // zero bits decode as flat blocks with many encoders' tables: the
-    // decode may run clean through it and into the real continuation,
-    // failing only at the end. The last boundary before the failure is a
-    // split too (PhotoRec's ext2 mode makes the same assumption; here
-    // the decode across the join proves it).
-    if let Some(bs) = block_map
-        && let Some(s) = crate::carve::geometry::block_map_boundaries(bs, d.fail_at.min(max_len))
-            .filter(|&s| s >= cl && s > head.split())
-            .last()
-        && !splits.contains(&s)
-    {
-        splits.push(s);
-    }
+    let splits = place_splits(head, &d, max_len, cl, block_map, b);
     if splits.is_empty() {
         return None;
     }
-    // The head's decoder state at each split, so that a candidate costs
-    // a decode of what follows the split only.
-    // One decode for every split, charged as one per split. A cluster
-    // before each split too: the join's proof decodes it with the boundary
-    // moved one cluster back ([`try_join`]).
-    let src = Src::new(&whole, 0, Limits { max_len: whole.len });
-    let mut wanted = splits.clone();
-    wanted.extend(
-        splits
-            .iter()
-            .filter_map(|s| s.checked_sub(cl))
-            .filter(|&s| head.count() == 1 || s > head.split()),
-    );
-    // The decode that placed the splits left their snapshots behind (the
-    // validation stage's, or the one that proved the crossing): each taken
-    // from its trail where the trail holds it; the others are captured by
-    // decoding again, up to the first boundary past the last of them.
-    let mut got = match v.trail.as_ref() {
-        Some(t) => t.0.answer_each(whole.len, &wanted),
-        None => vec![None; wanted.len()],
-    };
-    let missing: Vec<u64> = wanted
-        .iter()
-        .zip(&got)
-        .filter(|(_, g)| g.is_none())
-        .map(|(&w, _)| w)
-        .collect();
-    if !missing.is_empty() {
-        let mut captured = vj::capture_snaps(src, from, &missing).into_iter();
-        for g in got.iter_mut().filter(|g| g.is_none()) {
-            *g = captured.next();
-        }
-    }
-    let got = got.into_iter().map(Option::flatten);
-    // The snapshots before this head's last split hold for it (it equals
-    // the file they were taken over up to there); later ones do not.
-    let mut snaps: Snaps = prior
-        .iter()
-        .filter(|&(&at, _)| at <= head.split())
-        .map(|(&at, sn)| (at, sn.clone()))
-        .collect();
-    for (i, (&split, sn)) in wanted.iter().zip(got).enumerate() {
-        if i < splits.len() && !b.bytes(split) {
-            return None;
-        }
-        let slot = snaps.entry(split).or_insert(None);
-        if slot.is_none() {
-            *slot = sn;
-        }
-    }
+    let snaps = snaps_at(head, &splits, cl, (&v, from, prior), b)?;
     let lim = b.lim.max_bytes.min(MAX_DECODED);
     let mut cache = Cache::new(r);
     let mut look = [0u8; LOOK as usize];
@@ -979,6 +877,150 @@ pub(super) fn recover(
         }
     }
     None
+}
+
+/// The verdict of the whole of `head` and where its decode broke. The
+/// verdict the validation stage gave the same bytes (`given`, for a single
+/// run), with where the decode broke, is what a validation here would give:
+/// charged alike, not decoded again; so is the decode that proved the
+/// crossing `head` follows (`decoded`). Else `head` is decoded here, from
+/// the snapshot `from` at its last split on.
+fn head_verdict(
+    whole: &TwoRuns,
+    (given, decoded): (Option<&Verdict>, Option<(Verdict, Damage)>),
+    (from, spec): (Option<&Snap>, vj::TrailSpec),
+    b: &mut Budget,
+) -> Option<(Verdict, Damage)> {
+    match given {
+        Some(v) if whole.count() == 1 && v.broke_at.is_some() => {
+            let fail_at = v.broke_at.unwrap_or(0);
+            let used = v.length.max(fail_at).min(whole.len);
+            if !b.ok() || !b.bytes(used.max(1)) {
+                return None;
+            }
+            let d = Damage {
+                damaged: true,
+                fail_at,
+            };
+            Some((v.clone(), d))
+        }
+        // Decoded already: charged as that decode was.
+        _ => match decoded {
+            Some((v, d)) => {
+                let used = v.length.max(d.fail_at).min(whole.len);
+                if !b.ok() || !b.bytes(used.max(1)) {
+                    return None;
+                }
+                Some((v, d))
+            }
+            None => check_charged(whole, from, b, true, Some(spec)),
+        },
+    }
+}
+
+/// The split points of `head`, whose decode failed at `d.fail_at`
+/// (nearest the failure first, then an ext2/3 block-map boundary).
+fn place_splits(
+    head: &TwoRuns,
+    d: &Damage,
+    max_len: u64,
+    cl: u64,
+    block_map: Option<u64>,
+    b: &Budget,
+) -> Vec<u64> {
+    // The split lies at or before the point where decoding failed, and
+    // within a cluster of it: foreign data that decodes for longer is
+    // coded with the same tables, and the split cannot be placed.
+    let top = d.fail_at.min(max_len) / cl * cl;
+    let lowest = d.fail_at.saturating_sub(cl + SLACK);
+    let mut splits: Vec<u64> = (0..MAX_SPLITS.min(b.lim.max_splits))
+        .map_while(|k| {
+            top.checked_sub(k * cl)
+                .filter(|&s| s >= cl && s >= lowest && s > head.split())
+        })
+        .collect();
+    // In an ext2/3 volume the file goes on after an indirect block at its
+    // block-map boundaries. An indirect block is mostly zero bytes, and
+    // zero bits decode as flat blocks with many encoders' tables: the
+    // decode may run clean through it and into the real continuation,
+    // failing only at the end. The last boundary before the failure is a
+    // split too (PhotoRec's ext2 mode makes the same assumption; here
+    // the decode across the join proves it).
+    if let Some(bs) = block_map
+        && let Some(s) = crate::carve::geometry::block_map_boundaries(bs, d.fail_at.min(max_len))
+            .filter(|&s| s >= cl && s > head.split())
+            .last()
+        && !splits.contains(&s)
+    {
+        splits.push(s);
+    }
+    splits
+}
+
+/// The head's decoder state at each split and a cluster before it, so
+/// that a candidate costs a decode of what follows the split only: the
+/// snapshots of `prior` that hold for `head`, then those the decode that
+/// gave `v` left in its trail, then the rest captured by decoding `head`
+/// again from `from`. `None` when the budget ends.
+fn snaps_at(
+    head: &TwoRuns,
+    splits: &[u64],
+    cl: u64,
+    (v, from, prior): (&Verdict, Option<&Snap>, &Snaps),
+    b: &mut Budget,
+) -> Option<Snaps> {
+    // The head's decoder state at each split, so that a candidate costs
+    // a decode of what follows the split only.
+    // One decode for every split, charged as one per split. A cluster
+    // before each split too: the join's proof decodes it with the boundary
+    // moved one cluster back ([`try_join`]).
+    let whole = *head;
+    let src = Src::new(&whole, 0, Limits { max_len: whole.len });
+    let mut wanted = splits.to_vec();
+    wanted.extend(
+        splits
+            .iter()
+            .filter_map(|s| s.checked_sub(cl))
+            .filter(|&s| head.count() == 1 || s > head.split()),
+    );
+    // The decode that placed the splits left their snapshots behind (the
+    // validation stage's, or the one that proved the crossing): each taken
+    // from its trail where the trail holds it; the others are captured by
+    // decoding again, up to the first boundary past the last of them.
+    let mut got = match v.trail.as_ref() {
+        Some(t) => t.0.answer_each(whole.len, &wanted),
+        None => vec![None; wanted.len()],
+    };
+    let missing: Vec<u64> = wanted
+        .iter()
+        .zip(&got)
+        .filter(|(_, g)| g.is_none())
+        .map(|(&w, _)| w)
+        .collect();
+    if !missing.is_empty() {
+        let mut captured = vj::capture_snaps(src, from, &missing).into_iter();
+        for g in got.iter_mut().filter(|g| g.is_none()) {
+            *g = captured.next();
+        }
+    }
+    let got = got.into_iter().map(Option::flatten);
+    // The snapshots before this head's last split hold for it (it equals
+    // the file they were taken over up to there); later ones do not.
+    let mut snaps: Snaps = prior
+        .iter()
+        .filter(|&(&at, _)| at <= head.split())
+        .map(|(&at, sn)| (at, sn.clone()))
+        .collect();
+    for (i, (&split, sn)) in wanted.iter().zip(got).enumerate() {
+        if i < splits.len() && !b.bytes(split) {
+            return None;
+        }
+        let slot = snaps.entry(split).or_insert(None);
+        if slot.is_none() {
+            *slot = sn;
+        }
+    }
+    Some(snaps)
 }
 
 /// Decoder snapshots by position in the file (see [`recover`]).
