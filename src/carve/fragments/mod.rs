@@ -1,10 +1,21 @@
 //! Fragment gap carving: recovering a file stored in two (to four) pieces.
 //!
-//! Layout: this file holds what every format shares (the carver's state
-//! [`Fragments`], the claims, the joined view [`TwoRuns`] and its block
-//! cache, the budget, and the candidate walk `nearest_first`); `png.rs`,
-//! `jpeg.rs` and `zip.rs` each find where their format breaks and prove a
-//! join.
+//! Layout, one concept per file: this file holds the entry points
+//! ([`recover`], [`recover_with`]) and what a search returns ([`Attempt`],
+//! [`Joined`]); `carver.rs` the carver's side ([`Fragments`]: cluster sizes,
+//! the hook after each validation, the image's budget spent); `ahead.rs`
+//! the searches run ahead of the carver on threads of their own;
+//! `claims.rs` the byte ranges already carved ([`Claims`]); `memory.rs`
+//! what the searches remember between them ([`SearchMemory`]); `budget.rs`
+//! the limits and what a search has spent ([`FragLimits`],
+//! [`image_budget`]); `runs.rs` the joined view ([`TwoRuns`]); `cache.rs`
+//! the prefilters' block cache; `join.rs` the candidate walk
+//! (`nearest_first`) and the join proofs every format shares; `needles.rs`
+//! the scan's log of signature positions ([`ScanNeedles`]) and `index.rs`
+//! the searches' position index; `layout.rs` files laid out by their file
+//! system ([`fs_layout_verdict`]). `png.rs`, `jpeg.rs` and `zip.rs` each
+//! find where their format breaks and prove a join; `jpeg.rs` also holds
+//! the JPEG-only state a carving shares ([`KnownJpegs`]).
 //!
 //! When a structure validator reports `Partial` for a PNG, ZIP or JPEG (its
 //! structure breaks partway), the file may simply be fragmented: its first
@@ -105,6 +116,39 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::validators::{self, ByteReader, Limits, Status, Verdict};
+
+// The concepts every format's search shares; the formats take them from
+// here (`use super::*`).
+mod ahead;
+mod budget;
+mod cache;
+mod carver;
+mod claims;
+mod index;
+mod join;
+mod layout;
+mod memory;
+mod needles;
+mod runs;
+// One file per format: each finds where its file breaks and proves a join.
+mod jpeg;
+mod png;
+mod zip;
+
+pub use ahead::{AheadDone, AheadJob, AheadJoins, run_ahead};
+pub use budget::{FragLimits, image_budget};
+pub use carver::{Fragments, estimate_cluster};
+pub use claims::{Asked, Claims, ClaimsSeen};
+pub use jpeg::KnownJpegs;
+pub use jpeg::trail_spec as jpeg_trail_spec;
+pub use layout::fs_layout_verdict;
+pub use memory::SearchMemory;
+pub use needles::{NEEDLES, ScanNeedles};
+pub use runs::{MAX_RUNS, TwoRuns};
+
+use budget::Budget;
+use cache::{Cache, read_exact};
+use join::{for_each_piece, joined, nearest_first, tail_of_copy, validate_join};
 
 /// A proven two-fragment file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -251,36 +295,6 @@ fn recover_given(
         spent: (b.cands, b.bytes),
     }
 }
-
-// One file per format: each finds where its file breaks and proves a join;
-// the candidate walk, the byte runs and the budget they share are above.
-mod ahead;
-pub use ahead::{AheadDone, AheadJob, AheadJoins, run_ahead};
-mod join;
-use join::{for_each_piece, joined, nearest_first, tail_of_copy, validate_join};
-mod jpeg;
-pub use jpeg::KnownJpegs;
-pub use jpeg::trail_spec as jpeg_trail_spec;
-mod budget;
-use budget::Budget;
-pub use budget::{FragLimits, image_budget};
-mod cache;
-mod carver;
-use cache::{Cache, read_exact};
-pub use carver::{Fragments, estimate_cluster};
-mod claims;
-pub use claims::{Asked, Claims, ClaimsSeen};
-mod index;
-mod layout;
-pub use layout::fs_layout_verdict;
-mod memory;
-pub use memory::SearchMemory;
-mod needles;
-pub use needles::{NEEDLES, ScanNeedles};
-mod png;
-mod runs;
-pub use runs::{MAX_RUNS, TwoRuns};
-mod zip;
 
 /// A deterministic pseudo-random sequence (xorshift64) for the tests.
 #[cfg(test)]
