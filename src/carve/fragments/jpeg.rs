@@ -1,4 +1,9 @@
 //! JPEG: no checksum; the entropy decode across the join is the proof.
+//!
+//! Also the JPEG-only state a carving shares: what the scan saw of every
+//! sector ([`EntropySectors`]), the memo of decoded candidate joins
+//! ([`CheckMemo`]) and the validation stage's JPEG verdicts with the
+//! prefilter's ([`KnownJpegs`]).
 use std::collections::HashMap;
 
 use super::validators::jpeg::{self as vj, Damage, Snap};
@@ -143,7 +148,7 @@ fn check_charged(
     };
     // Decoded before by a search of this carving: that outcome, charged
     // the same.
-    let memo = b.claims.known.clone();
+    let memo = b.memory.known.clone();
     let key = CheckKey {
         runs: j.at,
         n: j.n,
@@ -207,7 +212,7 @@ fn looks_entropy(
     n: u64,
 ) -> bool {
     let seen = b
-        .claims
+        .memory
         .needles
         .as_ref()
         .and_then(|l| l.sectors.as_ref())
@@ -215,7 +220,7 @@ fn looks_entropy(
     match seen {
         Some(v) => v,
         None => b
-            .claims
+            .memory
             .entropy_verdict((pos, n), || entropy_like(cache, look, pos, n)),
     }
 }
@@ -712,15 +717,15 @@ impl Heads {
 fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Budget) -> bool {
     let from = s2.saturating_sub(MAX_BACK);
     let marker = |m: u8| (0xC0..=0xFE).contains(&m);
-    let near: Vec<u64> = if b.claims.sois.cover(
+    let near: Vec<u64> = if b.memory.sois.cover(
         r,
-        b.claims.needles.as_deref(),
+        b.memory.needles.as_deref(),
         (SOI, heads.cl, heads.phase),
         marker,
         from,
         s2,
     ) {
-        b.claims
+        b.memory
             .sois
             .range(from, s2)
             .rev()
@@ -745,14 +750,14 @@ fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Bud
             }
             heads.asked.insert(p);
         }
-        let len = match b.claims.jpeg_heads.get(&p) {
+        let len = match b.memory.jpeg_heads.get(&p) {
             Some(&l) => l,
             None => {
                 // The validation stage's verdict, once it has passed the
                 // header (waiting for it: decoding here would do its work
                 // twice, on the carver's thread).
                 let l = b
-                    .claims
+                    .memory
                     .known
                     .as_ref()
                     .and_then(|k| {
@@ -765,7 +770,7 @@ fn owned(r: &dyn ByteReader, heads: &mut Heads, start: u64, s2: u64, b: &mut Bud
                         let src = Src::new(&w, 0, Limits { max_len: w.len });
                         vj::validate_probe(src, &mut d).map_or(0, |v| v.length)
                     });
-                b.claims.jpeg_heads.insert(p, l);
+                b.memory.jpeg_heads.insert(p, l);
                 l
             }
         };
@@ -798,117 +803,15 @@ pub(super) fn recover(
     let from = (head.count() > 1)
         .then(|| prior.get(&head.split()).and_then(Option::as_ref))
         .flatten();
-    // The verdict the validation stage gave the same bytes, with where the
-    // decode broke, is what a validation here would give: charged alike,
-    // not decoded again.
-    let (v, d) = match given {
-        Some(v) if head.count() == 1 && v.broke_at.is_some() => {
-            let fail_at = v.broke_at.unwrap_or(0);
-            let used = v.length.max(fail_at).min(whole.len);
-            if !b.ok() || !b.bytes(used.max(1)) {
-                return None;
-            }
-            let d = Damage {
-                damaged: true,
-                fail_at,
-            };
-            (v.clone(), d)
-        }
-        // Decoded already: charged as that decode was.
-        _ => match decoded {
-            Some((v, d)) => {
-                let used = v.length.max(d.fail_at).min(whole.len);
-                if !b.ok() || !b.bytes(used.max(1)) {
-                    return None;
-                }
-                (v, d)
-            }
-            None => check_charged(&whole, from, b, true, Some(spec))?,
-        },
-    };
+    let (v, d) = head_verdict(&whole, (given, decoded), (from, spec), b)?;
     if v.status != Status::Partial || !d.damaged || v.length < 2 {
         return None;
     }
-    // The split lies at or before the point where decoding failed, and
-    // within a cluster of it: foreign data that decodes for longer is
-    // coded with the same tables, and the split cannot be placed.
-    let top = d.fail_at.min(max_len) / cl * cl;
-    let lowest = d.fail_at.saturating_sub(cl + SLACK);
-    let splits: Vec<u64> = (0..MAX_SPLITS.min(b.lim.max_splits))
-        .map_while(|k| {
-            top.checked_sub(k * cl)
-                .filter(|&s| s >= cl && s >= lowest && s > head.split())
-        })
-        .collect();
-    let mut splits = splits;
-    // In an ext2/3 volume the file goes on after an indirect block at its
-    // block-map boundaries. An indirect block is mostly zero bytes, and
-    // zero bits decode as flat blocks with many encoders' tables: the
-    // decode may run clean through it and into the real continuation,
-    // failing only at the end. The last boundary before the failure is a
-    // split too (PhotoRec's ext2 mode makes the same assumption; here
-    // the decode across the join proves it).
-    if let Some(bs) = block_map
-        && let Some(s) = crate::carve::geometry::block_map_boundaries(bs, d.fail_at.min(max_len))
-            .filter(|&s| s >= cl && s > head.split())
-            .last()
-        && !splits.contains(&s)
-    {
-        splits.push(s);
-    }
+    let splits = place_splits(head, &d, max_len, cl, block_map, b);
     if splits.is_empty() {
         return None;
     }
-    // The head's decoder state at each split, so that a candidate costs
-    // a decode of what follows the split only.
-    // One decode for every split, charged as one per split. A cluster
-    // before each split too: the join's proof decodes it with the boundary
-    // moved one cluster back ([`try_join`]).
-    let src = Src::new(&whole, 0, Limits { max_len: whole.len });
-    let mut wanted = splits.clone();
-    wanted.extend(
-        splits
-            .iter()
-            .filter_map(|s| s.checked_sub(cl))
-            .filter(|&s| head.count() == 1 || s > head.split()),
-    );
-    // The decode that placed the splits left their snapshots behind (the
-    // validation stage's, or the one that proved the crossing): each taken
-    // from its trail where the trail holds it; the others are captured by
-    // decoding again, up to the first boundary past the last of them.
-    let mut got = match v.trail.as_ref() {
-        Some(t) => t.0.answer_each(whole.len, &wanted),
-        None => vec![None; wanted.len()],
-    };
-    let missing: Vec<u64> = wanted
-        .iter()
-        .zip(&got)
-        .filter(|(_, g)| g.is_none())
-        .map(|(&w, _)| w)
-        .collect();
-    if !missing.is_empty() {
-        let mut captured = vj::capture_snaps(src, from, &missing).into_iter();
-        for g in got.iter_mut().filter(|g| g.is_none()) {
-            *g = captured.next();
-        }
-    }
-    let got = got.into_iter().map(Option::flatten);
-    // The snapshots before this head's last split hold for it (it equals
-    // the file they were taken over up to there); later ones do not.
-    let mut snaps: Snaps = prior
-        .iter()
-        .filter(|&(&at, _)| at <= head.split())
-        .map(|(&at, sn)| (at, sn.clone()))
-        .collect();
-    for (i, (&split, sn)) in wanted.iter().zip(got).enumerate() {
-        if i < splits.len() && !b.bytes(split) {
-            return None;
-        }
-        let slot = snaps.entry(split).or_insert(None);
-        if slot.is_none() {
-            *slot = sn;
-        }
-    }
+    let snaps = snaps_at(head, &splits, cl, (&v, from, prior), b)?;
     let lim = b.lim.max_bytes.min(MAX_DECODED);
     let mut cache = Cache::new(r);
     let mut look = [0u8; LOOK as usize];
@@ -974,6 +877,150 @@ pub(super) fn recover(
         }
     }
     None
+}
+
+/// The verdict of the whole of `head` and where its decode broke. The
+/// verdict the validation stage gave the same bytes (`given`, for a single
+/// run), with where the decode broke, is what a validation here would give:
+/// charged alike, not decoded again; so is the decode that proved the
+/// crossing `head` follows (`decoded`). Else `head` is decoded here, from
+/// the snapshot `from` at its last split on.
+fn head_verdict(
+    whole: &TwoRuns,
+    (given, decoded): (Option<&Verdict>, Option<(Verdict, Damage)>),
+    (from, spec): (Option<&Snap>, vj::TrailSpec),
+    b: &mut Budget,
+) -> Option<(Verdict, Damage)> {
+    match given {
+        Some(v) if whole.count() == 1 && v.broke_at.is_some() => {
+            let fail_at = v.broke_at.unwrap_or(0);
+            let used = v.length.max(fail_at).min(whole.len);
+            if !b.ok() || !b.bytes(used.max(1)) {
+                return None;
+            }
+            let d = Damage {
+                damaged: true,
+                fail_at,
+            };
+            Some((v.clone(), d))
+        }
+        // Decoded already: charged as that decode was.
+        _ => match decoded {
+            Some((v, d)) => {
+                let used = v.length.max(d.fail_at).min(whole.len);
+                if !b.ok() || !b.bytes(used.max(1)) {
+                    return None;
+                }
+                Some((v, d))
+            }
+            None => check_charged(whole, from, b, true, Some(spec)),
+        },
+    }
+}
+
+/// The split points of `head`, whose decode failed at `d.fail_at`
+/// (nearest the failure first, then an ext2/3 block-map boundary).
+fn place_splits(
+    head: &TwoRuns,
+    d: &Damage,
+    max_len: u64,
+    cl: u64,
+    block_map: Option<u64>,
+    b: &Budget,
+) -> Vec<u64> {
+    // The split lies at or before the point where decoding failed, and
+    // within a cluster of it: foreign data that decodes for longer is
+    // coded with the same tables, and the split cannot be placed.
+    let top = d.fail_at.min(max_len) / cl * cl;
+    let lowest = d.fail_at.saturating_sub(cl + SLACK);
+    let mut splits: Vec<u64> = (0..MAX_SPLITS.min(b.lim.max_splits))
+        .map_while(|k| {
+            top.checked_sub(k * cl)
+                .filter(|&s| s >= cl && s >= lowest && s > head.split())
+        })
+        .collect();
+    // In an ext2/3 volume the file goes on after an indirect block at its
+    // block-map boundaries. An indirect block is mostly zero bytes, and
+    // zero bits decode as flat blocks with many encoders' tables: the
+    // decode may run clean through it and into the real continuation,
+    // failing only at the end. The last boundary before the failure is a
+    // split too (PhotoRec's ext2 mode makes the same assumption; here
+    // the decode across the join proves it).
+    if let Some(bs) = block_map
+        && let Some(s) = crate::carve::geometry::block_map_boundaries(bs, d.fail_at.min(max_len))
+            .filter(|&s| s >= cl && s > head.split())
+            .last()
+        && !splits.contains(&s)
+    {
+        splits.push(s);
+    }
+    splits
+}
+
+/// The head's decoder state at each split and a cluster before it, so
+/// that a candidate costs a decode of what follows the split only: the
+/// snapshots of `prior` that hold for `head`, then those the decode that
+/// gave `v` left in its trail, then the rest captured by decoding `head`
+/// again from `from`. `None` when the budget ends.
+fn snaps_at(
+    head: &TwoRuns,
+    splits: &[u64],
+    cl: u64,
+    (v, from, prior): (&Verdict, Option<&Snap>, &Snaps),
+    b: &mut Budget,
+) -> Option<Snaps> {
+    // The head's decoder state at each split, so that a candidate costs
+    // a decode of what follows the split only.
+    // One decode for every split, charged as one per split. A cluster
+    // before each split too: the join's proof decodes it with the boundary
+    // moved one cluster back ([`try_join`]).
+    let whole = *head;
+    let src = Src::new(&whole, 0, Limits { max_len: whole.len });
+    let mut wanted = splits.to_vec();
+    wanted.extend(
+        splits
+            .iter()
+            .filter_map(|s| s.checked_sub(cl))
+            .filter(|&s| head.count() == 1 || s > head.split()),
+    );
+    // The decode that placed the splits left their snapshots behind (the
+    // validation stage's, or the one that proved the crossing): each taken
+    // from its trail where the trail holds it; the others are captured by
+    // decoding again, up to the first boundary past the last of them.
+    let mut got = match v.trail.as_ref() {
+        Some(t) => t.0.answer_each(whole.len, &wanted),
+        None => vec![None; wanted.len()],
+    };
+    let missing: Vec<u64> = wanted
+        .iter()
+        .zip(&got)
+        .filter(|(_, g)| g.is_none())
+        .map(|(&w, _)| w)
+        .collect();
+    if !missing.is_empty() {
+        let mut captured = vj::capture_snaps(src, from, &missing).into_iter();
+        for g in got.iter_mut().filter(|g| g.is_none()) {
+            *g = captured.next();
+        }
+    }
+    let got = got.into_iter().map(Option::flatten);
+    // The snapshots before this head's last split hold for it (it equals
+    // the file they were taken over up to there); later ones do not.
+    let mut snaps: Snaps = prior
+        .iter()
+        .filter(|&(&at, _)| at <= head.split())
+        .map(|(&at, sn)| (at, sn.clone()))
+        .collect();
+    for (i, (&split, sn)) in wanted.iter().zip(got).enumerate() {
+        if i < splits.len() && !b.bytes(split) {
+            return None;
+        }
+        let slot = snaps.entry(split).or_insert(None);
+        if slot.is_none() {
+            *slot = sn;
+        }
+    }
+    Some(snaps)
 }
 
 /// Decoder snapshots by position in the file (see [`recover`]).
@@ -1108,6 +1155,178 @@ fn try_join<'a>(
         "{kind} join proven by a JPEG entropy decode across the join (every Huffman code valid, the exact MCU count{scans}, EOI after the last MCU); split at {split}, second fragment at {s2}"
     );
     joined(&j, v.length, v.subtype, note).map(Ok)
+}
+
+/// What the search would learn by validating the JPEG header itself: the
+/// validated length (0: not a JPEG), or `None` for a verdict that is not that
+/// kind of answer (cut by the window `max_len`, or shortened by the ext2/3
+/// indirect-block check).
+pub(super) fn owner_length(max_len: u64, verdict: Option<&Verdict>) -> Option<u64> {
+    match verdict {
+        None => Some(0),
+        Some(v)
+            if v.length < max_len
+                && !v
+                    .notes
+                    .iter()
+                    .any(|n| n.starts_with("ext2/3 indirect block")) =>
+        {
+            Some(v.length)
+        }
+        Some(_) => None,
+    }
+}
+
+/// JPEG verdicts shared between the validation stage, which runs ahead of
+/// the carver on every core, and the fragment searches, which ask whether a
+/// JPEG stored contiguously owns a candidate second fragment: a header the
+/// stage has validated is not decoded again. Verdicts are pure functions of
+/// the image, so what a search finds here equals what it would compute.
+/// Bounded: past [`MAX_KNOWN`] entries the lowest offsets are dropped.
+///
+/// The stage also says how far it has got ([`KnownJpegs::stage_through`]),
+/// so that a search can wait for verdicts instead of decoding the same JPEGs
+/// on the carver's thread ([`KnownJpegs::wait_for`]). Only who decodes
+/// depends on timing, never what a search finds.
+#[derive(Debug, Default)]
+pub struct KnownJpegs {
+    lengths: std::sync::Mutex<std::collections::BTreeMap<u64, u64>>,
+    /// The JPEG searches' prefilter verdicts ([`Claims::entropy`]), shared by
+    /// the carver's searches and those run ahead: each cluster is read and
+    /// examined once per carving, whichever thread asks first (a verdict is
+    /// a function of the image's bytes there, so who computed it does not
+    /// matter). At most `MAX_KNOWN * 4`; the carver forgets those behind it.
+    entropy: std::sync::Mutex<std::collections::BTreeMap<(u64, u64), bool>>,
+    /// The JPEG searches' costlier decodes of candidate joins
+    /// ([`CheckMemo`]), shared like the prefilter's verdicts: a search
+    /// the carver runs again (its answer run ahead was not usable) or one
+    /// whose window another search covered does not decode them again.
+    pub(super) checks: std::sync::Mutex<CheckMemo>,
+    /// The JPEG scans decoded in this carving
+    /// ([`crate::carve::validators::jpeg::ScanMemo`]): the validation
+    /// stage's, and the searches' proofs of joins, which a copy of a picture
+    /// validated before answers.
+    pub scan_memo: Arc<crate::carve::validators::jpeg::ScanMemo>,
+    stage: std::sync::Mutex<Stage>,
+    moved: std::sync::Condvar,
+    /// Waits that found the stage behind, and their nanoseconds (for the
+    /// stage profile).
+    waits: std::sync::atomic::AtomicU64,
+    waited_ns: std::sync::atomic::AtomicU64,
+}
+
+/// Where the validation stage stands.
+#[derive(Debug, Default)]
+struct Stage {
+    /// Every header candidate below this offset has been validated.
+    through: u64,
+    /// The stage waits for the carver (its output queue is full).
+    blocked: bool,
+    /// The stage has ended.
+    finished: bool,
+}
+
+/// Most JPEG verdicts kept (and four times as many prefilter verdicts).
+const MAX_KNOWN: usize = 1 << 18;
+
+/// Longest a search waits for the validation stage (a safety net: the stage
+/// is never waiting for the carver then, so it always gets there).
+const MAX_STAGE_WAIT: Duration = Duration::from_secs(60);
+
+impl KnownJpegs {
+    fn update(&self, f: impl FnOnce(&mut Stage)) {
+        let mut st = self.stage.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut st);
+        self.moved.notify_all();
+    }
+
+    /// The stage has validated every header candidate below `pos`.
+    pub fn stage_through(&self, pos: u64) {
+        self.update(|st| st.through = st.through.max(pos));
+    }
+
+    /// The stage is (or no longer is) waiting for the carver.
+    pub fn stage_blocked(&self, blocked: bool) {
+        self.update(|st| st.blocked = blocked);
+    }
+
+    /// The stage has ended (its verdicts are all in).
+    pub fn stage_finished(&self) {
+        self.update(|st| st.finished = true);
+    }
+
+    /// Waits until the stage has validated the candidates below `pos`, or
+    /// waits for the carver itself (it will not get further), or has ended.
+    pub fn wait_for(&self, pos: u64) {
+        let t0 = Instant::now();
+        let mut st = self.stage.lock().unwrap_or_else(|e| e.into_inner());
+        let behind = st.through < pos && !st.blocked && !st.finished;
+        while st.through < pos && !st.blocked && !st.finished {
+            let Some(left) = MAX_STAGE_WAIT.checked_sub(t0.elapsed()) else {
+                break;
+            };
+            st = match self.moved.wait_timeout(st, left) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        drop(st);
+        if behind {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.waits.fetch_add(1, Relaxed);
+            let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.waited_ns.fetch_add(ns, Relaxed);
+        }
+    }
+
+    /// The prefilter verdict of the `n` bytes at `pos`: known, or computed
+    /// by `f` (outside the lock) and kept.
+    pub(super) fn entropy(&self, (pos, n): (u64, u64), f: impl FnOnce() -> bool) -> bool {
+        let lock = || self.entropy.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&v) = lock().get(&(pos, n)) {
+            return v;
+        }
+        let v = f();
+        let mut m = lock();
+        if m.len() >= MAX_KNOWN * 4 {
+            m.pop_first();
+        }
+        m.insert((pos, n), v);
+        v
+    }
+
+    /// Forgets the prefilter verdicts below `before` (the carver's searches
+    /// look no further back; those run ahead look further on).
+    pub(super) fn forget_entropy(&self, before: u64) {
+        let mut m = self.entropy.lock().unwrap_or_else(|e| e.into_inner());
+        while m.first_key_value().is_some_and(|(&(p, _), _)| p < before) {
+            m.pop_first();
+        }
+    }
+
+    /// How many waits found the stage behind, and the seconds they took.
+    pub fn waited(&self) -> (u64, f64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let ns = self.waited_ns.load(Relaxed);
+        (self.waits.load(Relaxed), ns as f64 / 1e9)
+    }
+
+    /// Records the validation stage's verdict for the JPEG header at `start`.
+    pub fn note(&self, start: u64, max_len: u64, verdict: Option<&Verdict>) {
+        let Some(length) = owner_length(max_len, verdict) else {
+            return;
+        };
+        let mut m = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
+        m.insert(start, length);
+        if m.len() > MAX_KNOWN {
+            m.pop_first();
+        }
+    }
+
+    fn get(&self, start: u64) -> Option<u64> {
+        let m = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&start).copied()
+    }
 }
 
 #[cfg(test)]

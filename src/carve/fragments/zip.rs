@@ -174,12 +174,12 @@ fn eocds(
     out: &mut Vec<u64>,
 ) {
     let any = |_: u8| true;
-    let log = b.claims.needles.clone();
-    if b.claims
+    let log = b.memory.needles.clone();
+    if b.memory
         .eocds
         .cover(r, log.as_deref(), (EOCD, 1, 0), any, from, to)
     {
-        let found = b.claims.eocds.range(from, to);
+        let found = b.memory.eocds.range(from, to);
         if backwards {
             out.extend(found.rev().take(MAX_EOCDS));
         } else {
