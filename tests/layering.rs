@@ -11,7 +11,10 @@
 //! only reach stages before them:
 //! source → engine → scan → carve → report → job → batch.
 //!
-//! Run with `--nocapture` to print the graph.
+//! Glob imports of the crate's own modules (`use super::*`) are not allowed
+//! outside tests: they would hide arrows from this check.
+//!
+//! Run with `GPUCARVE_PRINT_GRAPH=1` and `--nocapture` to print the graph.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -160,6 +163,7 @@ enum Tok {
     Comma,
     Semi,
     Hash,
+    Star,
     Other,
 }
 
@@ -195,6 +199,7 @@ fn tokens(src: &str) -> Vec<Tok> {
             b',' => out.push(Tok::Comma),
             b';' => out.push(Tok::Semi),
             b'#' => out.push(Tok::Hash),
+            b'*' => out.push(Tok::Star),
             b' ' | b'\n' | b'\t' | b'\r' => {}
             _ => out.push(Tok::Other),
         }
@@ -202,8 +207,9 @@ fn tokens(src: &str) -> Vec<Tok> {
     out
 }
 
-/// Drops every item under `#[cfg(test)]` (test modules and test-only imports).
-fn without_test_items(toks: Vec<Tok>) -> Vec<Tok> {
+/// Drops every item under `#[cfg(test)]` (test modules and test-only
+/// imports); names the child modules declared test-only (`mod tests;`).
+fn without_test_items(toks: Vec<Tok>, test_children: &mut Vec<String>) -> Vec<Tok> {
     let attr = [
         Tok::Hash,
         Tok::Other, // [
@@ -220,6 +226,13 @@ fn without_test_items(toks: Vec<Tok>) -> Vec<Tok> {
             let mut j = i + attr.len();
             while j < toks.len() && toks[j] != Tok::Semi && toks[j] != Tok::Open {
                 j += 1;
+            }
+            if toks.get(j) == Some(&Tok::Semi)
+                && j >= 2
+                && toks[j - 2] == Tok::Ident("mod".into())
+                && let Tok::Ident(name) = &toks[j - 1]
+            {
+                test_children.push(name.clone());
             }
             if j < toks.len() && toks[j] == Tok::Open {
                 let mut depth = 0;
@@ -257,6 +270,11 @@ fn paths(toks: &[Tok]) -> Vec<Vec<String>> {
                     *i += 1;
                 }
                 Tok::Path => *i += 1,
+                Tok::Star => {
+                    path.push("*".into());
+                    *i += 1;
+                    break;
+                }
                 Tok::Open => {
                     *i += 1;
                     loop {
@@ -365,6 +383,9 @@ fn resolve(from: &Module, path: &[String], modules: &BTreeSet<Module>) -> Option
 struct Graph {
     /// (parent, from sibling, to sibling) → one example "file: path"
     arrows: BTreeMap<(Module, String, String), String>,
+    /// Glob imports of the crate's own modules ("file: path"): they hide
+    /// the arrows of the names they bring in.
+    globs: Vec<String>,
 }
 
 fn graph() -> Graph {
@@ -382,11 +403,32 @@ fn graph() -> Graph {
         modules.insert(m.clone());
         sources.push((rel.display().to_string(), m, f.clone()));
     }
-    let mut arrows = BTreeMap::new();
+    // Files of test-only modules (`#[cfg(test)] mod tests;`) are tests.
+    let mut test_only: BTreeSet<Module> = BTreeSet::new();
+    let mut texts = Vec::new();
     for (rel, m, f) in &sources {
         let text = fs::read_to_string(f).expect("read source");
-        let toks = without_test_items(tokens(&strip(&text)));
-        for p in paths(&toks) {
+        let mut children = Vec::new();
+        let toks = without_test_items(tokens(&strip(&text)), &mut children);
+        for c in children {
+            let mut child = m.clone();
+            child.push(c);
+            test_only.insert(child);
+        }
+        texts.push((rel, m, toks));
+    }
+    let mut arrows = BTreeMap::new();
+    let mut globs = Vec::new();
+    for (rel, m, toks) in &texts {
+        if test_only.iter().any(|t| m.starts_with(t)) {
+            continue;
+        }
+        for p in paths(toks) {
+            if p.last().is_some_and(|l| l == "*")
+                && matches!(p[0].as_str(), "crate" | "super" | "self")
+            {
+                globs.push(format!("{rel}: {}", p.join("::")));
+            }
             let Some(to) = resolve(m, &p, &modules) else {
                 continue;
             };
@@ -400,7 +442,7 @@ fn graph() -> Graph {
                 .or_insert_with(|| format!("{rel}: {}", p.join("::")));
         }
     }
-    Graph { arrows }
+    Graph { arrows, globs }
 }
 
 /// Circles among the siblings of each parent (Tarjan's strongly connected components).
@@ -522,6 +564,9 @@ fn no_module_circles_and_the_pipeline_points_down() {
         "the scan's arrow to the engine was not seen: the parser is broken"
     );
     let mut problems = circles(&g);
+    for glob in &g.globs {
+        problems.push(format!("glob import (name what is used): {glob}"));
+    }
     for ((parent, from, to), ex) in &g.arrows {
         if !parent.is_empty() {
             continue;
@@ -554,8 +599,12 @@ fn the_parser_reads_use_trees_and_skips_comments_and_tests() {
         fn f<'a>(x: &'a str) { super::sib::call(x); }
         #[cfg(test)]
         mod tests { use crate::t::T; }
+        use super::glob::*;
+        #[cfg(test)]
+        mod more_tests;
     "#;
-    let toks = without_test_items(tokens(&strip(src)));
+    let mut test_children = Vec::new();
+    let toks = without_test_items(tokens(&strip(src)), &mut test_children);
     let got: Vec<String> = paths(&toks).iter().map(|p| p.join("::")).collect();
     assert_eq!(
         got,
@@ -564,9 +613,11 @@ fn the_parser_reads_use_trees_and_skips_comments_and_tests() {
             "crate::a::d",
             "crate::a::e::f",
             "crate::a::e::g",
-            "super::sib::call"
+            "super::sib::call",
+            "super::glob::*"
         ]
     );
+    assert_eq!(test_children, ["more_tests"]);
 }
 
 #[test]
@@ -578,7 +629,10 @@ fn a_circle_is_found() {
             String::new(),
         );
     }
-    let found = circles(&Graph { arrows });
+    let found = circles(&Graph {
+        arrows,
+        globs: Vec::new(),
+    });
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("x ↔ y ↔ z"), "{found:?}");
 }

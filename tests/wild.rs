@@ -160,7 +160,13 @@ fn mp3s_from_taggers_test_suites() {
 fn images_from_pillows_test_suite() {
     let c = plant_and_carve("pillow", 0x7069_6c6c_6f77_0001);
     assert_eq!(c.files.len(), 432);
-    c.check(&[("tiff", 69), ("jpeg", 45), ("png", 249), ("gif", 35), ("bmp", 8)]);
+    c.check(&[
+        ("tiff", 69),
+        ("jpeg", 45),
+        ("png", 249),
+        ("gif", 35),
+        ("bmp", 8),
+    ]);
 }
 
 /// 39 compound files. On 2026-11-28: 38 exact (PhotoRec 7.1 on the same

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::budget::FragLimits;
 use super::claims::Claims;
-use super::jpeg::KnownJpegs;
+use super::known::KnownJpegs;
 use super::memory::SearchMemory;
 use super::needles::ScanNeedles;
 use super::{Attempt, recover_given};

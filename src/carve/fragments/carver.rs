@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::ahead::{AheadDone, AheadJob, AheadQueue, MAX_AHEAD_CLAIMS, ahead_name};
 use super::budget::{FragLimits, image_budget};
 use super::claims::Claims;
-use super::jpeg::{KnownJpegs, owner_length};
+use super::known::{KnownJpegs, owner_length};
 use super::memory::SearchMemory;
 use super::needles::ScanNeedles;
 use super::{Attempt, recover_given, supported};

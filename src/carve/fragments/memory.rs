@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::index::PosIndex;
-use super::jpeg::KnownJpegs;
+use super::known::KnownJpegs;
 use super::needles::ScanNeedles;
 
 /// What the searches remember, owned next to the [`super::claims::Claims`]

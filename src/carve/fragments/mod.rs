@@ -112,20 +112,18 @@
 //! (central directories are walked record by record; at most 65 535 entries,
 //! the 16-bit EOCD count).
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use super::validators::{self, ByteReader, Verdict};
 
-use super::validators::{self, ByteReader, Limits, Status, Verdict};
-
-// The concepts every format's search shares; the formats take them from
-// here (`use super::*`).
+// The concepts every format's search shares (each format imports what it uses).
 mod ahead;
 mod budget;
 mod cache;
 mod carver;
 mod claims;
+mod entropy;
 mod index;
 mod join;
+mod known;
 mod layout;
 mod memory;
 mod needles;
@@ -139,16 +137,14 @@ pub use ahead::{AheadDone, AheadJob, AheadJoins, run_ahead};
 pub use budget::{FragLimits, image_budget};
 pub use carver::{Fragments, estimate_cluster};
 pub use claims::{Asked, Claims, ClaimsSeen};
-pub use jpeg::KnownJpegs;
 pub use jpeg::trail_spec as jpeg_trail_spec;
+pub use known::KnownJpegs;
 pub use layout::fs_layout_verdict;
 pub use memory::SearchMemory;
 pub use needles::{NEEDLES, ScanNeedles};
 pub use runs::{MAX_RUNS, TwoRuns};
 
 use budget::Budget;
-use cache::{Cache, read_exact};
-use join::{for_each_piece, joined, nearest_first, tail_of_copy, validate_join};
 
 /// A proven two-fragment file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -310,8 +306,10 @@ pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::cache::Cache;
     use super::*;
     use crate::carve::validators::read::RunsView;
+    use crate::carve::validators::{Limits, Status};
 
     /// Runs `(offset, length)` cut to an image of `len` bytes (`offset <
     /// len`), empty ones dropped.

@@ -5,9 +5,9 @@
 //! prefilter, what the scan saw of every sector.
 //!
 //! It lives under `fragments` because it keeps the JPEG prefilter's
-//! per-sector record ([`super::jpeg::EntropySectors`]).
+//! per-sector record ([`super::entropy::EntropySectors`]).
 
-use super::jpeg;
+use super::entropy;
 
 /// The signatures the scan's positions are logged of ([`ScanNeedles`]): the
 /// JPEG SOI and the ZIP end-of-central-directory record, which the searches
@@ -28,14 +28,14 @@ const MAX_LOGGED: usize = 1 << 18;
 /// before: the positions are the same either way.
 ///
 /// It also keeps, for the JPEG searches' prefilter, what the scan saw of
-/// every sector (`jpeg::EntropySectors`: enough to decide the prefilter
+/// every sector (`entropy::EntropySectors`: enough to decide the prefilter
 /// over any window of whole sectors), when asked
 /// ([`ScanNeedles::with_entropy_sectors`]): the scan shows it every block
 /// ([`crate::scan::BlockObserver`]).
 #[derive(Debug, Default)]
 pub struct ScanNeedles {
     state: std::sync::Mutex<NeedleState>,
-    pub(super) sectors: Option<jpeg::EntropySectors>,
+    pub(super) sectors: Option<entropy::EntropySectors>,
     /// The validators' forward searches past the log's frontier.
     memo: crate::carve::validators::read::SearchMemo,
 }
@@ -70,7 +70,7 @@ impl ScanNeedles {
     /// Keeps what the scan saw of every sector for the JPEG prefilter too,
     /// for an image of `len` bytes.
     pub fn with_entropy_sectors(mut self, len: u64) -> Self {
-        self.sectors = Some(jpeg::EntropySectors::new(len));
+        self.sectors = Some(entropy::EntropySectors::new(len));
         self
     }
 

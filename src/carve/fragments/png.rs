@@ -1,5 +1,11 @@
 //! PNG: the chunk whose CRC breaks spans the join.
-use super::*;
+
+use super::Joined;
+use super::budget::Budget;
+use super::cache::{Cache, read_exact};
+use super::join::{for_each_piece, joined, nearest_first, tail_of_copy, validate_join};
+use super::runs::{MAX_RUNS, TwoRuns};
+use crate::carve::validators::{ByteReader, Status};
 
 const SIG: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
 

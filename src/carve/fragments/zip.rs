@@ -1,5 +1,11 @@
 //! ZIP: the EOCD fixes the gap; central-directory offsets and CRCs prove the split.
-use super::*;
+
+use super::Joined;
+use super::budget::Budget;
+use super::cache::{Cache, read_exact};
+use super::join::{for_each_piece, joined, nearest_first, tail_of_copy, validate_join};
+use super::runs::{MAX_RUNS, TwoRuns};
+use crate::carve::validators::{ByteReader, Status};
 
 const LFH: &[u8; 4] = b"PK\x03\x04";
 const CDH: &[u8; 4] = b"PK\x01\x02";

@@ -1,8 +1,8 @@
 //! The bit reader over entropy-coded data: byte stuffing (`FF 00`), markers
 //! ending the scan, and reading the image in growing pieces ([`Bits`]).
 
-use super::decode::Mark;
 use super::huffman::{Huff, LOOK_BITS, ahead};
+
 use crate::carve::validators::read::Src;
 
 /// Why entropy decoding stopped.
@@ -423,3 +423,23 @@ impl<'s, 'b> Bits<'s, 'b> {
         Err(ScanErr::Bad("run of fill bytes"))
     }
 }
+
+/// The decoder's state at an MCU boundary: a [`Snap`] without its split,
+/// scan ends and history (what a [`Trail`] keeps of every boundary).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Mark {
+    /// The scan (1-based count) it was taken in.
+    pub(super) scan: u32,
+    pub(super) mcu: u64,
+    pub(super) eobrun: u32,
+    pub(super) rst: u8,
+    pub(super) good: u64,
+    pub(super) acc: u64,
+    pub(super) n: u32,
+    pub(super) pad: u32,
+    pub(super) at: u64,
+    pub(super) budget: u64,
+}
+
+/// Blocks decoded at most per candidate, over all scans.
+pub const MAX_BLOCKS: u64 = 1 << 28;

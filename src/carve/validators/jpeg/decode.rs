@@ -2,72 +2,25 @@
 //! progressive first and refinement passes), with restart markers, checked
 //! against the frame's geometry; [`Mark`]s where decoding may resume.
 
-use super::bits::{Bits, Buffered, FIRST_PIECE, RESUME_PIECE, ScanErr};
-use super::frame::{Frame, FrameKind, MAX_DIRTY, Scan, Tables, scan_blocks, scan_geometry};
-use super::huffman::{FAST_EOB, FAST_ZRL, Huff, MULTI_EOB, NO_FAST, NO_MULTI, ahead};
-use super::memo::{
-    History, Lookup, MEMO, MEMO_MAX_RUNS, MEMO_SLACK, MemoEntry, SHIFT_AFTER, ScanMemo, Shifted,
-    Step, memo_history, memo_history_restore, memo_resume_limit,
+use super::bits::{Bits, Buffered, FIRST_PIECE, Mark, RESUME_PIECE, ScanErr};
+use super::frame::{
+    Frame, FrameKind, History, MAX_DIRTY, MemoHistory, Scan, scan_blocks, scan_geometry,
 };
-use super::memo::{MemoHistory, MemoKey};
-use super::trail::{MarkRec, Snap, changed_word};
+use super::huffman::{FAST_EOB, FAST_ZRL, Huff, MULTI_EOB, NO_FAST, NO_MULTI, ahead};
+use super::memo::ScanMemo;
+use super::memo::{
+    Lookup, MEMO, MEMO_MAX_RUNS, MEMO_SLACK, MemoEntry, MemoKey, SHIFT_AFTER, Shifted, Step,
+    memo_history, memo_history_restore, memo_resume_limit,
+};
+use super::tables::Tables;
+use super::trail::Snap;
+use super::trail::{MarkRec, Undo};
+
 use crate::carve::validators::ByteReader;
 use crate::carve::validators::read::Cursor;
 
-/// The decoder's state at an MCU boundary: a [`Snap`] without its split,
-/// scan ends and history (what a [`Trail`] keeps of every boundary).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct Mark {
-    /// The scan (1-based count) it was taken in.
-    pub(super) scan: u32,
-    pub(super) mcu: u64,
-    pub(super) eobrun: u32,
-    pub(super) rst: u8,
-    pub(super) good: u64,
-    pub(super) acc: u64,
-    pub(super) n: u32,
-    pub(super) pad: u32,
-    pub(super) at: u64,
-    pub(super) budget: u64,
-}
-
-impl Mark {
-    /// The state of the decoder `b` over `t` at the boundary before MCU
-    /// `mcu` (with the scan's end-of-band run, restart count and good end).
-    pub(super) fn here(
-        b: &Bits,
-        t: &Tables,
-        (mcu, eobrun, rst, good): (u64, u32, u8, u64),
-    ) -> Mark {
-        Mark {
-            scan: t.snap.scan,
-            mcu,
-            eobrun,
-            rst,
-            good,
-            acc: b.acc,
-            n: b.n,
-            pad: b.pad,
-            at: b.at(),
-            budget: t.budget,
-        }
-    }
-
-    pub(super) fn snap(&self, split: u64, scan_ends: Vec<(u32, u64)>, history: History) -> Snap {
-        Snap {
-            split,
-            scan_ends,
-            history: history.map(std::sync::Arc::new),
-            m: *self,
-        }
-    }
-}
-
 /// Blocks of a sequential scan from which building [`Huff::multi`] pays.
 pub(super) const MULTI_MIN_BLOCKS: u64 = 256;
-
-/// Blocks decoded at most per candidate, over all scans.
-pub const MAX_BLOCKS: u64 = 1 << 28;
 
 /// Where a scan's decode resumes: `(mcu, eobrun, rst, good)`.
 type Resume = Option<(u64, u32, u8, u64)>;
@@ -951,4 +904,48 @@ pub(super) fn block_ac_refine(
         *eobrun -= 1;
     }
     Ok(())
+}
+
+/// The history word the MCU `mcu` of a progressive AC scan may change
+/// (component, block, word as it is before), which a snapshot taken before
+/// it must see unchanged.
+pub(super) fn changed_word(t: &Tables, s: &Scan, progressive: bool, mcu: u64) -> Option<Undo> {
+    if !progressive || s.ss == 0 {
+        return None;
+    }
+    let ci = s.comps.first()?.0;
+    let w = *t.history.as_ref()?.get(ci)?.get(mcu as usize)?;
+    Some((ci, mcu as usize, w))
+}
+
+impl Mark {
+    /// The state of the decoder `b` over `t` at the boundary before MCU
+    /// `mcu` (with the scan's end-of-band run, restart count and good end).
+    pub(super) fn here(
+        b: &Bits,
+        t: &Tables,
+        (mcu, eobrun, rst, good): (u64, u32, u8, u64),
+    ) -> Mark {
+        Mark {
+            scan: t.snap.scan,
+            mcu,
+            eobrun,
+            rst,
+            good,
+            acc: b.acc,
+            n: b.n,
+            pad: b.pad,
+            at: b.at(),
+            budget: t.budget,
+        }
+    }
+
+    pub(super) fn snap(&self, split: u64, scan_ends: Vec<(u32, u64)>, history: History) -> Snap {
+        Snap {
+            split,
+            scan_ends,
+            history: history.map(std::sync::Arc::new),
+            m: *self,
+        }
+    }
 }

@@ -3,10 +3,12 @@
 //! copy of the same picture (or the same picture shifted by a fragment)
 //! resumes from the memo instead of decoding again ([`Shifted`]).
 
-use super::bits::Bits;
-use super::decode::Mark;
-use super::frame::{Frame, Scan, Tables};
-use super::trail::{TRAIL_STICKY, TrailSpec, block_map_splits};
+use super::bits::{Bits, Mark};
+use super::frame::{Frame, History, MemoHistory, Scan};
+use super::tables::Tables;
+use super::trail::TrailSpec;
+use super::trail::{CHEAP_STICKY, TRAIL_STICKY, block_map_splits};
+
 use crate::carve::validators::ByteReader as _;
 use crate::carve::validators::read::{RunsView, Src};
 
@@ -145,17 +147,6 @@ pub(super) struct MemoEntry {
     /// the scan's first byte, ascending.
     pub(super) marks: std::sync::Arc<[Mark]>,
 }
-
-/// [`Tables::history`].
-pub(super) type History = Option<Vec<Vec<u64>>>;
-
-/// A [`History`] as a [`ScanMemo`] keeps it: each component shared with
-/// the history kept before it where equal (a progressive scan changes one
-/// component, or the DC bits of all; the history after one scan is the
-/// history before the next). A first decode of a progressive file under
-/// the memo copied the whole history twice per scan: 1.9x the decode's
-/// time on `d-debian.jpg` (800 x 600, ten scans in 160 KB).
-pub(super) type MemoHistory = Option<Vec<std::sync::Arc<Vec<u64>>>>;
 
 /// `h` as a [`MemoHistory`], each component equal to `like`'s taken from
 /// it (not copied).
@@ -661,11 +652,3 @@ pub(super) fn memo_resume_limit(
     }
     limit.saturating_sub(start)
 }
-
-/// Block-map splits this near a file's start that a decode under a memo
-/// passed by are captured for its trail ([`Trail::fill_sticky`]) rather than
-/// decoded through: an ext2/3 file's first ones, at 44 and 48 KiB (4 KiB
-/// blocks; a broken copy of a picture decoded before resumed from there to
-/// near where it broke, 1-2 MB later: 11 ms against 1 ms for the copy's
-/// decode on session 15's ext2 image); the next ones lie past 4 MiB.
-pub(super) const CHEAP_STICKY: u64 = 256 << 10;

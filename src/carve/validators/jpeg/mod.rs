@@ -55,6 +55,13 @@
 //!   restart interval / MCU row that failed), or EOI comes without any image
 //!   data.
 
+// The files, from the bottom up (each uses only those before it; checked
+// by tests/layering.rs): `huffman` (the tables), `bits` (the bit reader and
+// its resume point, `Mark`), `frame` (frame and scan headers, the
+// coefficient history), `trail` (the fragment search's snapshots),
+// `tables` (the decoder's state), `memo` (shared between copies of a
+// picture), `decode` (the entropy decoder), `walk` (the marker walk).
+// `tests.rs` holds the tests, `reference.rs` the oracle they compare with.
 mod bits;
 mod decode;
 mod frame;
@@ -64,15 +71,16 @@ mod memo;
 /// `jpeg::tests::fast_decoder_verdicts_equal_the_reference`.
 #[cfg(test)]
 mod reference;
+mod tables;
 mod trail;
 mod walk;
 
-pub use decode::MAX_BLOCKS;
+pub use bits::MAX_BLOCKS;
 pub use frame::MAX_HISTORY_BLOCKS;
-use frame::Tables;
 pub use memo::{ScanMemo, with_memo};
+use tables::Tables;
 pub use trail::{Snap, Trail, TrailSpec, with_trail};
-use trail::{SnapCtl, TRAIL, capture};
+use trail::{SnapCtl, TRAIL};
 use walk::{walk, walk_inner};
 
 use super::Verdict;
@@ -207,3 +215,42 @@ pub fn validate_resume(src: Src, d: &mut Damage, snap: &Snap) -> Option<Verdict>
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+/// [`capture_snaps`], with the decode's verdict; `stop`: stop past the last
+/// split (else decode on as a validation does).
+pub(super) fn capture(
+    src: Src,
+    d: &mut Damage,
+    from: Option<&Snap>,
+    splits: &[u64],
+    stop: bool,
+) -> (Option<Verdict>, Vec<Option<Snap>>) {
+    let mut wants: Vec<u64> = splits
+        .iter()
+        .copied()
+        .filter(|&s| from.is_none_or(|sn| s >= sn.at()))
+        .collect();
+    wants.sort_unstable();
+    wants.dedup();
+    let ctl = SnapCtl {
+        got: vec![None; wants.len()],
+        wants,
+        // The scans before the snapshot's are skipped, not decoded: their
+        // ends are the snapshot's.
+        scan_ends: from.map(|sn| sn.scan_ends.clone()).unwrap_or_default(),
+        resume: from.cloned(),
+        stop,
+        ..SnapCtl::default()
+    };
+    let mut tables = Tables::new(MAX_BLOCKS, ctl, false);
+    let v = walk_inner(src, d, &mut tables);
+    let ctl = &mut tables.snap;
+    let snaps = splits
+        .iter()
+        .map(|s| {
+            let i = ctl.wants.binary_search(s).ok()?;
+            ctl.got.get_mut(i)?.take()
+        })
+        .collect();
+    (v, snaps)
+}

@@ -1029,7 +1029,8 @@ fn answers_as_captured(trail: &super::super::TrailRef, src: super::Src, split: u
 /// that only looks like `last`'s, not shared, is still compared).
 #[test]
 fn a_history_known_equal_to_the_memos_last_skips_only_shared_components() {
-    use super::memo::{History, MemoHistory, memo_history, memo_history_is, memo_history_restore};
+    use super::frame::{History, MemoHistory};
+    use super::memo::{memo_history, memo_history_is, memo_history_restore};
     use std::sync::Arc;
     let comps = |seed: u64| -> Vec<Vec<u64>> {
         (0..3u64)

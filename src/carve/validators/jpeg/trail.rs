@@ -3,12 +3,10 @@
 //! marks between them), so that a join tried at a later split resumes decoding
 //! from the last snapshot before it instead of from SOI.
 
-use super::decode::{MAX_BLOCKS, Mark};
-use super::frame::{Scan, Tables};
-use super::memo::{CHEAP_STICKY, History};
-use super::walk::walk_inner;
-use super::{Damage, capture_snaps};
-use crate::carve::validators::Verdict;
+use super::bits::Mark;
+use super::capture_snaps;
+use super::frame::History;
+
 use crate::carve::validators::read::Src;
 
 thread_local! {
@@ -402,18 +400,6 @@ impl Trail {
     }
 }
 
-/// The history word the MCU `mcu` of a progressive AC scan may change
-/// (component, block, word as it is before), which a snapshot taken before
-/// it must see unchanged.
-pub(super) fn changed_word(t: &Tables, s: &Scan, progressive: bool, mcu: u64) -> Option<Undo> {
-    if !progressive || s.ss == 0 {
-        return None;
-    }
-    let ci = s.comps.first()?.0;
-    let w = *t.history.as_ref()?.get(ci)?.get(mcu as usize)?;
-    Some((ci, mcu as usize, w))
-}
-
 /// The decoder's state at an MCU boundary inside a scan, taken while
 /// validating a file, such that every byte it has consumed lies before
 /// `split`: [`validate_resume`] then validates any window whose bytes before
@@ -443,45 +429,6 @@ impl Snap {
     pub fn at(&self) -> u64 {
         self.m.at
     }
-}
-
-/// [`capture_snaps`], with the decode's verdict; `stop`: stop past the last
-/// split (else decode on as a validation does).
-pub(super) fn capture(
-    src: Src,
-    d: &mut Damage,
-    from: Option<&Snap>,
-    splits: &[u64],
-    stop: bool,
-) -> (Option<Verdict>, Vec<Option<Snap>>) {
-    let mut wants: Vec<u64> = splits
-        .iter()
-        .copied()
-        .filter(|&s| from.is_none_or(|sn| s >= sn.at()))
-        .collect();
-    wants.sort_unstable();
-    wants.dedup();
-    let ctl = SnapCtl {
-        got: vec![None; wants.len()],
-        wants,
-        // The scans before the snapshot's are skipped, not decoded: their
-        // ends are the snapshot's.
-        scan_ends: from.map(|sn| sn.scan_ends.clone()).unwrap_or_default(),
-        resume: from.cloned(),
-        stop,
-        ..SnapCtl::default()
-    };
-    let mut tables = Tables::new(MAX_BLOCKS, ctl, false);
-    let v = walk_inner(src, d, &mut tables);
-    let ctl = &mut tables.snap;
-    let snaps = splits
-        .iter()
-        .map(|s| {
-            let i = ctl.wants.binary_search(s).ok()?;
-            ctl.got.get_mut(i)?.take()
-        })
-        .collect();
-    (v, snaps)
 }
 
 /// A history word to put back: (component, block, word).
@@ -597,3 +544,11 @@ impl SnapCtl {
         }
     }
 }
+
+/// Block-map splits this near a file's start that a decode under a memo
+/// passed by are captured for its trail ([`Trail::fill_sticky`]) rather than
+/// decoded through: an ext2/3 file's first ones, at 44 and 48 KiB (4 KiB
+/// blocks; a broken copy of a picture decoded before resumed from there to
+/// near where it broke, 1-2 MB later: 11 ms against 1 ms for the copy's
+/// decode on session 15's ext2 image); the next ones lie past 4 MiB.
+pub(super) const CHEAP_STICKY: u64 = 256 << 10;

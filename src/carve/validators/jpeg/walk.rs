@@ -2,14 +2,17 @@
 //! segment body and handing every scan to the entropy decoder ([`super::decode`]);
 //! MPF (multi-picture) images end where their index says.
 
+use super::Damage;
+use super::bits::{Buffered, MAX_BLOCKS, ScanErr};
+use super::decode::decode_scan;
+use super::frame::MAX_HISTORY_BLOCKS;
+use super::frame::{Frame, FrameKind, Restored, Scan, restore_history};
+use super::huffman::Huff;
+use super::tables::Tables;
+use super::trail::SnapCtl;
+
 use std::ops::ControlFlow;
 
-use super::Damage;
-use super::bits::{Buffered, ScanErr};
-use super::decode::{MAX_BLOCKS, decode_scan};
-use super::frame::{Frame, FrameKind, MAX_HISTORY_BLOCKS, Restored, Scan, Tables, restore_history};
-use super::huffman::Huff;
-use super::trail::SnapCtl;
 use crate::carve::validators::Verdict;
 use crate::carve::validators::read::{Cursor, Src};
 
