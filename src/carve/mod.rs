@@ -313,7 +313,7 @@ pub fn carve_scoped(
     progress: &mut dyn FnMut(u64, u64),
     warn: &mut dyn FnMut(String),
 ) -> Result<CarveSummary, CarveError> {
-    let mut summary = CarveSummary {
+    let summary = CarveSummary {
         started: Some(SystemTime::now()),
         ..CarveSummary::default()
     };
@@ -333,13 +333,7 @@ pub fn carve_scoped(
         .as_ref()
         .map_or(scope.own_start, |c| c.frontier.max(scope.own_start));
     let scan_start = from.min(image.len()) / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
-    let max_header_offset = set
-        .origins
-        .iter()
-        .filter(|o| o.role == Role::Header)
-        .map(|o| catalogue.signature(*o).offset)
-        .max()
-        .unwrap_or(0);
+    let max_header_offset = max_header_offset(set, catalogue);
 
     // scan ─▶ validation stage (every core) ─▶ ordered carver: validation of
     // later pieces overlaps the carver's fragment search and emission.
@@ -347,29 +341,7 @@ pub fn carve_scoped(
     let own = (from, scope.own_end.unwrap_or(u64::MAX));
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let known = std::sync::Arc::new(fragments::KnownJpegs::default());
-    // The scan's positions of the signatures the fragment searches index:
-    // for each compiled pattern, the needle it is exactly (if any).
-    let needle_of: Vec<Option<usize>> = set
-        .patterns
-        .iter()
-        .map(|p| {
-            fragments::NEEDLES
-                .iter()
-                .position(|n| crate::pattern::Pattern::literal(n).as_ref() == Some(p))
-        })
-        .collect();
-    let mut enabled = [false; fragments::NEEDLES.len()];
-    for k in needle_of.iter().flatten() {
-        enabled[*k] = true;
-    }
-    let mut needles = fragments::ScanNeedles::new(scan_start, enabled);
-    // The JPEG searches' prefilter is decided from what the scan saw of
-    // each sector when JPEG is carved (`NEEDLES[0]`, its SOI, is scanned
-    // for).
-    if enabled[0] {
-        needles = needles.with_entropy_sectors(image.len());
-    }
-    let needles = std::sync::Arc::new(needles);
+    let (needle_of, needles) = scan_needles(set, image, scan_start);
     let mut scan_opts = scan_opts.clone();
     scan_opts.read_again = true;
     if needles.observes() {
@@ -432,55 +404,16 @@ pub fn carve_scoped(
                 (known.clone(), needles.clone(), &geo),
             )
         });
-        let mut sink = |b: &BlockSpec, matches: &[Match]| -> Result<(), String> {
-            let density = &mut density;
-            if done.load(std::sync::atomic::Ordering::Relaxed) {
-                return Err(crate::scan::STOP_SCAN.to_string());
-            }
-            let mut events = Vec::new();
-            for m in matches {
-                // Dense blocks travel in pieces: what waits in the queue stays small.
-                if events.len() >= PREVALIDATE_EVENTS {
-                    tx.send(std::mem::take(&mut events))
-                        .map_err(|_| "the carver stopped".to_string())?;
-                }
-                let o = set.origins[m.pattern as usize];
-                let sig = catalogue.signature(o);
-                match o.role {
-                    Role::Header => {
-                        let Some(start) = m.offset.checked_sub(sig.offset) else {
-                            continue;
-                        };
-                        // (A power of two: a mask, not a division per match.)
-                        if start & (catalogue.types[o.type_index].align - 1) != 0 {
-                            continue;
-                        }
-                        if !density.admit(o.type_index, start) {
-                            continue;
-                        }
-                        events.push(Event::Header(Candidate {
-                            type_index: o.type_index,
-                            start,
-                            header_len: sig.pattern.len() as u64 + sig.offset,
-                        }));
-                    }
-                    Role::Footer => events.push(Event::Footer {
-                        type_index: o.type_index,
-                        offset: m.offset,
-                        end: m.offset + sig.pattern.len() as u64,
-                    }),
-                }
-            }
-            let through = b.offset + b.owned_len as u64;
-            let found: Vec<(usize, u64)> = matches
-                .iter()
-                .filter_map(|m| Some((needle_of.get(m.pattern as usize).copied()??, m.offset)))
-                .collect();
-            needles.record(&found, (b.offset, through));
-            events.push(Event::Progress(through));
-            tx.send(events)
-                .map_err(|_| "the carver stopped".to_string())
+        let mut to_events = MatchesToEvents {
+            set,
+            catalogue,
+            density: &mut density,
+            done: &done,
+            tx: &tx,
+            needle_of: &needle_of,
+            needles: &needles,
         };
+        let mut sink = |b: &BlockSpec, matches: &[Match]| to_events.block(b, matches);
         let scanned = scan_range(
             image,
             Engines {
@@ -522,6 +455,128 @@ pub fn carve_scoped(
         Ok::<_, CarveError>((scanned, carved))
     });
     let (scan_stats, carved) = result?;
+    Ok(summarize(summary, scan_stats, carved, &density, catalogue))
+}
+
+/// The furthest a header signature lies from the start of its file.
+fn max_header_offset(set: &CompiledSet, catalogue: &Catalogue) -> u64 {
+    set.origins
+        .iter()
+        .filter(|o| o.role == Role::Header)
+        .map(|o| catalogue.signature(*o).offset)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The scan's positions of the signatures the fragment searches index: for
+/// each compiled pattern, the needle it is exactly (if any), and where the
+/// scan records what it saw of them.
+fn scan_needles(
+    set: &CompiledSet,
+    image: &Image,
+    scan_start: u64,
+) -> (Vec<Option<usize>>, std::sync::Arc<fragments::ScanNeedles>) {
+    let needle_of: Vec<Option<usize>> = set
+        .patterns
+        .iter()
+        .map(|p| {
+            fragments::NEEDLES
+                .iter()
+                .position(|n| crate::pattern::Pattern::literal(n).as_ref() == Some(p))
+        })
+        .collect();
+    let mut enabled = [false; fragments::NEEDLES.len()];
+    for k in needle_of.iter().flatten() {
+        enabled[*k] = true;
+    }
+    let mut needles = fragments::ScanNeedles::new(scan_start, enabled);
+    // The JPEG searches' prefilter is decided from what the scan saw of
+    // each sector when JPEG is carved (`NEEDLES[0]`, its SOI, is scanned
+    // for).
+    if enabled[0] {
+        needles = needles.with_entropy_sectors(image.len());
+    }
+    (needle_of, std::sync::Arc::new(needles))
+}
+
+/// The scan's sink: turns each block's signature matches into the events
+/// the validation stage and the carver take (headers admitted by alignment
+/// and density, footers, the block's progress), and records the fragment
+/// searches' needles.
+struct MatchesToEvents<'a> {
+    set: &'a CompiledSet,
+    catalogue: &'a Catalogue,
+    density: &'a mut density::Density,
+    /// Set when the carver has stopped: the scan stops too.
+    done: &'a std::sync::atomic::AtomicBool,
+    tx: &'a std::sync::mpsc::SyncSender<Vec<Event>>,
+    needle_of: &'a [Option<usize>],
+    needles: &'a fragments::ScanNeedles,
+}
+
+impl MatchesToEvents<'_> {
+    /// Sends one scanned block's events (in pieces when it is dense).
+    fn block(&mut self, b: &BlockSpec, matches: &[Match]) -> Result<(), String> {
+        let (set, catalogue, tx) = (self.set, self.catalogue, self.tx);
+        let density = &mut *self.density;
+        if self.done.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(crate::scan::STOP_SCAN.to_string());
+        }
+        let mut events = Vec::new();
+        for m in matches {
+            // Dense blocks travel in pieces: what waits in the queue stays small.
+            if events.len() >= PREVALIDATE_EVENTS {
+                tx.send(std::mem::take(&mut events))
+                    .map_err(|_| "the carver stopped".to_string())?;
+            }
+            let o = set.origins[m.pattern as usize];
+            let sig = catalogue.signature(o);
+            match o.role {
+                Role::Header => {
+                    let Some(start) = m.offset.checked_sub(sig.offset) else {
+                        continue;
+                    };
+                    // (A power of two: a mask, not a division per match.)
+                    if start & (catalogue.types[o.type_index].align - 1) != 0 {
+                        continue;
+                    }
+                    if !density.admit(o.type_index, start) {
+                        continue;
+                    }
+                    events.push(Event::Header(Candidate {
+                        type_index: o.type_index,
+                        start,
+                        header_len: sig.pattern.len() as u64 + sig.offset,
+                    }));
+                }
+                Role::Footer => events.push(Event::Footer {
+                    type_index: o.type_index,
+                    offset: m.offset,
+                    end: m.offset + sig.pattern.len() as u64,
+                }),
+            }
+        }
+        let through = b.offset + b.owned_len as u64;
+        let found: Vec<(usize, u64)> = matches
+            .iter()
+            .filter_map(|m| Some((self.needle_of.get(m.pattern as usize).copied()??, m.offset)))
+            .collect();
+        self.needles.record(&found, (b.offset, through));
+        events.push(Event::Progress(through));
+        tx.send(events)
+            .map_err(|_| "the carver stopped".to_string())
+    }
+}
+
+/// The carving's summary: the scan's statistics, the carver's totals, the
+/// candidates the density limit held back; finished now.
+fn summarize(
+    mut summary: CarveSummary,
+    scan_stats: ScanStats,
+    carved: CarverTotals,
+    density: &density::Density,
+    catalogue: &Catalogue,
+) -> CarveSummary {
     summary.scan = scan_stats;
     summary.counts = carved.counts;
     summary.files_found = carved.found;
@@ -538,7 +593,7 @@ pub fn carve_scoped(
     summary.profile = carved.profile;
     summary.file_systems = carved.file_systems;
     summary.finished = Some(SystemTime::now());
-    Ok(summary)
+    summary
 }
 
 /// Decoded bytes a compressed image (E01) keeps while it is carved: the
