@@ -26,7 +26,6 @@ const STILL_LONG: &[(&str, &str)] = &[
     ("carve/validators/jpeg.rs", "scan_body"),
     ("carve/validators/jpeg_reference.rs", "walk_inner"),
     ("engine/gpu/engine.rs", "with_config"),
-    ("job.rs", "run_inner"),
     ("main.rs", "main"),
     ("merge.rs", "merge"),
 ];
