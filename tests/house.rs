@@ -25,7 +25,6 @@ const STILL_LONG: &[(&str, &str)] = &[
     ("carve/validators/jpeg.rs", "decode_scan"),
     ("carve/validators/jpeg.rs", "scan_body"),
     ("carve/validators/jpeg_reference.rs", "walk_inner"),
-    ("engine/gpu/engine.rs", "with_config"),
     ("main.rs", "main"),
     ("merge.rs", "merge"),
 ];
