@@ -25,7 +25,6 @@ const STILL_LONG: &[(&str, &str)] = &[
     ("carve/validators/jpeg.rs", "scan_body"),
     ("carve/validators/jpeg_reference.rs", "walk_inner"),
     ("main.rs", "main"),
-    ("merge.rs", "merge"),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
