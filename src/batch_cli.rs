@@ -108,15 +108,47 @@ pub fn run(c: CarveCli) -> Result<RunEnd, String> {
     let single = c.images.len() == 1 && !c.images[0].is_dir();
     let mut keep = vec![Status::Complete];
     keep.extend(c.keep.iter().copied().filter(|s| *s != Status::Complete));
-    let job_for =
-        |image: &Path, out: PathBuf, range: Option<(u64, u64)>, scan: ScanOptions| CarveJob {
+    let jobs = JobTemplate {
+        c: &c,
+        catalogue,
+        keep,
+    };
+    let json = JsonProgress {
+        on: c.progress == "json",
+        last: Mutex::new(HashMap::new()),
+    };
+    if single {
+        return run_single(&c, &jobs, &json);
+    }
+    run_batch(&c, &jobs, &json)
+}
+
+/// What every job of the command shares: the options, the catalogue, the
+/// statuses kept.
+struct JobTemplate<'a> {
+    c: &'a CarveCli,
+    catalogue: Catalogue,
+    keep: Vec<Status>,
+}
+
+impl JobTemplate<'_> {
+    /// The job carving `image` (its `range`, if given) into `out`.
+    fn job(
+        &self,
+        image: &Path,
+        out: PathBuf,
+        range: Option<(u64, u64)>,
+        scan: ScanOptions,
+    ) -> CarveJob {
+        let c = self.c;
+        CarveJob {
             image: image.to_path_buf(),
             out_dir: out,
-            catalogue: catalogue.clone(),
+            catalogue: self.catalogue.clone(),
             engine: c.engine.clone(),
             scan,
             carve: gpucarve::carve::CarveOptions {
-                keep: keep.clone(),
+                keep: self.keep.clone(),
                 write: !c.no_write,
                 hash_unwritten: c.hash_unwritten,
                 keep_embedded: c.keep_embedded,
@@ -130,11 +162,22 @@ pub fn run(c: CarveCli) -> Result<RunEnd, String> {
             input: c.input,
             range,
             resume: c.resume,
-        };
-    let json = c.progress == "json";
-    let last_json: Mutex<HashMap<PathBuf, Instant>> = Mutex::new(HashMap::new());
-    let emit_json = |image: &Path, done: u64, total: u64, files: u64, secs: f64, force: bool| {
-        let mut last = last_json.lock().unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// `--progress json`: one line per image at most every 250 ms (and a last
+/// one when forced).
+struct JsonProgress {
+    on: bool,
+    last: Mutex<HashMap<PathBuf, Instant>>,
+}
+
+impl JsonProgress {
+    /// Prints a progress line for `image`, unless its last was under 250 ms
+    /// ago and `force` is not set.
+    fn emit(&self, image: &Path, done: u64, total: u64, files: u64, secs: f64, force: bool) {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
         if !force
             && last
@@ -152,84 +195,98 @@ pub fn run(c: CarveCli) -> Result<RunEnd, String> {
             "mb_s": if secs > 0.0 { done as f64 / secs / 1e6 } else { 0.0 },
         });
         eprintln!("{line}");
-    };
-
-    if single {
-        let image = &c.images[0];
-        let len = batch::logical_len_hint(image);
-        let range = match (&c.range, &c.shard) {
-            (Some(r), _) => Some(parse_range(r, len)?),
-            (None, Some(s)) if len == 0 => {
-                return Err(format!(
-                    "{}: --shard needs the image size in advance; decompress a gzip image first ({s})",
-                    image.display()
-                ));
-            }
-            (None, Some(s)) => Some(parse_shard(s, len)?),
-            (None, None) => None,
-        };
-        let job = job_for(image, c.output.clone(), range, c.scan.clone());
-        let pb = if c.progress == "bar" && std::io::stderr().is_terminal() {
-            let pb = indicatif::ProgressBar::new(len);
-            pb.set_style(
-                indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            pb
-        } else {
-            indicatif::ProgressBar::hidden()
-        };
-        let t = Instant::now();
-        let outcome = job.run_detailed(
-            &mut |done, files| {
-                pb.set_position(done);
-                pb.set_message(format!("{files} files"));
-                if json {
-                    emit_json(image, done, len, files, t.elapsed().as_secs_f64(), false);
-                }
-            },
-            &mut |m| pb.suspend(|| warn(m)),
-        );
-        pb.finish_and_clear();
-        let s = match (outcome.summary, outcome.error) {
-            (Some(s), None) => s,
-            (_, Some(e)) => return Err(e),
-            (None, None) => return Err("internal error: no summary".into()),
-        };
-        if json {
-            emit_json(
-                image,
-                s.scan.bytes,
-                len,
-                s.files_found,
-                t.elapsed().as_secs_f64(),
-                true,
-            );
-        }
-        if !c.quiet {
-            let secs = s.scan.wall.as_secs_f64().max(1e-9);
-            eprintln!(
-                "gpucarve: {} files found, {} written to {} ({:.1} MiB/s over {} bytes); see {}/audit.txt",
-                s.files_found,
-                s.files_written,
-                c.output.display(),
-                s.scan.bytes as f64 / secs / (1 << 20) as f64,
-                s.scan.bytes,
-                c.output.display()
-            );
-        }
-        if !outcome.damage.is_empty() {
-            warn(format!(
-                "{} ranges of {} could not be read (read as zeros); see {}/audit.txt",
-                outcome.damage.len(),
-                image.display(),
-                c.output.display()
-            ));
-            return Ok(RunEnd::Unread);
-        }
-        return Ok(RunEnd::Clean);
     }
+}
 
+/// The range `--range` or `--shard` gives of a single image of `len` bytes.
+fn single_range(c: &CarveCli, image: &Path, len: u64) -> Result<Option<(u64, u64)>, String> {
+    Ok(match (&c.range, &c.shard) {
+        (Some(r), _) => Some(parse_range(r, len)?),
+        (None, Some(s)) if len == 0 => {
+            return Err(format!(
+                "{}: --shard needs the image size in advance; decompress a gzip image first ({s})",
+                image.display()
+            ));
+        }
+        (None, Some(s)) => Some(parse_shard(s, len)?),
+        (None, None) => None,
+    })
+}
+
+/// The progress bar of a single image (hidden unless `--progress bar` on a terminal).
+fn progress_bar(c: &CarveCli, len: u64) -> indicatif::ProgressBar {
+    if c.progress == "bar" && std::io::stderr().is_terminal() {
+        let pb = indicatif::ProgressBar::new(len);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        pb
+    } else {
+        indicatif::ProgressBar::hidden()
+    }
+}
+
+/// Carves one image into the output folder itself.
+fn run_single(c: &CarveCli, jobs: &JobTemplate, json: &JsonProgress) -> Result<RunEnd, String> {
+    let image = &c.images[0];
+    let len = batch::logical_len_hint(image);
+    let range = single_range(c, image, len)?;
+    let job = jobs.job(image, c.output.clone(), range, c.scan.clone());
+    let pb = progress_bar(c, len);
+    let t = Instant::now();
+    let outcome = job.run_detailed(
+        &mut |done, files| {
+            pb.set_position(done);
+            pb.set_message(format!("{files} files"));
+            if json.on {
+                json.emit(image, done, len, files, t.elapsed().as_secs_f64(), false);
+            }
+        },
+        &mut |m| pb.suspend(|| warn(m)),
+    );
+    pb.finish_and_clear();
+    let s = match (outcome.summary, outcome.error) {
+        (Some(s), None) => s,
+        (_, Some(e)) => return Err(e),
+        (None, None) => return Err("internal error: no summary".into()),
+    };
+    if json.on {
+        json.emit(
+            image,
+            s.scan.bytes,
+            len,
+            s.files_found,
+            t.elapsed().as_secs_f64(),
+            true,
+        );
+    }
+    if !c.quiet {
+        let secs = s.scan.wall.as_secs_f64().max(1e-9);
+        eprintln!(
+            "gpucarve: {} files found, {} written to {} ({:.1} MiB/s over {} bytes); see {}/audit.txt",
+            s.files_found,
+            s.files_written,
+            c.output.display(),
+            s.scan.bytes as f64 / secs / (1 << 20) as f64,
+            s.scan.bytes,
+            c.output.display()
+        );
+    }
+    if !outcome.damage.is_empty() {
+        warn(format!(
+            "{} ranges of {} could not be read (read as zeros); see {}/audit.txt",
+            outcome.damage.len(),
+            image.display(),
+            c.output.display()
+        ));
+        return Ok(RunEnd::Unread);
+    }
+    Ok(RunEnd::Clean)
+}
+
+/// Carves every image found in the inputs, each into a folder of its own.
+fn run_batch(c: &CarveCli, jobs: &JobTemplate, json: &JsonProgress) -> Result<RunEnd, String> {
     if c.range.is_some() || c.shard.is_some() {
         return Err("--range and --shard take exactly one image".into());
     }
@@ -262,11 +319,9 @@ pub fn run(c: CarveCli) -> Result<RunEnd, String> {
         .iter()
         .map(|p| {
             let name = batch::output_name(p, &mut taken);
-            job_for(p, c.output.join(name), None, scan.clone())
+            jobs.job(p, c.output.join(name), None, scan.clone())
         })
         .collect();
-    let quiet = c.quiet;
-    let done_count = std::sync::atomic::AtomicUsize::new(0);
     let n = jobs.len();
     let lines = batch::run(
         &jobs,
@@ -274,13 +329,27 @@ pub fn run(c: CarveCli) -> Result<RunEnd, String> {
         &c.output,
         &|image, done, _total, files, secs| {
             let total = lens.get(image).copied().unwrap_or(0);
-            if json {
-                emit_json(image, done, total, files, secs, done >= total && total > 0);
+            if json.on {
+                json.emit(image, done, total, files, secs, done >= total && total > 0);
             }
         },
         &|m| warn(m),
     )?;
-    for l in &lines {
+    report_batch(c.quiet, &c.output, &lines, n);
+    Ok(if lines.iter().any(|l| l.error.is_some()) {
+        RunEnd::Failed
+    } else if lines.iter().any(|l| !l.damaged.is_empty()) {
+        RunEnd::Unread
+    } else {
+        RunEnd::Clean
+    })
+}
+
+/// One line per image carved (`[k/n]`, of the `n` jobs), and where the
+/// case summary is.
+fn report_batch(quiet: bool, output: &Path, lines: &[batch::CaseLine], n: usize) {
+    let done_count = std::sync::atomic::AtomicUsize::new(0);
+    for l in lines {
         let k = done_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         if !quiet {
             match &l.error {
@@ -293,13 +362,6 @@ pub fn run(c: CarveCli) -> Result<RunEnd, String> {
         }
     }
     if !quiet {
-        eprintln!("gpucarve: see {}/case.txt", c.output.display());
+        eprintln!("gpucarve: see {}/case.txt", output.display());
     }
-    Ok(if lines.iter().any(|l| l.error.is_some()) {
-        RunEnd::Failed
-    } else if lines.iter().any(|l| !l.damaged.is_empty()) {
-        RunEnd::Unread
-    } else {
-        RunEnd::Clean
-    })
 }

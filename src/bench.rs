@@ -267,6 +267,168 @@ fn engine_in_memory(
     mib(data.len() as u64) / t.elapsed().as_secs_f64().max(1e-9)
 }
 
+/// One engine's measurements on the image ([`run`]).
+struct Measure<'a> {
+    image: &'a Image,
+    engines: &'a crate::engine::EngineSet,
+    /// The image's first bytes, for the engine's in-memory speed.
+    mem: &'a [u8],
+    overlap: usize,
+    /// Scans per configuration (at least one).
+    repeat: usize,
+    drop_caches: bool,
+}
+
+/// What the repeated scans of one configuration measured: per scan, and
+/// from the last one.
+struct Samples {
+    walls: Vec<f64>,
+    reads: Vec<f64>,
+    searches: Vec<f64>,
+    merges: Vec<f64>,
+    ceilings: Vec<f64>,
+    copies: Vec<f64>,
+    busy: Vec<StageBusy>,
+    matches: u64,
+    backend: String,
+    buffers: String,
+    block_size: usize,
+}
+
+impl Measure<'_> {
+    /// Scans the image `repeat` times with `io`, blocks of `bs` bytes and
+    /// `threads` threads, each after measuring the I/O ceiling (caches
+    /// dropped before each, when asked).
+    fn scans(&self, io: IoMode, bs: usize, threads: usize) -> Result<Samples, String> {
+        let (image, engines, overlap) = (self.image, self.engines, self.overlap);
+        let (mut walls, mut reads, mut searches, mut merges, mut ceilings) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        let (mut copies, mut busy) = (vec![], vec![]);
+        let mut matches = 0;
+        let mut backend = io.as_str().to_string();
+        let mut buffers = String::new();
+        let mut block_size = bs;
+        for _ in 0..self.repeat {
+            if self.drop_caches {
+                drop_caches()?;
+            }
+            image.media().use_threads(threads);
+            ceilings.push(io_ceiling(image, io, bs, overlap)?);
+            if self.drop_caches {
+                drop_caches()?;
+            }
+            let mut count = 0u64;
+            let mut sink = |_: &BlockSpec, m: &[Match]| {
+                count += m.len() as u64;
+                Ok(())
+            };
+            let so = ScanOptions {
+                block_size: bs,
+                io,
+                threads,
+                observer: None,
+                read_again: false,
+            };
+            let st = scan(
+                image,
+                Engines {
+                    primary: engines.primary.as_ref(),
+                    fallback: engines.fallback.as_deref(),
+                },
+                overlap,
+                &so,
+                &mut sink,
+                &mut |_| {},
+                &mut |_| {},
+            )
+            .map_err(|e| e.to_string())?;
+            walls.push(st.wall.as_secs_f64());
+            reads.push(st.read.as_secs_f64());
+            searches.push(st.search.as_secs_f64());
+            merges.push(st.sink.as_secs_f64());
+            copies.push(st.host_copies_per_byte());
+            busy.push(StageBusy::of(&st));
+            matches = count;
+            backend = st.io_backend.clone();
+            buffers = st.buffers.clone();
+            block_size = st.block_size;
+        }
+        Ok(Samples {
+            walls,
+            reads,
+            searches,
+            merges,
+            ceilings,
+            copies,
+            busy,
+            matches,
+            backend,
+            buffers,
+            block_size,
+        })
+    }
+
+    /// The row of one configuration: its medians, its speed beside the I/O
+    /// ceiling and the engine's in memory (measured now), its bottleneck.
+    fn row(&self, s: Samples, threads: usize) -> BenchRow {
+        let (engines, overlap, block_size, matches) =
+            (self.engines, self.overlap, s.block_size, s.matches);
+        let wall = Timing::of(s.walls);
+        let size = mib(self.image.len());
+        let mib_s = size / wall.median.max(1e-9);
+        let ceiling = size / Timing::of(s.ceilings).median.max(1e-9);
+        let mem_mib_s = engine_in_memory(
+            engines.primary.as_ref(),
+            self.mem,
+            block_size,
+            overlap,
+            threads,
+        );
+        let (read_s, search_s, merge_s) = (
+            Timing::of(s.reads).median,
+            Timing::of(s.searches).median,
+            Timing::of(s.merges).median,
+        );
+        // Busy fraction of each stage's capacity: the fullest is the bottleneck.
+        let stages = [
+            ("read", read_s / wall.median.max(1e-9)),
+            (
+                "search",
+                search_s / (wall.median.max(1e-9) * threads as f64),
+            ),
+            ("merge", merge_s / wall.median.max(1e-9)),
+        ];
+        let bottleneck = stages
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|s| format!("{} ({:.0}% busy)", s.0, s.1 * 100.0))
+            .unwrap_or_default();
+        BenchRow {
+            engine: engines.primary.name(),
+            io: s.backend,
+            block_size,
+            threads,
+            mib: size,
+            mib_s,
+            matches,
+            matches_s: matches as f64 / wall.median.max(1e-9),
+            io_ceiling_mib_s: ceiling,
+            ratio_to_io_ceiling: mib_s / ceiling.max(1e-9),
+            engine_mem_mib_s: mem_mib_s,
+            ratio_to_engine_mem: mib_s / mem_mib_s.max(1e-9),
+            read_s,
+            search_s,
+            merge_s,
+            bottleneck,
+            buffers: s.buffers,
+            host_copies_per_byte: Timing::of(s.copies).median,
+            busy: StageBusy::median(&s.busy),
+            peak_rss_kib: peak_rss_kib(),
+            wall,
+        }
+    }
+}
+
 /// Runs the benchmark. `progress` receives one line per finished measurement.
 pub fn run(
     image_path: &Path,
@@ -320,115 +482,20 @@ pub fn run(
                 continue;
             }
         };
+        let measure = Measure {
+            image: &image,
+            engines: &engines,
+            mem: &mem,
+            overlap,
+            repeat,
+            drop_caches: opts.drop_caches,
+        };
         for &io in &opts.io {
             for &bs in &opts.block_sizes {
                 for &threads in &opts.threads {
                     let threads = if threads == 0 { cpus } else { threads };
-                    let (mut walls, mut reads, mut searches, mut merges, mut ceilings) =
-                        (vec![], vec![], vec![], vec![], vec![]);
-                    let (mut copies, mut busy) = (vec![], vec![]);
-                    let mut matches = 0;
-                    let mut backend = io.as_str().to_string();
-                    let mut buffers = String::new();
-                    let mut block_size = bs;
-                    for _ in 0..repeat {
-                        if opts.drop_caches {
-                            drop_caches()?;
-                        }
-                        image.media().use_threads(threads);
-                        ceilings.push(io_ceiling(&image, io, bs, overlap)?);
-                        if opts.drop_caches {
-                            drop_caches()?;
-                        }
-                        let mut count = 0u64;
-                        let mut sink = |_: &BlockSpec, m: &[Match]| {
-                            count += m.len() as u64;
-                            Ok(())
-                        };
-                        let so = ScanOptions {
-                            block_size: bs,
-                            io,
-                            threads,
-                            observer: None,
-                            read_again: false,
-                        };
-                        let st = scan(
-                            &image,
-                            Engines {
-                                primary: engines.primary.as_ref(),
-                                fallback: engines.fallback.as_deref(),
-                            },
-                            overlap,
-                            &so,
-                            &mut sink,
-                            &mut |_| {},
-                            &mut |_| {},
-                        )
-                        .map_err(|e| e.to_string())?;
-                        walls.push(st.wall.as_secs_f64());
-                        reads.push(st.read.as_secs_f64());
-                        searches.push(st.search.as_secs_f64());
-                        merges.push(st.sink.as_secs_f64());
-                        copies.push(st.host_copies_per_byte());
-                        busy.push(StageBusy::of(&st));
-                        matches = count;
-                        backend = st.io_backend.clone();
-                        buffers = st.buffers.clone();
-                        block_size = st.block_size;
-                    }
-                    let wall = Timing::of(walls);
-                    let size = mib(image.len());
-                    let mib_s = size / wall.median.max(1e-9);
-                    let ceiling = size / Timing::of(ceilings).median.max(1e-9);
-                    let mem_mib_s = engine_in_memory(
-                        engines.primary.as_ref(),
-                        &mem,
-                        block_size,
-                        overlap,
-                        threads,
-                    );
-                    let (read_s, search_s, merge_s) = (
-                        Timing::of(reads).median,
-                        Timing::of(searches).median,
-                        Timing::of(merges).median,
-                    );
-                    // Busy fraction of each stage's capacity: the fullest is the bottleneck.
-                    let stages = [
-                        ("read", read_s / wall.median.max(1e-9)),
-                        (
-                            "search",
-                            search_s / (wall.median.max(1e-9) * threads as f64),
-                        ),
-                        ("merge", merge_s / wall.median.max(1e-9)),
-                    ];
-                    let bottleneck = stages
-                        .iter()
-                        .max_by(|a, b| a.1.total_cmp(&b.1))
-                        .map(|s| format!("{} ({:.0}% busy)", s.0, s.1 * 100.0))
-                        .unwrap_or_default();
-                    let row = BenchRow {
-                        engine: engines.primary.name(),
-                        io: backend,
-                        block_size,
-                        threads,
-                        mib: size,
-                        mib_s,
-                        matches,
-                        matches_s: matches as f64 / wall.median.max(1e-9),
-                        io_ceiling_mib_s: ceiling,
-                        ratio_to_io_ceiling: mib_s / ceiling.max(1e-9),
-                        engine_mem_mib_s: mem_mib_s,
-                        ratio_to_engine_mem: mib_s / mem_mib_s.max(1e-9),
-                        read_s,
-                        search_s,
-                        merge_s,
-                        bottleneck,
-                        buffers,
-                        host_copies_per_byte: Timing::of(copies).median,
-                        busy: StageBusy::median(&busy),
-                        peak_rss_kib: peak_rss_kib(),
-                        wall,
-                    };
+                    let samples = measure.scans(io, bs, threads)?;
+                    let row = measure.row(samples, threads);
                     progress(format_row(&row));
                     report.rows.push(row);
                 }

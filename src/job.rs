@@ -277,41 +277,13 @@ impl CarveJob {
             return Err(why);
         }
         // Resuming: what the interrupted run had finished.
-        let resumed = if self.resume {
-            let meta =
-                RunMeta::read(&self.out_dir).map_err(|e| format!("{e} (nothing to resume)"))?;
-            if meta.hashes != self.carve.hashes {
-                return Err(format!(
-                    "{}: the interrupted carving hashed with --hash {}; this one asks for {}: not resuming",
-                    self.out_dir.display(),
-                    meta.hashes,
-                    self.carve.hashes
-                ));
-            }
-            let (files, damage, cp) = journal::read_all(&self.out_dir)?;
-            Some((meta, files, damage, cp))
-        } else {
-            None
-        };
+        let resumed = self.read_resumed()?;
         let spool = self.spool_dir.as_deref().unwrap_or(&self.out_dir);
         let image = open_input(&self.image, spool, self.input).map_err(|e| e.to_string())?;
         outcome.image_len = image.len();
         outcome.container = image.media().describe();
-        if let Some((meta, _, _, _)) = &resumed
-            && (meta.image_len != image.len() || meta.range != self.range)
-        {
-            return Err(format!(
-                "{}: the interrupted carving was of {} bytes{}; this one is of {} bytes{}: not resuming",
-                self.out_dir.display(),
-                meta.image_len,
-                meta.range
-                    .map(|(a, b)| format!(" range {a}..{b}"))
-                    .unwrap_or_default(),
-                image.len(),
-                self.range
-                    .map(|(a, b)| format!(" range {a}..{b}"))
-                    .unwrap_or_default(),
-            ));
+        if let Some((meta, _, _, _)) = &resumed {
+            self.check_same_image(meta, &image)?;
         }
         let set = self.catalogue.compile();
         let engines = build_engines(
@@ -324,104 +296,27 @@ impl CarveJob {
         let out = OutputDir::create(&self.out_dir, self.force || self.resume, image.len())
             .map_err(|e| e.to_string())?;
         let started = SystemTime::now();
-        let info = RunInfo {
-            image: absolute_image_path(&self.image),
-            image_len: image.len(),
-            command_line: resumed
-                .as_ref()
-                .map_or_else(|| self.command_line.clone(), |r| r.0.command_line.clone()),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            start_time: resumed
-                .as_ref()
-                .map_or_else(|| rfc3339(started), |r| r.0.start_time.clone()),
-            sector_size: 512,
-            hashes: self.carve.hashes,
-        };
+        let info = self.run_info(&image, resumed.as_ref(), started);
         let mut meta = match &resumed {
             Some((m, _, _, _)) => m.clone(),
-            None => RunMeta {
-                image: info.image.clone(),
-                image_len: image.len(),
-                container: outcome.container.clone(),
-                range: self.range,
-                command_line: info.command_line.clone(),
-                start_time: info.start_time.clone(),
-                keep: self
-                    .carve
-                    .keep
-                    .iter()
-                    .map(|s| s.as_str().to_string())
-                    .collect(),
-                write: self.carve.write,
-                hash_unwritten: self.carve.hash_unwritten,
-                keep_embedded: self.carve.keep_embedded,
-                hashes: self.carve.hashes,
-                image_hashes: None,
-            },
+            None => self.new_meta(&info, &image, &outcome.container),
         };
         if resumed.is_none() {
             meta.write(&self.out_dir)?;
         }
-        let open = |name: &str| -> Result<BufWriter<File>, String> {
-            out.create_report(name)
-                .map(BufWriter::new)
-                .map_err(|e| e.to_string())
-        };
-        let mut jsonl = JsonlReport::new(open("report.jsonl")?, info.hashes);
-        let mut dfxml =
-            DfxmlReport::new(open("report.xml")?, &info).map_err(|e| format!("report.xml: {e}"))?;
-        let mut hashlist = HashdeepList::new(
-            open(HASHES)?,
-            &self.out_dir,
-            info.hashes,
-            &info.command_line,
-        )
-        .map_err(|e| format!("{HASHES}: {e}"))?;
+        let mut reports = Reports::open(&out, &info, &self.out_dir)?;
         let audit_file = out.create_report("audit.txt").map_err(|e| e.to_string())?;
         // Reserve room for the audit now, so that it can still be written if
         // the output file system fills up during the carving.
         reserve(&audit_file, AUDIT_RESERVE);
-        let journal_err = |e: std::io::Error| format!("{}: {e}", journal::JOURNAL);
         let mut scope = CarveScope {
             own_start: self.range.map_or(0, |r| r.0),
             own_end: self.range.map(|r| r.1),
             resume: None,
             prior_complete: Vec::new(),
         };
-        let mut earlier: Vec<CarvedFile> = Vec::new();
-        let mut prior_damage: Vec<Damage> = Vec::new();
-        let mut journal = match resumed {
-            Some((_, files, damage, Some(cp))) => {
-                for f in &files {
-                    jsonl.file(f).map_err(|e| format!("report.jsonl: {e}"))?;
-                    dfxml.file(f).map_err(|e| format!("report.xml: {e}"))?;
-                    hashlist.file(f).map_err(|e| format!("{HASHES}: {e}"))?;
-                }
-                let j =
-                    Journal::rewrite(&self.out_dir, &files, &damage, &cp).map_err(journal_err)?;
-                prior_damage = damage;
-                warn(format!(
-                    "resuming {} at byte {} after {} files",
-                    self.image.display(),
-                    cp.frontier,
-                    cp.files
-                ));
-                scope.resume = Some(cp);
-                scope.prior_complete = files
-                    .iter()
-                    .filter(|f| {
-                        f.status == "complete"
-                            && f.parent.is_none()
-                            && f.validator.is_some()
-                            && f.byte_runs.len() == 1
-                    })
-                    .map(|f| (f.offset, f.length))
-                    .collect();
-                earlier = files;
-                j
-            }
-            _ => Journal::create(&self.out_dir).map_err(journal_err)?,
-        };
+        let (mut journal, earlier, prior_damage) =
+            self.open_journal(resumed, &mut reports, &mut scope, warn)?;
         journal.watch(image.media(), &prior_damage);
 
         let mut demoted = 0;
@@ -429,15 +324,20 @@ impl CarveJob {
             let hasher = self
                 .hash_image
                 .then(|| s.spawn(|| hash_image(&image, self.carve.hashes)));
-            let mut reports = Fanout {
-                reports: vec![&mut jsonl, &mut dfxml, &mut hashlist, &mut journal],
+            let mut fanout = Fanout {
+                reports: vec![
+                    &mut reports.jsonl,
+                    &mut reports.dfxml,
+                    &mut reports.hashlist,
+                    &mut journal,
+                ],
             };
             // A complete file that crosses an unreadable range is not complete.
             let mut fan = UnreadGuard::new(
                 image.media(),
                 &self.out_dir,
                 self.carve.keep.contains(&Status::Partial),
-                &mut reports,
+                &mut fanout,
             );
             let r = carve_scoped(
                 &image,
@@ -479,51 +379,17 @@ impl CarveJob {
             None => None,
         };
         // Damage met before a resumed run's checkpoint, and since.
-        let mut damage = prior_damage;
-        for d in image.media().damage() {
-            if !damage.contains(&d) {
-                damage.push(d);
-            }
-        }
-        damage.sort_by_key(|d| (d.offset, d.len));
-        outcome.damage = damage;
-        for d in &outcome.damage {
-            warn(format!(
-                "{}: damaged range {}..{} ({} bytes): {}",
-                self.image.display(),
-                d.offset,
-                d.offset + d.len,
-                d.len,
-                d.reason
-            ));
-        }
-        for d in &outcome.damage {
-            // Listed in both reports too (records of their own, after the files).
-            let r = jsonl
-                .unreadable(d)
-                .map_err(|e| format!("report.jsonl: {e}"))
-                .and_then(|()| dfxml.unreadable(d).map_err(|e| format!("report.xml: {e}")));
-            if let Err(e) = r {
-                warn(e);
-                break;
-            }
-        }
+        outcome.damage = all_damage(prior_damage, &image);
+        self.warn_damage(&outcome.damage, warn);
+        reports.unreadable(&outcome.damage, warn);
         let clock = summary.scan.wall.as_secs_f64();
         // Close every report even if one fails (disk full): the audit, written
         // last into its reserved space, says what happened.
+        let [jsonl_closed, dfxml_closed, hashlist_closed] = reports.finish(clock, error.as_deref());
         let closing = [
-            jsonl
-                .finish()
-                .map(|_| ())
-                .map_err(|e| format!("report.jsonl: {e}")),
-            dfxml
-                .finish(clock, error.as_deref())
-                .map(|_| ())
-                .map_err(|e| format!("report.xml: {e}")),
-            hashlist
-                .finish()
-                .map(|_| ())
-                .map_err(|e| format!("{HASHES}: {e}")),
+            jsonl_closed,
+            dfxml_closed,
+            hashlist_closed,
             journal.sync().map_err(journal_err),
             match &image_hashes {
                 Some(h) => {
@@ -539,6 +405,149 @@ impl CarveJob {
             (None, None) => None,
         };
         let mut text = audit::render(&info, image_hashes.as_ref(), &summary, error.as_deref());
+        text.push_str(&self.audit_notes(outcome, image.media().mapped_faults(), demoted));
+        write_audit(audit_file, &text)?;
+        result.map_err(|e| e.to_string())?;
+        if let Some(e) = closing.into_iter().find_map(Result::err) {
+            return Err(e);
+        }
+        Ok(summary)
+    }
+
+    /// With `--resume`: the interrupted run's `run.json` and journal (its
+    /// files, damage and last checkpoint), refused if it hashed otherwise.
+    fn read_resumed(&self) -> Result<Option<Resumed>, String> {
+        if !self.resume {
+            return Ok(None);
+        }
+        let meta = RunMeta::read(&self.out_dir).map_err(|e| format!("{e} (nothing to resume)"))?;
+        if meta.hashes != self.carve.hashes {
+            return Err(format!(
+                "{}: the interrupted carving hashed with --hash {}; this one asks for {}: not resuming",
+                self.out_dir.display(),
+                meta.hashes,
+                self.carve.hashes
+            ));
+        }
+        let (files, damage, cp) = journal::read_all(&self.out_dir)?;
+        Ok(Some((meta, files, damage, cp)))
+    }
+
+    /// A resumed run carves the image (and range) the interrupted one did.
+    fn check_same_image(&self, meta: &RunMeta, image: &Image) -> Result<(), String> {
+        if meta.image_len != image.len() || meta.range != self.range {
+            return Err(format!(
+                "{}: the interrupted carving was of {} bytes{}; this one is of {} bytes{}: not resuming",
+                self.out_dir.display(),
+                meta.image_len,
+                meta.range
+                    .map(|(a, b)| format!(" range {a}..{b}"))
+                    .unwrap_or_default(),
+                image.len(),
+                self.range
+                    .map(|(a, b)| format!(" range {a}..{b}"))
+                    .unwrap_or_default(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What the reports say of the run (a resumed run keeps the interrupted
+    /// one's command line and start time).
+    fn run_info(&self, image: &Image, resumed: Option<&Resumed>, started: SystemTime) -> RunInfo {
+        RunInfo {
+            image: absolute_image_path(&self.image),
+            image_len: image.len(),
+            command_line: resumed
+                .map_or_else(|| self.command_line.clone(), |r| r.0.command_line.clone()),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            start_time: resumed.map_or_else(|| rfc3339(started), |r| r.0.start_time.clone()),
+            sector_size: 512,
+            hashes: self.carve.hashes,
+        }
+    }
+
+    /// A new run's `run.json`.
+    fn new_meta(&self, info: &RunInfo, image: &Image, container: &str) -> RunMeta {
+        RunMeta {
+            image: info.image.clone(),
+            image_len: image.len(),
+            container: container.to_string(),
+            range: self.range,
+            command_line: info.command_line.clone(),
+            start_time: info.start_time.clone(),
+            keep: self
+                .carve
+                .keep
+                .iter()
+                .map(|s| s.as_str().to_string())
+                .collect(),
+            write: self.carve.write,
+            hash_unwritten: self.carve.hash_unwritten,
+            keep_embedded: self.carve.keep_embedded,
+            hashes: self.carve.hashes,
+            image_hashes: None,
+        }
+    }
+
+    /// The journal: a new one, or, resuming from a checkpoint, the
+    /// interrupted run's rewritten after its files are reported again (and
+    /// the scope set to carry on from the checkpoint). Also the files
+    /// reported before and the damage met before.
+    fn open_journal(
+        &self,
+        resumed: Option<Resumed>,
+        reports: &mut Reports,
+        scope: &mut CarveScope,
+        warn: &mut dyn FnMut(String),
+    ) -> Result<(Journal, Vec<CarvedFile>, Vec<Damage>), String> {
+        let Some((_, files, damage, Some(cp))) = resumed else {
+            let j = Journal::create(&self.out_dir).map_err(journal_err)?;
+            return Ok((j, Vec::new(), Vec::new()));
+        };
+        for f in &files {
+            reports.file(f)?;
+        }
+        let j = Journal::rewrite(&self.out_dir, &files, &damage, &cp).map_err(journal_err)?;
+        let prior_damage = damage;
+        warn(format!(
+            "resuming {} at byte {} after {} files",
+            self.image.display(),
+            cp.frontier,
+            cp.files
+        ));
+        scope.resume = Some(cp);
+        scope.prior_complete = files
+            .iter()
+            .filter(|f| {
+                f.status == "complete"
+                    && f.parent.is_none()
+                    && f.validator.is_some()
+                    && f.byte_runs.len() == 1
+            })
+            .map(|f| (f.offset, f.length))
+            .collect();
+        Ok((j, files, prior_damage))
+    }
+
+    /// One warning per damaged range.
+    fn warn_damage(&self, damage: &[Damage], warn: &mut dyn FnMut(String)) {
+        for d in damage {
+            warn(format!(
+                "{}: damaged range {}..{} ({} bytes): {}",
+                self.image.display(),
+                d.offset,
+                d.offset + d.len,
+                d.len,
+                d.reason
+            ));
+        }
+    }
+
+    /// What the audit adds to the summary: the container, the owned range,
+    /// the damage, the mapped reads' faults, the files demoted.
+    fn audit_notes(&self, outcome: &JobOutcome, faults: u64, demoted: u64) -> String {
+        let mut text = String::new();
         text.push_str(&format!("container: {}\n", outcome.container));
         if let Some((a, b)) = self.range {
             text.push_str(&format!("owned range: {a}..{b}\n"));
@@ -552,7 +561,6 @@ impl CarveJob {
                 d.reason
             ));
         }
-        let faults = image.media().mapped_faults();
         if faults > 0 {
             text.push_str(&format!(
                 "mapped reads: stopped at an unreadable page ({faults} SIGBUS handled); the image was read with pread from then on\n"
@@ -563,16 +571,120 @@ impl CarveJob {
                 "demoted: {demoted} files would be complete but cross a damaged range: reported partial\n"
             ));
         }
-        let mut audit_file = audit_file;
-        std::io::Write::write_all(&mut audit_file, text.as_bytes())
-            .map_err(|e| format!("audit.txt: {e}"))?;
-        audit_file
-            .set_len(text.len() as u64)
-            .map_err(|e| format!("audit.txt: {e}"))?;
-        result.map_err(|e| e.to_string())?;
-        if let Some(e) = closing.into_iter().find_map(Result::err) {
-            return Err(e);
+        text
+    }
+}
+
+/// What `--resume` reads of the interrupted run: its `run.json`, and its
+/// journal's files, damage and last checkpoint.
+type Resumed = (
+    RunMeta,
+    Vec<CarvedFile>,
+    Vec<Damage>,
+    Option<crate::carve::Checkpoint>,
+);
+
+/// A journal error, named.
+fn journal_err(e: std::io::Error) -> String {
+    format!("{}: {e}", journal::JOURNAL)
+}
+
+/// The damage met before a resumed run's checkpoint, and since, by offset.
+fn all_damage(prior_damage: Vec<Damage>, image: &Image) -> Vec<Damage> {
+    let mut damage = prior_damage;
+    for d in image.media().damage() {
+        if !damage.contains(&d) {
+            damage.push(d);
         }
-        Ok(summary)
+    }
+    damage.sort_by_key(|d| (d.offset, d.len));
+    damage
+}
+
+/// Writes the audit into its reserved space, cut to its length.
+fn write_audit(mut audit_file: File, text: &str) -> Result<(), String> {
+    std::io::Write::write_all(&mut audit_file, text.as_bytes())
+        .map_err(|e| format!("audit.txt: {e}"))?;
+    audit_file
+        .set_len(text.len() as u64)
+        .map_err(|e| format!("audit.txt: {e}"))?;
+    Ok(())
+}
+
+/// The job's three reports: `report.jsonl`, `report.xml` and the hash list.
+struct Reports {
+    jsonl: JsonlReport<BufWriter<File>>,
+    dfxml: DfxmlReport<BufWriter<File>>,
+    hashlist: HashdeepList<BufWriter<File>>,
+}
+
+impl Reports {
+    /// Creates the reports in the output folder, in that order.
+    fn open(out: &OutputDir, info: &RunInfo, out_dir: &Path) -> Result<Reports, String> {
+        let open = |name: &str| -> Result<BufWriter<File>, String> {
+            out.create_report(name)
+                .map(BufWriter::new)
+                .map_err(|e| e.to_string())
+        };
+        let jsonl = JsonlReport::new(open("report.jsonl")?, info.hashes);
+        let dfxml =
+            DfxmlReport::new(open("report.xml")?, info).map_err(|e| format!("report.xml: {e}"))?;
+        let hashlist = HashdeepList::new(open(HASHES)?, out_dir, info.hashes, &info.command_line)
+            .map_err(|e| format!("{HASHES}: {e}"))?;
+        Ok(Reports {
+            jsonl,
+            dfxml,
+            hashlist,
+        })
+    }
+
+    /// Reports a file (one the interrupted run reported) in all three.
+    fn file(&mut self, f: &CarvedFile) -> Result<(), String> {
+        self.jsonl
+            .file(f)
+            .map_err(|e| format!("report.jsonl: {e}"))?;
+        self.dfxml.file(f).map_err(|e| format!("report.xml: {e}"))?;
+        self.hashlist
+            .file(f)
+            .map_err(|e| format!("{HASHES}: {e}"))?;
+        Ok(())
+    }
+
+    /// Lists the damaged ranges in both reports too (records of their own,
+    /// after the files); the first failure is a warning, and the last word.
+    fn unreadable(&mut self, damage: &[Damage], warn: &mut dyn FnMut(String)) {
+        for d in damage {
+            let r = self
+                .jsonl
+                .unreadable(d)
+                .map_err(|e| format!("report.jsonl: {e}"))
+                .and_then(|()| {
+                    self.dfxml
+                        .unreadable(d)
+                        .map_err(|e| format!("report.xml: {e}"))
+                });
+            if let Err(e) = r {
+                warn(e);
+                break;
+            }
+        }
+    }
+
+    /// Closes the three reports, each whatever the others' fate.
+    fn finish(self, clock: f64, error: Option<&str>) -> [Result<(), String>; 3] {
+        [
+            self.jsonl
+                .finish()
+                .map(|_| ())
+                .map_err(|e| format!("report.jsonl: {e}")),
+            self.dfxml
+                .finish(clock, error)
+                .map(|_| ())
+                .map_err(|e| format!("report.xml: {e}")),
+            self.hashlist
+                .finish()
+                .map(|_| ())
+                .map_err(|e| format!("{HASHES}: {e}")),
+        ]
     }
 }

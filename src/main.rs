@@ -645,8 +645,22 @@ const EXIT_UNREAD: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let mut unread = false;
-    let result = match &cli.command {
+    match run(&cli.command) {
+        Ok(batch_cli::RunEnd::Clean) => ExitCode::SUCCESS,
+        Ok(batch_cli::RunEnd::Unread) => ExitCode::from(EXIT_UNREAD),
+        Ok(batch_cli::RunEnd::Failed) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("gpucarve: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the command: how it ended (every byte read, some unread, some
+/// image failed), or the error that stopped it.
+fn run(command: &Command) -> Result<batch_cli::RunEnd, String> {
+    let clean = |()| batch_cli::RunEnd::Clean;
+    match command {
         Command::Scan {
             image,
             catalogue,
@@ -666,9 +680,15 @@ fn main() -> ExitCode {
             output.as_deref(),
             *quiet,
         )
-        .map(|fully_read| unread = !fully_read),
-        Command::Signatures { catalogue } => run_signatures(catalogue),
-        Command::Devices => run_devices(),
+        .map(|fully_read| {
+            if fully_read {
+                batch_cli::RunEnd::Clean
+            } else {
+                batch_cli::RunEnd::Unread
+            }
+        }),
+        Command::Signatures { catalogue } => run_signatures(catalogue).map(clean),
+        Command::Devices => run_devices().map(clean),
         Command::Bench {
             image,
             input,
@@ -677,7 +697,7 @@ fn main() -> ExitCode {
             json,
             carve: true,
             ..
-        } => run_bench_carve(image, *input, catalogue, *repeat, *json),
+        } => run_bench_carve(image, *input, catalogue, *repeat, *json).map(clean),
         Command::Bench {
             image,
             input,
@@ -705,7 +725,8 @@ fn main() -> ExitCode {
             *no_baselines,
             *json,
             plot.as_deref(),
-        ),
+        )
+        .map(clean),
         Command::Carve {
             images,
             output,
@@ -754,34 +775,14 @@ fn main() -> ExitCode {
                 },
                 quiet: *quiet,
             };
-            match batch_cli::run(opts) {
-                Ok(batch_cli::RunEnd::Clean) => Ok(()),
-                Ok(batch_cli::RunEnd::Unread) => {
-                    unread = true;
-                    Ok(())
-                }
-                Ok(batch_cli::RunEnd::Failed) => return ExitCode::FAILURE,
-                Err(e) => Err(e),
-            }
+            batch_cli::run(opts)
         }
         Command::Merge {
             shards,
             output,
             force,
-        } => gpucarve::merge::merge(shards, output, *force).map(|n| {
-            eprintln!(
-                "gpucarve: merged {} shards: {n} files in {}",
-                shards.len(),
-                output.display()
-            );
-        }),
-        Command::Completions { shell } => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
-            // Into memory first: clap_complete panics on a write error (a closed pipe).
-            let mut script = Vec::new();
-            clap_complete::generate(*shell, &mut cmd, "gpucarve", &mut script);
-            print_all(&script)
-        }
+        } => run_merge(shards, output, *force).map(clean),
+        Command::Completions { shell } => run_completions(*shell).map(clean),
         Command::Synth {
             type_name,
             shape,
@@ -789,23 +790,35 @@ fn main() -> ExitCode {
             seed,
             catalogue,
             output,
-        } => run_synth(type_name.as_deref(), shape, *size, *seed, catalogue, output),
+        } => run_synth(type_name.as_deref(), shape, *size, *seed, catalogue, output).map(clean),
         Command::Extract {
             report,
             ids,
             all,
             image,
             output,
-        } => run_extract(report, ids, *all, image.as_deref(), output),
-    };
-    match result {
-        Ok(()) if unread => ExitCode::from(EXIT_UNREAD),
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("gpucarve: error: {e}");
-            ExitCode::FAILURE
-        }
+        } => run_extract(report, ids, *all, image.as_deref(), output).map(clean),
     }
+}
+
+/// `gpucarve merge`: the shards into one carving, and a line saying so.
+fn run_merge(shards: &[PathBuf], output: &Path, force: bool) -> Result<(), String> {
+    gpucarve::merge::merge(shards, output, force).map(|n| {
+        eprintln!(
+            "gpucarve: merged {} shards: {n} files in {}",
+            shards.len(),
+            output.display()
+        );
+    })
+}
+
+/// `gpucarve completions`: the shell's completion script on stdout.
+fn run_completions(shell: clap_complete::Shell) -> Result<(), String> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    // Into memory first: clap_complete panics on a write error (a closed pipe).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "gpucarve", &mut script);
+    print_all(&script)
 }
 
 /// `--cluster-size`: a power of two of at least 512 bytes.

@@ -20,67 +20,19 @@ use crate::report::hashdeep::{HASHES, HashdeepList};
 use crate::report::jsonl::JsonlReport;
 use crate::report::{CarveReport, RunInfo, audit, rfc3339};
 
+/// A shard read: its `run.json`, its folder, the files its report lists.
+type Shard = (RunMeta, PathBuf, Vec<CarvedFile>);
+
 /// Merges `shards` into `out`; returns the number of files.
 pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String> {
-    let mut parts: Vec<(RunMeta, PathBuf, Vec<CarvedFile>)> = Vec::new();
     let started = std::time::Instant::now();
     // Ranges a shard could not read: carried into the merged reports.
-    let mut unread: Vec<crate::source::Damage> = Vec::new();
-    for dir in shards {
-        let meta = RunMeta::read(dir)?;
-        let audit = std::fs::read_to_string(dir.join("audit.txt")).unwrap_or_default();
-        if audit.is_empty() || audit.contains("INCOMPLETE:") {
-            return Err(format!(
-                "{}: this shard did not finish (see its audit.txt)",
-                dir.display()
-            ));
-        }
-        let rp = dir.join("report.jsonl");
-        let text = std::fs::read_to_string(&rp).map_err(|e| format!("{}: {e}", rp.display()))?;
-        let files =
-            crate::report::jsonl::read(&text).map_err(|e| format!("{}: {e}", rp.display()))?;
-        unread.extend(crate::report::jsonl::read_unreadable(&text));
-        parts.push((meta, dir.clone(), files));
-    }
+    let (mut parts, mut unread) = read_shards(shards)?;
     let Some(first) = parts.first().map(|p| p.0.clone()) else {
         return Err("no shard folders given".into());
     };
     parts.sort_by_key(|p| p.0.range.map_or(0, |r| r.0));
-    let mut at = 0u64;
-    for (m, dir, _) in &parts {
-        if m.hashes != first.hashes {
-            return Err(format!(
-                "{}: carved with --hash {}, the first shard with {}: carve every shard with the same hashes",
-                dir.display(),
-                m.hashes,
-                first.hashes
-            ));
-        }
-        if m.image_len != first.image_len || m.image != first.image {
-            return Err(format!(
-                "{}: a shard of {} ({} bytes), not of {} ({} bytes)",
-                dir.display(),
-                m.image,
-                m.image_len,
-                first.image,
-                first.image_len
-            ));
-        }
-        let (a, b) = m.range.unwrap_or((0, m.image_len));
-        if a != at {
-            return Err(format!(
-                "{}: its slice starts at byte {a}, but the shards before it end at {at} (missing or overlapping shard)",
-                dir.display()
-            ));
-        }
-        at = b;
-    }
-    if at != first.image_len {
-        return Err(format!(
-            "the shards end at byte {at}, the image at {}: a shard is missing",
-            first.image_len
-        ));
-    }
+    check_seams(&parts, &first)?;
     if let Some(why) = crate::source::evidence::refuse_output(out, Path::new(&first.image)) {
         return Err(why);
     }
@@ -129,39 +81,11 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
                 && (g.parent.is_none() || meta.keep_embedded);
             if !write {
                 g.path = None;
-            } else if let Some(rel) = &f.path {
-                if !is_inside(rel) {
-                    return Err(format!(
-                        "{}: file at offset {} has the path {rel:?}, which leaves the shard folder (damaged or edited report.jsonl)",
-                        dir.display(),
-                        f.offset
-                    ));
-                }
-                let (src, dst) = (dir.join(rel), out.join(rel));
-                if let Some(d) = dst.parent() {
-                    std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-                }
-                if std::fs::hard_link(&src, &dst).is_err() {
-                    std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
-                }
             } else {
-                return Err(format!(
-                    "{}: file at offset {} is not nested across the seam and should be written, but the shard did not write it; carve that slice with --keep-embedded",
-                    dir.display(),
-                    f.offset
-                ));
+                bring_file(dir, out, f)?;
             }
             if g.status == "complete" && g.parent.is_none() {
-                // As the carver nests: inside the file's first run (a
-                // joined or laid-out file's later runs hold other data).
-                let end = g
-                    .byte_runs
-                    .first()
-                    .filter(|r| r.img_offset == g.offset)
-                    .map_or(g.offset.saturating_add(g.length), |r| {
-                        r.img_offset.saturating_add(r.len)
-                    });
-                parents.push((g.offset, end, id));
+                parents.push((g.offset, first_run_end(&g), id));
             }
             jsonl.file(&g).map_err(|e| e.to_string())?;
             dfxml.file(&g).map_err(|e| e.to_string())?;
@@ -187,13 +111,132 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
         ..first.clone()
     }
     .write(out)?;
+    let audit = audit_text(&info, image_hashes.as_ref(), &parts, id, &unread);
+    std::fs::write(out.join("audit.txt"), audit).map_err(|e| e.to_string())?;
+    Ok(id)
+}
+
+/// Reads each shard folder (refused unless its carving finished): its
+/// `run.json`, the files of its report, and the ranges it could not read.
+fn read_shards(shards: &[PathBuf]) -> Result<(Vec<Shard>, Vec<crate::source::Damage>), String> {
+    let mut parts: Vec<Shard> = Vec::new();
+    let mut unread: Vec<crate::source::Damage> = Vec::new();
+    for dir in shards {
+        let meta = RunMeta::read(dir)?;
+        let audit = std::fs::read_to_string(dir.join("audit.txt")).unwrap_or_default();
+        if audit.is_empty() || audit.contains("INCOMPLETE:") {
+            return Err(format!(
+                "{}: this shard did not finish (see its audit.txt)",
+                dir.display()
+            ));
+        }
+        let rp = dir.join("report.jsonl");
+        let text = std::fs::read_to_string(&rp).map_err(|e| format!("{}: {e}", rp.display()))?;
+        let files =
+            crate::report::jsonl::read(&text).map_err(|e| format!("{}: {e}", rp.display()))?;
+        unread.extend(crate::report::jsonl::read_unreadable(&text));
+        parts.push((meta, dir.clone(), files));
+    }
+    Ok((parts, unread))
+}
+
+/// The shards (in slice order) are of one image, hashed alike, and their
+/// slices meet end to start from byte 0 to the image's end.
+fn check_seams(parts: &[Shard], first: &RunMeta) -> Result<(), String> {
+    let mut at = 0u64;
+    for (m, dir, _) in parts {
+        if m.hashes != first.hashes {
+            return Err(format!(
+                "{}: carved with --hash {}, the first shard with {}: carve every shard with the same hashes",
+                dir.display(),
+                m.hashes,
+                first.hashes
+            ));
+        }
+        if m.image_len != first.image_len || m.image != first.image {
+            return Err(format!(
+                "{}: a shard of {} ({} bytes), not of {} ({} bytes)",
+                dir.display(),
+                m.image,
+                m.image_len,
+                first.image,
+                first.image_len
+            ));
+        }
+        let (a, b) = m.range.unwrap_or((0, m.image_len));
+        if a != at {
+            return Err(format!(
+                "{}: its slice starts at byte {a}, but the shards before it end at {at} (missing or overlapping shard)",
+                dir.display()
+            ));
+        }
+        at = b;
+    }
+    if at != first.image_len {
+        return Err(format!(
+            "the shards end at byte {at}, the image at {}: a shard is missing",
+            first.image_len
+        ));
+    }
+    Ok(())
+}
+
+/// Hard-links (or copies) a file the merged carving writes from its shard
+/// folder `dir` into `out`; an error when its path leaves the shard folder
+/// or the shard did not write it.
+fn bring_file(dir: &Path, out: &Path, f: &CarvedFile) -> Result<(), String> {
+    let Some(rel) = &f.path else {
+        return Err(format!(
+            "{}: file at offset {} is not nested across the seam and should be written, but the shard did not write it; carve that slice with --keep-embedded",
+            dir.display(),
+            f.offset
+        ));
+    };
+    if !is_inside(rel) {
+        return Err(format!(
+            "{}: file at offset {} has the path {rel:?}, which leaves the shard folder (damaged or edited report.jsonl)",
+            dir.display(),
+            f.offset
+        ));
+    }
+    let (src, dst) = (dir.join(rel), out.join(rel));
+    if let Some(d) = dst.parent() {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    if std::fs::hard_link(&src, &dst).is_err() {
+        std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
+    }
+    Ok(())
+}
+
+/// Where a complete file stops holding later ones, as the carver nests:
+/// the end of the file's first run (a joined or laid-out file's later runs
+/// hold other data).
+fn first_run_end(g: &CarvedFile) -> u64 {
+    g.byte_runs
+        .first()
+        .filter(|r| r.img_offset == g.offset)
+        .map_or(g.offset.saturating_add(g.length), |r| {
+            r.img_offset.saturating_add(r.len)
+        })
+}
+
+/// The merged carving's audit: the image, the command, each shard, the
+/// files and the damaged ranges.
+fn audit_text(
+    info: &RunInfo,
+    image_hashes: Option<&crate::hashing::Digests>,
+    parts: &[Shard],
+    files: u64,
+    unread: &[crate::source::Damage],
+) -> String {
     let mut audit = format!("gpucarve {} audit (merged)\n\n", info.version);
-    audit::image_lines(&mut audit, &info, image_hashes.as_ref());
+    audit::image_lines(&mut audit, info, image_hashes);
     audit.push_str(&format!(
         "command line: {}\nstart: {}\n",
         info.command_line, info.start_time
     ));
-    for (m, dir, files) in &parts {
+    for (m, dir, files) in parts {
         let (a, b) = m.range.unwrap_or((0, m.image_len));
         audit.push_str(&format!(
             "shard: {} bytes {a}..{b}, {} files\n",
@@ -201,8 +244,8 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
             files.len()
         ));
     }
-    audit.push_str(&format!("files: {id}\n"));
-    for d in &unread {
+    audit.push_str(&format!("files: {files}\n"));
+    for d in unread {
         audit.push_str(&format!(
             "damaged: {}..{} ({} bytes, read as zeros): {}\n",
             d.offset,
@@ -211,8 +254,7 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
             d.reason
         ));
     }
-    std::fs::write(out.join("audit.txt"), audit).map_err(|e| e.to_string())?;
-    Ok(id)
+    audit
 }
 
 /// True for a path that stays inside the folder it is joined to: relative,

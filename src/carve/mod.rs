@@ -314,7 +314,7 @@ pub fn carve_scoped(
     warn: &mut dyn FnMut(String),
 ) -> Result<CarveSummary, CarveError> {
     validators::check_names(catalogue).map_err(CarveError::Catalogue)?;
-    let mut summary = CarveSummary {
+    let summary = CarveSummary {
         started: Some(SystemTime::now()),
         ..CarveSummary::default()
     };
@@ -334,13 +334,7 @@ pub fn carve_scoped(
         .as_ref()
         .map_or(scope.own_start, |c| c.frontier.max(scope.own_start));
     let scan_start = from.min(image.len()) / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
-    let max_header_offset = set
-        .origins
-        .iter()
-        .filter(|o| o.role == Role::Header)
-        .map(|o| catalogue.signature(*o).offset)
-        .max()
-        .unwrap_or(0);
+    let max_header_offset = max_header_offset(set, catalogue);
 
     // scan ─▶ validation stage (every core) ─▶ ordered carver: validation of
     // later pieces overlaps the carver's fragment search and emission.
@@ -348,29 +342,7 @@ pub fn carve_scoped(
     let own = (from, scope.own_end.unwrap_or(u64::MAX));
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let known = std::sync::Arc::new(fragments::KnownJpegs::default());
-    // The scan's positions of the signatures the fragment searches index:
-    // for each compiled pattern, the needle it is exactly (if any).
-    let needle_of: Vec<Option<usize>> = set
-        .patterns
-        .iter()
-        .map(|p| {
-            fragments::NEEDLES
-                .iter()
-                .position(|n| crate::pattern::Pattern::literal(n).as_ref() == Some(p))
-        })
-        .collect();
-    let mut enabled = [false; fragments::NEEDLES.len()];
-    for k in needle_of.iter().flatten() {
-        enabled[*k] = true;
-    }
-    let mut needles = fragments::ScanNeedles::new(scan_start, enabled);
-    // The JPEG searches' prefilter is decided from what the scan saw of
-    // each sector when JPEG is carved (`NEEDLES[0]`, its SOI, is scanned
-    // for).
-    if enabled[0] {
-        needles = needles.with_entropy_sectors(image.len());
-    }
-    let needles = std::sync::Arc::new(needles);
+    let (needle_of, needles) = scan_needles(set, image, scan_start);
     let mut scan_opts = scan_opts.clone();
     scan_opts.read_again = true;
     if needles.observes() {
@@ -433,55 +405,16 @@ pub fn carve_scoped(
                 (known.clone(), needles.clone(), &geo),
             )
         });
-        let mut sink = |b: &BlockSpec, matches: &[Match]| -> Result<(), String> {
-            let density = &mut density;
-            if done.load(std::sync::atomic::Ordering::Relaxed) {
-                return Err(crate::scan::STOP_SCAN.to_string());
-            }
-            let mut events = Vec::new();
-            for m in matches {
-                // Dense blocks travel in pieces: what waits in the queue stays small.
-                if events.len() >= PREVALIDATE_EVENTS {
-                    tx.send(std::mem::take(&mut events))
-                        .map_err(|_| "the carver stopped".to_string())?;
-                }
-                let o = set.origins[m.pattern as usize];
-                let sig = catalogue.signature(o);
-                match o.role {
-                    Role::Header => {
-                        let Some(start) = m.offset.checked_sub(sig.offset) else {
-                            continue;
-                        };
-                        // (A power of two: a mask, not a division per match.)
-                        if start & (catalogue.types[o.type_index].align - 1) != 0 {
-                            continue;
-                        }
-                        if !density.admit(o.type_index, start) {
-                            continue;
-                        }
-                        events.push(Event::Header(Candidate {
-                            type_index: o.type_index,
-                            start,
-                            header_len: sig.pattern.len() as u64 + sig.offset,
-                        }));
-                    }
-                    Role::Footer => events.push(Event::Footer {
-                        type_index: o.type_index,
-                        offset: m.offset,
-                        end: m.offset + sig.pattern.len() as u64,
-                    }),
-                }
-            }
-            let through = b.offset + b.owned_len as u64;
-            let found: Vec<(usize, u64)> = matches
-                .iter()
-                .filter_map(|m| Some((needle_of.get(m.pattern as usize).copied()??, m.offset)))
-                .collect();
-            needles.record(&found, (b.offset, through));
-            events.push(Event::Progress(through));
-            tx.send(events)
-                .map_err(|_| "the carver stopped".to_string())
+        let mut to_events = MatchesToEvents {
+            set,
+            catalogue,
+            density: &mut density,
+            done: &done,
+            tx: &tx,
+            needle_of: &needle_of,
+            needles: &needles,
         };
+        let mut sink = |b: &BlockSpec, matches: &[Match]| to_events.block(b, matches);
         let scanned = scan_range(
             image,
             Engines {
@@ -523,6 +456,128 @@ pub fn carve_scoped(
         Ok::<_, CarveError>((scanned, carved))
     });
     let (scan_stats, carved) = result?;
+    Ok(summarize(summary, scan_stats, carved, &density, catalogue))
+}
+
+/// The furthest a header signature lies from the start of its file.
+fn max_header_offset(set: &CompiledSet, catalogue: &Catalogue) -> u64 {
+    set.origins
+        .iter()
+        .filter(|o| o.role == Role::Header)
+        .map(|o| catalogue.signature(*o).offset)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The scan's positions of the signatures the fragment searches index: for
+/// each compiled pattern, the needle it is exactly (if any), and where the
+/// scan records what it saw of them.
+fn scan_needles(
+    set: &CompiledSet,
+    image: &Image,
+    scan_start: u64,
+) -> (Vec<Option<usize>>, std::sync::Arc<fragments::ScanNeedles>) {
+    let needle_of: Vec<Option<usize>> = set
+        .patterns
+        .iter()
+        .map(|p| {
+            fragments::NEEDLES
+                .iter()
+                .position(|n| crate::pattern::Pattern::literal(n).as_ref() == Some(p))
+        })
+        .collect();
+    let mut enabled = [false; fragments::NEEDLES.len()];
+    for k in needle_of.iter().flatten() {
+        enabled[*k] = true;
+    }
+    let mut needles = fragments::ScanNeedles::new(scan_start, enabled);
+    // The JPEG searches' prefilter is decided from what the scan saw of
+    // each sector when JPEG is carved (`NEEDLES[0]`, its SOI, is scanned
+    // for).
+    if enabled[0] {
+        needles = needles.with_entropy_sectors(image.len());
+    }
+    (needle_of, std::sync::Arc::new(needles))
+}
+
+/// The scan's sink: turns each block's signature matches into the events
+/// the validation stage and the carver take (headers admitted by alignment
+/// and density, footers, the block's progress), and records the fragment
+/// searches' needles.
+struct MatchesToEvents<'a> {
+    set: &'a CompiledSet,
+    catalogue: &'a Catalogue,
+    density: &'a mut density::Density,
+    /// Set when the carver has stopped: the scan stops too.
+    done: &'a std::sync::atomic::AtomicBool,
+    tx: &'a std::sync::mpsc::SyncSender<Vec<Event>>,
+    needle_of: &'a [Option<usize>],
+    needles: &'a fragments::ScanNeedles,
+}
+
+impl MatchesToEvents<'_> {
+    /// Sends one scanned block's events (in pieces when it is dense).
+    fn block(&mut self, b: &BlockSpec, matches: &[Match]) -> Result<(), String> {
+        let (set, catalogue, tx) = (self.set, self.catalogue, self.tx);
+        let density = &mut *self.density;
+        if self.done.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(crate::scan::STOP_SCAN.to_string());
+        }
+        let mut events = Vec::new();
+        for m in matches {
+            // Dense blocks travel in pieces: what waits in the queue stays small.
+            if events.len() >= PREVALIDATE_EVENTS {
+                tx.send(std::mem::take(&mut events))
+                    .map_err(|_| "the carver stopped".to_string())?;
+            }
+            let o = set.origins[m.pattern as usize];
+            let sig = catalogue.signature(o);
+            match o.role {
+                Role::Header => {
+                    let Some(start) = m.offset.checked_sub(sig.offset) else {
+                        continue;
+                    };
+                    // (A power of two: a mask, not a division per match.)
+                    if start & (catalogue.types[o.type_index].align - 1) != 0 {
+                        continue;
+                    }
+                    if !density.admit(o.type_index, start) {
+                        continue;
+                    }
+                    events.push(Event::Header(Candidate {
+                        type_index: o.type_index,
+                        start,
+                        header_len: sig.pattern.len() as u64 + sig.offset,
+                    }));
+                }
+                Role::Footer => events.push(Event::Footer {
+                    type_index: o.type_index,
+                    offset: m.offset,
+                    end: m.offset + sig.pattern.len() as u64,
+                }),
+            }
+        }
+        let through = b.offset + b.owned_len as u64;
+        let found: Vec<(usize, u64)> = matches
+            .iter()
+            .filter_map(|m| Some((self.needle_of.get(m.pattern as usize).copied()??, m.offset)))
+            .collect();
+        self.needles.record(&found, (b.offset, through));
+        events.push(Event::Progress(through));
+        tx.send(events)
+            .map_err(|_| "the carver stopped".to_string())
+    }
+}
+
+/// The carving's summary: the scan's statistics, the carver's totals, the
+/// candidates the density limit held back; finished now.
+fn summarize(
+    mut summary: CarveSummary,
+    scan_stats: ScanStats,
+    carved: CarverTotals,
+    density: &density::Density,
+    catalogue: &Catalogue,
+) -> CarveSummary {
     summary.scan = scan_stats;
     summary.counts = carved.counts;
     summary.files_found = carved.found;
@@ -539,7 +594,7 @@ pub fn carve_scoped(
     summary.profile = carved.profile;
     summary.file_systems = carved.file_systems;
     summary.finished = Some(SystemTime::now());
-    Ok(summary)
+    summary
 }
 
 /// Decoded bytes a compressed image (E01) keeps while it is carved: the
@@ -1236,117 +1291,236 @@ fn carve_ordered(
     ),
     ahead_jobs: Option<std::sync::mpsc::Sender<fragments::AheadJob>>,
 ) -> Result<CarverTotals, CarveError> {
-    let bytes = ImageBytes::new(image);
-    let mut totals = CarverTotals {
-        bound: bound::OutputBound::new(image.len(), 0, Default::default()),
-        ..Default::default()
+    let mut carver = OrderedCarver {
+        image,
+        bytes: ImageBytes::new(image),
+        catalogue,
+        opts,
+        geo,
+        emit,
+        found,
+        done,
+        carved_to,
+        max_header_offset,
+        totals: CarverTotals {
+            bound: bound::OutputBound::new(image.len(), 0, Default::default()),
+            ..Default::default()
+        },
+        rules: FooterRules::new(catalogue),
+        parents: Vec::new(),
+        seen_starts: Default::default(),
+        seen_since: 0,
+        uniform: uniform_header_offsets(catalogue),
+        last_start: vec![u64::MAX; catalogue.types.len()],
+        resolved: Vec::new(),
+        frags: fragments::Fragments::new(opts.cluster_size),
+        joined_runs: BTreeMap::new(),
+        held: BTreeMap::new(),
+        own_start: scope.own_start,
+        own_end: scope.own_end.unwrap_or(u64::MAX),
+        frontier: 0,
+        zip_cover: Coverage::default(),
+        complete_cover: Coverage::default(),
+        predicted_cover: Coverage::default(),
+        predicted_zips: Coverage::default(),
     };
-    let mut rules = FooterRules::new(catalogue);
-    let mut parents: Vec<Parent> = Vec::new();
-    // (start, type) of the header events taken: those of the last 1-2 MiB
-    // of the scan, in two generations (a set is cleared whole when the scan
-    // is 1 MiB past its generation: no deletions one by one).
-    let mut seen_starts: [std::collections::HashSet<(u64, usize)>; 2] = Default::default();
-    let mut seen_since = 0u64;
-    // A type whose header signatures all lie at one distance from the file's
-    // start sees a start's duplicates together (matches come by offset): its
-    // last start is enough. The sets serve the others.
-    let uniform: Vec<bool> = catalogue
+    carver.attach_searches(known, needles, ahead_jobs);
+    carver.resume(scope);
+    carver.take_batches(&rx)?;
+    carver.finish()
+}
+
+/// For each type: whether its header signatures all lie at one distance
+/// from the file's start. Such a type sees a start's duplicates together
+/// (matches come by offset): its last start is enough to drop them.
+fn uniform_header_offsets(catalogue: &Catalogue) -> Vec<bool> {
+    catalogue
         .types
         .iter()
         .map(|t| t.headers.windows(2).all(|w| w[0].offset == w[1].offset))
-        .collect();
-    let mut last_start: Vec<u64> = vec![u64::MAX; catalogue.types.len()];
-    let mut resolved: Vec<(Candidate, extent::Extent)> = Vec::new();
-    // >>> bifragment recovery (fragments.rs): state and the runs of proven joins.
-    let mut frags = fragments::Fragments::new(opts.cluster_size);
-    // (Block maps are the file system's whatever cluster size is used.)
-    if opts.cluster_size.is_none() {
-        frags.geometry = geo.clone();
-        totals.file_systems = frags.geometry.describe();
-    }
-    frags.share_jpegs(known);
-    frags.share_needles(needles);
-    if let Some(jobs) = ahead_jobs {
-        frags.attach_ahead(jobs);
-    }
-    let mut joined_runs: BTreeMap<(u64, usize), Vec<ByteRun>> = BTreeMap::new();
-    // <<< bifragment recovery
-    // Decided candidates wait here until no earlier one can still come, so
-    // files are reported (and numbered) in offset order whatever decides them.
-    let mut held: BTreeMap<(u64, usize), (Candidate, extent::Extent)> = BTreeMap::new();
-    let own_end = scope.own_end.unwrap_or(u64::MAX);
-    let mut own_start = scope.own_start;
-    let mut frontier = 0u64;
-    if let Some(cp) = &scope.resume {
-        own_start = own_start.max(cp.frontier);
-        frontier = cp.frontier;
-        totals.found = cp.files;
-        totals.rejected = cp.rejected;
-        totals.unreported = cp.unreported;
-        totals.bound = bound::OutputBound::new(image.len(), cp.output_spent, cp.held_back.clone());
-        parents = cp
-            .parents
-            .iter()
-            .map(|&(start, end, id)| Parent {
-                start,
-                end,
-                id,
-                opaque: cp.opaque_parents.contains(&id),
-            })
-            .collect();
+        .collect()
+}
+
+/// The ordered carver's inputs and state ([`carve_ordered`]): it takes the
+/// validated batches in scan order, decides each candidate (its verdict,
+/// its fragment search, the output rules) and sends the decided files, in
+/// offset order, to the emitter.
+struct OrderedCarver<'a> {
+    image: &'a Image,
+    bytes: ImageBytes<'a>,
+    catalogue: &'a Catalogue,
+    opts: &'a CarveOptions,
+    geo: &'a geometry::Geometry,
+    emit: &'a std::sync::mpsc::SyncSender<Emit>,
+    /// Files found so far, for the progress line.
+    found: &'a std::sync::atomic::AtomicU64,
+    /// Set when everything this carving owns is decided: the scan may stop.
+    done: &'a std::sync::atomic::AtomicBool,
+    /// How far the carving has decided, for the progress line.
+    carved_to: &'a std::sync::atomic::AtomicU64,
+    max_header_offset: u64,
+    totals: CarverTotals,
+    rules: FooterRules,
+    parents: Vec<Parent>,
+    /// (start, type) of the header events taken: those of the last 1-2 MiB
+    /// of the scan, in two generations (a set is cleared whole when the scan
+    /// is 1 MiB past its generation: no deletions one by one).
+    seen_starts: [std::collections::HashSet<(u64, usize)>; 2],
+    seen_since: u64,
+    /// Per type: its duplicates come together, its last start is enough
+    /// ([`uniform_header_offsets`]); the sets serve the others.
+    uniform: Vec<bool>,
+    last_start: Vec<u64>,
+    resolved: Vec<(Candidate, extent::Extent)>,
+    /// Bifragment recovery (fragments.rs): its state.
+    frags: fragments::Fragments,
+    /// The runs of proven joins.
+    joined_runs: BTreeMap<(u64, usize), Vec<ByteRun>>,
+    /// Decided candidates wait here until no earlier one can still come, so
+    /// files are reported (and numbered) in offset order whatever decides them.
+    held: BTreeMap<(u64, usize), (Candidate, extent::Extent)>,
+    own_start: u64,
+    own_end: u64,
+    frontier: u64,
+    /// Structures validated so far that may still hold later candidates: ZIP
+    /// walks (complete or not) and complete files of every validated type.
+    zip_cover: Coverage,
+    complete_cover: Coverage,
+    /// What the carver will claim before each search asked ahead, as far as
+    /// the verdicts tell: complete files not inside another one. ZIP
+    /// candidates (which the stage leaves to the carver) are validated here,
+    /// once, when searches run ahead: their verdicts go with the batch, as
+    /// the stage's do (validators are pure functions of the image).
+    predicted_cover: Coverage,
+    predicted_zips: Coverage,
+}
+
+impl OrderedCarver<'_> {
+    /// Sets up the fragment searches: the file systems' block maps (whatever
+    /// cluster size is used), the JPEGs and needles shared with the stage,
+    /// the searching threads' queue.
+    fn attach_searches(
+        &mut self,
+        known: std::sync::Arc<fragments::KnownJpegs>,
+        needles: std::sync::Arc<fragments::ScanNeedles>,
+        ahead_jobs: Option<std::sync::mpsc::Sender<fragments::AheadJob>>,
+    ) {
+        // (Block maps are the file system's whatever cluster size is used.)
+        if self.opts.cluster_size.is_none() {
+            self.frags.geometry = self.geo.clone();
+            self.totals.file_systems = self.frags.geometry.describe();
+        }
+        self.frags.share_jpegs(known);
+        self.frags.share_needles(needles);
+        if let Some(jobs) = ahead_jobs {
+            self.frags.attach_ahead(jobs);
+        }
     }
 
-    for &(start, length) in &scope.prior_complete {
-        frags.seed(start, length);
+    /// Carries on from the scope's checkpoint, if any (its counts, output
+    /// spent and open parents), and seeds the fragment search with the
+    /// complete files reported before it.
+    fn resume(&mut self, scope: &CarveScope) {
+        if let Some(cp) = &scope.resume {
+            self.own_start = self.own_start.max(cp.frontier);
+            self.frontier = cp.frontier;
+            self.totals.found = cp.files;
+            self.totals.rejected = cp.rejected;
+            self.totals.unreported = cp.unreported;
+            self.totals.bound =
+                bound::OutputBound::new(self.image.len(), cp.output_spent, cp.held_back.clone());
+            self.parents = cp
+                .parents
+                .iter()
+                .map(|&(start, end, id)| Parent {
+                    start,
+                    end,
+                    id,
+                    opaque: cp.opaque_parents.contains(&id),
+                })
+                .collect();
+        }
+        for &(start, length) in &scope.prior_complete {
+            self.frags.seed(start, length);
+        }
     }
-    // Structures validated so far that may still hold later candidates: ZIP
-    // walks (complete or not) and complete files of every validated type.
-    let mut zip_cover = Coverage::default();
-    let mut complete_cover = Coverage::default();
-    // Batches taken from the validation stage before their turn: their
-    // fragment searches start on the searches' thread at once.
-    let mut lookahead: std::collections::VecDeque<Validated> = Default::default();
-    // What the carver will claim before each search asked ahead, as far as
-    // the verdicts tell: complete files not inside another one. ZIP
-    // candidates (which the stage leaves to the carver) are validated here,
-    // once, when searches run ahead: their verdicts go with the batch, as
-    // the stage's do (validators are pure functions of the image).
-    let mut predicted_cover = Coverage::default();
-    let mut predicted_zips = Coverage::default();
-    let mut ask = |frags: &mut fragments::Fragments, batch: &mut Validated| {
-        if !frags.asks_ahead() {
+
+    /// Takes the validated batches in order until the stage ends, asking
+    /// for their fragment searches ahead while they wait their turn.
+    fn take_batches(&mut self, rx: &Receiver<Validated>) -> Result<(), CarveError> {
+        // Batches taken from the validation stage before their turn: their
+        // fragment searches start on the searches' thread at once.
+        let mut lookahead: std::collections::VecDeque<Validated> = Default::default();
+        // Batches of `lookahead` before this one have been asked about.
+        let mut asked_upto = 0usize;
+        loop {
+            if lookahead.is_empty() {
+                let Ok(batch) = rx.recv() else { break };
+                lookahead.push_back(batch);
+            }
+            while lookahead.len() < LOOKAHEAD_BATCHES
+                && lookahead.iter().map(|b| b.0.len()).sum::<usize>() < LOOKAHEAD_EVENTS
+            {
+                let Ok(batch) = rx.try_recv() else { break };
+                lookahead.push_back(batch);
+            }
+            // Searches are asked for ahead once their verdicts are here.
+            while let Some(batch) = lookahead.get_mut(asked_upto) {
+                self.ask_ahead(batch);
+                asked_upto += 1;
+            }
+            let Some(batch) = lookahead.pop_front() else {
+                break;
+            };
+            asked_upto = asked_upto.saturating_sub(1);
+            self.take_batch(batch)?;
+        }
+        Ok(())
+    }
+
+    /// Asks for the fragment searches a batch's verdicts call for, before
+    /// the batch's turn (and validates its ZIP candidates for that).
+    fn ask_ahead(&mut self, batch: &mut Validated) {
+        if !self.frags.asks_ahead() {
             return;
         }
+        let catalogue = self.catalogue;
         let (events, pre, profile) = batch;
         for (ev, pre) in events.iter().zip(pre.iter_mut()) {
             let Event::Header(c) = ev else { continue };
-            if c.start < own_start || c.start >= own_end {
+            if c.start < self.own_start || c.start >= self.own_end {
                 continue;
             }
             let t = &catalogue.types[c.type_index];
             let Some(v) = &t.validator else { continue };
-            let behind = c.start.saturating_sub(max_header_offset);
-            predicted_cover.forget_before(behind);
-            predicted_zips.forget_before(behind);
-            let max_len = t.max_size.min(image.len().saturating_sub(c.start));
+            let behind = c.start.saturating_sub(self.max_header_offset);
+            self.predicted_cover.forget_before(behind);
+            self.predicted_zips.forget_before(behind);
+            let max_len = t.max_size.min(self.image.len().saturating_sub(c.start));
             if v == "zip" {
                 // An entry of an archive walked before: not a file (the
                 // carver's test, on the verdicts it is expected to have).
-                if predicted_zips.strictly_covers(c.start) {
+                if self.predicted_zips.strictly_covers(c.start) {
                     continue;
                 }
                 if pre.is_none() {
-                    *pre = Some(validate_here(v, &bytes, geo, (c.start, max_len), profile));
+                    *pre = Some(validate_here(
+                        v,
+                        &self.bytes,
+                        self.geo,
+                        (c.start, max_len),
+                        profile,
+                    ));
                 }
                 if let Some(Some(z)) = pre.as_ref()
                     && z.length > 0
                 {
-                    predicted_zips.insert(c.start, c.start.saturating_add(z.length));
+                    self.predicted_zips
+                        .insert(c.start, c.start.saturating_add(z.length));
                 }
             }
             if let Some(Some(verdict)) = pre.as_ref() {
-                if predicted_cover.strictly_covers(c.start) {
+                if self.predicted_cover.strictly_covers(c.start) {
                     continue;
                 }
                 if verdict.status == Status::Complete && verdict.length > 0 {
@@ -1355,307 +1529,354 @@ fn carve_ordered(
                         .clone()
                         .unwrap_or_else(|| vec![(c.start, verdict.length)]);
                     for (a, n) in spans {
-                        frags.predict_claim(a, a.saturating_add(n));
+                        self.frags.predict_claim(a, a.saturating_add(n));
                         if validators::proves_content(v) {
-                            predicted_cover.insert(a, a.saturating_add(n));
+                            self.predicted_cover.insert(a, a.saturating_add(n));
                         }
                     }
                 } else {
-                    frags.ask_ahead(v, c.start, max_len, verdict);
+                    self.frags.ask_ahead(v, c.start, max_len, verdict);
                 }
             }
         }
-    };
-    // Batches of `lookahead` before this one have been asked about.
-    let mut asked_upto = 0usize;
-    loop {
-        if lookahead.is_empty() {
-            let Ok(batch) = rx.recv() else { break };
-            lookahead.push_back(batch);
+    }
+
+    /// Decides one batch's events in order.
+    ///
+    /// The candidates arrive validated (validators are pure functions, run
+    /// on every core by the validation stage while this thread searches
+    /// fragments and emits); the ordered pass only looks verdicts up. ZIP
+    /// candidates are validated here: whether one is an entry of an archive
+    /// already walked depends on the verdicts before it.
+    fn take_batch(&mut self, (batch, mut pre, profile): Validated) -> Result<(), CarveError> {
+        self.totals.profile.merge(&profile);
+        let chunk = &batch[..];
+        for (ev_index, &ev) in chunk.iter().enumerate() {
+            // Decided candidates go through the output rules as they come
+            // (dense input decides hundreds of thousands per block).
+            if self.resolved.len() >= 4096 {
+                hold(
+                    &mut self.held,
+                    &mut self.resolved,
+                    (&mut self.joined_runs, self.catalogue),
+                    self.opts,
+                    &mut self.totals,
+                );
+            }
+            match ev {
+                Event::Header(c) => self.take_header(c, &mut pre, ev_index),
+                Event::Footer {
+                    type_index,
+                    offset,
+                    end,
+                } => self
+                    .rules
+                    .add_footer(type_index, offset, end, &mut self.resolved),
+                Event::Progress(pos) => self.advance(pos)?,
+            }
         }
-        while lookahead.len() < LOOKAHEAD_BATCHES
-            && lookahead.iter().map(|b| b.0.len()).sum::<usize>() < LOOKAHEAD_EVENTS
-        {
-            let Ok(batch) = rx.try_recv() else { break };
-            lookahead.push_back(batch);
+        Ok(())
+    }
+
+    /// Decides a header candidate: another shard's and repeats are skipped,
+    /// a validated type's goes by its verdict ([`Self::take_validated`]), an
+    /// unvalidated one waits for its footer (or is only counted).
+    fn take_header(
+        &mut self,
+        c: Candidate,
+        pre: &mut [Option<Option<validators::Verdict>>],
+        ev_index: usize,
+    ) {
+        // Another shard's, or decided before the checkpoint we resume from.
+        if c.start < self.own_start || c.start >= self.own_end {
+            return;
         }
-        // Searches are asked for ahead once their verdicts are here.
-        while let Some(batch) = lookahead.get_mut(asked_upto) {
-            ask(&mut frags, batch);
-            asked_upto += 1;
+        if self.is_repeat(c) {
+            return;
         }
-        let Some(batch) = lookahead.pop_front() else {
-            break;
+        let t = &self.catalogue.types[c.type_index];
+        match &t.validator {
+            Some(v) => self.take_validated(c, t, v, pre, ev_index),
+            // Guesses nobody keeps are counted, not decided.
+            None if !self.opts.keep.contains(&Status::Unvalidated) => self.totals.unreported += 1,
+            None => self
+                .rules
+                .add_candidate(c, self.image.len(), &mut self.resolved),
+        }
+    }
+
+    /// Whether a candidate was taken already: one candidate per (start,
+    /// type), as several headers of one type may match one file.
+    fn is_repeat(&mut self, c: Candidate) -> bool {
+        let key = (c.start, c.type_index);
+        if self.uniform.get(c.type_index).copied().unwrap_or(false) {
+            if self.last_start[c.type_index] == c.start {
+                return true;
+            }
+            self.last_start[c.type_index] = c.start;
+        } else if self.seen_starts[1].contains(&key) || !self.seen_starts[0].insert(key) {
+            return true;
+        }
+        false
+    }
+
+    /// Decides a candidate of a validated type: its verdict (the stage's,
+    /// or validated here), its fragment search, the structures it covers;
+    /// resolved, or counted as rejected.
+    fn take_validated(
+        &mut self,
+        c: Candidate,
+        t: &crate::catalogue::FileType,
+        v: &str,
+        pre: &mut [Option<Option<validators::Verdict>>],
+        ev_index: usize,
+    ) {
+        // Structures validated before, no longer covering anything to come.
+        let behind = c.start.saturating_sub(self.max_header_offset);
+        self.zip_cover.forget_before(behind);
+        self.complete_cover.forget_before(behind);
+        // A ZIP local header inside a ZIP already walked (complete or
+        // not: a partial verdict ends where its structure broke) is
+        // one of that archive's entries, not a file of its own.
+        if v == "zip" && self.zip_cover.strictly_covers(c.start) {
+            self.totals.rejected += 1;
+            return;
+        }
+        let max_len = t.max_size.min(self.image.len().saturating_sub(c.start));
+        let verdict = match pre.get_mut(ev_index).and_then(Option::take) {
+            Some(v) => v,
+            None => validate_here(
+                v,
+                &self.bytes,
+                self.geo,
+                (c.start, max_len),
+                &mut self.totals.profile,
+            ),
         };
-        asked_upto = asked_upto.saturating_sub(1);
-        // The candidates arrive validated (validators are pure functions, run
-        // on every core by the validation stage while this thread searches
-        // fragments and emits); the ordered pass only looks verdicts up. ZIP
-        // candidates are validated here: whether one is an entry of an archive
-        // already walked depends on the verdicts before it.
+        // >>> bifragment recovery: a Partial PNG/ZIP/JPEG may be two fragments.
+        // Objects inside another structure are not searched: their
+        // container explains where they end.
+        // Only complete structures count: a partial verdict's length
+        // may be a guess reaching far beyond its file.
+        if v == "jpeg" {
+            self.frags.note_jpeg(c.start, max_len, verdict.as_ref());
+        }
+        // A rejected header: counted (most of a dense region's). It
+        // has nothing to search for: the searches' bookkeeping
+        // waits for the next verdict.
+        if verdict.is_none() {
+            self.totals.rejected += 1;
+            return;
+        }
+        let inside = self.complete_cover.strictly_covers(c.start);
+        let (verdict, runs) = if inside {
+            // (A layout the file system gave stays.)
+            let runs = verdict.as_ref().and_then(|v| v.runs.clone());
+            (verdict, runs)
+        } else {
+            self.search_fragments(v, c.start, max_len, verdict)
+        };
+        // What the file covers in the image: its runs, when
+        // joined or laid out by the file system.
+        let spans: Vec<(u64, u64)> = match (&runs, &verdict) {
+            (Some(r), _) => r.iter().map(|&(o, n)| (o, o.saturating_add(n))).collect(),
+            (None, Some(vd)) => {
+                vec![(c.start, c.start.saturating_add(vd.length))]
+            }
+            (None, None) => Vec::new(),
+        };
+        if let Some(runs) = runs {
+            self.joined_runs
+                .insert((c.start, c.type_index), to_byte_runs(&runs));
+        }
+        // <<< bifragment recovery
+        if let Some(vd) = &verdict
+            && vd.length > 0
         {
-            let (batch, mut pre, profile) = batch;
-            totals.profile.merge(&profile);
-            let chunk = &batch[..];
-            for (ev_index, &ev) in chunk.iter().enumerate() {
-                // Decided candidates go through the output rules as they come
-                // (dense input decides hundreds of thousands per block).
-                if resolved.len() >= 4096 {
-                    hold(
-                        &mut held,
-                        &mut resolved,
-                        (&mut joined_runs, catalogue),
-                        opts,
-                        &mut totals,
-                    );
-                }
-                match ev {
-                    Event::Header(c) => {
-                        // Another shard's, or decided before the checkpoint we resume from.
-                        if c.start < own_start || c.start >= own_end {
-                            continue;
-                        }
-                        // One candidate per (start, type): several headers of one type may match one file.
-                        let key = (c.start, c.type_index);
-                        if uniform.get(c.type_index).copied().unwrap_or(false) {
-                            if last_start[c.type_index] == c.start {
-                                continue;
-                            }
-                            last_start[c.type_index] = c.start;
-                        } else if seen_starts[1].contains(&key) || !seen_starts[0].insert(key) {
-                            continue;
-                        }
-                        let t = &catalogue.types[c.type_index];
-                        match &t.validator {
-                            Some(v) => {
-                                // Structures validated before, no longer covering anything to come.
-                                let behind = c.start.saturating_sub(max_header_offset);
-                                zip_cover.forget_before(behind);
-                                complete_cover.forget_before(behind);
-                                // A ZIP local header inside a ZIP already walked (complete or
-                                // not: a partial verdict ends where its structure broke) is
-                                // one of that archive's entries, not a file of its own.
-                                if v == "zip" && zip_cover.strictly_covers(c.start) {
-                                    totals.rejected += 1;
-                                    continue;
-                                }
-                                let max_len = t.max_size.min(image.len().saturating_sub(c.start));
-                                let verdict = match pre.get_mut(ev_index).and_then(Option::take) {
-                                    Some(v) => v,
-                                    None => validate_here(
-                                        v,
-                                        &bytes,
-                                        geo,
-                                        (c.start, max_len),
-                                        &mut totals.profile,
-                                    ),
-                                };
-                                // >>> bifragment recovery: a Partial PNG/ZIP/JPEG may be two fragments.
-                                // Objects inside another structure are not searched: their
-                                // container explains where they end.
-                                // Only complete structures count: a partial verdict's length
-                                // may be a guess reaching far beyond its file.
-                                if v == "jpeg" {
-                                    frags.note_jpeg(c.start, max_len, verdict.as_ref());
-                                }
-                                // A rejected header: counted (most of a dense region's). It
-                                // has nothing to search for: the searches' bookkeeping
-                                // waits for the next verdict.
-                                if verdict.is_none() {
-                                    totals.rejected += 1;
-                                    continue;
-                                }
-                                let inside = complete_cover.strictly_covers(c.start);
-                                let (verdict, runs) = if inside {
-                                    // (A layout the file system gave stays.)
-                                    let runs = verdict.as_ref().and_then(|v| v.runs.clone());
-                                    (verdict, runs)
-                                } else {
-                                    let t0 = CpuClock::start();
-                                    let r0 = view::bytes_read_here();
-                                    let searches = frags.searches;
-                                    let r =
-                                        frags.after_validate(v, &bytes, c.start, max_len, verdict);
-                                    totals.profile.add_read(
-                                        "fragment search, carver",
-                                        v,
-                                        view::bytes_read_here() - r0,
-                                    );
-                                    if frags.searches > searches {
-                                        totals.profile.add(
-                                            "fragment search, carver",
-                                            v,
-                                            1,
-                                            t0.secs(),
-                                        );
-                                    }
-                                    r
-                                };
-                                // What the file covers in the image: its runs, when
-                                // joined or laid out by the file system.
-                                let spans: Vec<(u64, u64)> = match (&runs, &verdict) {
-                                    (Some(r), _) => {
-                                        r.iter().map(|&(o, n)| (o, o.saturating_add(n))).collect()
-                                    }
-                                    (None, Some(vd)) => {
-                                        vec![(c.start, c.start.saturating_add(vd.length))]
-                                    }
-                                    (None, None) => Vec::new(),
-                                };
-                                if let Some(runs) = runs {
-                                    joined_runs
-                                        .insert((c.start, c.type_index), to_byte_runs(&runs));
-                                }
-                                // <<< bifragment recovery
-                                if let Some(vd) = &verdict
-                                    && vd.length > 0
-                                {
-                                    for &(a, end) in &spans {
-                                        if v == "zip" {
-                                            zip_cover.insert(a, end);
-                                        }
-                                        // A container whose payload was not checked does not
-                                        // explain what lies in it (a fragmented MP4's `mdat`
-                                        // may hold other files' clusters).
-                                        if vd.status == Status::Complete
-                                            && validators::proves_content(v)
-                                        {
-                                            complete_cover.insert(a, end);
-                                        }
-                                    }
-                                }
-                                match verdict {
-                                    Some(verdict)
-                                        if verdict.length >= t.min_size.min(max_len)
-                                            && verdict.length > 0 =>
-                                    {
-                                        let mut ext = extent::Extent::from_verdict(verdict);
-                                        ext.standalone = ext.status == Status::Complete
-                                            && validators::stands_alone(v)
-                                            && frags.on_cluster_boundary(c.start);
-                                        resolved.push((c, ext))
-                                    }
-                                    _ => totals.rejected += 1,
-                                }
-                            }
-                            // Guesses nobody keeps are counted, not decided.
-                            None if !opts.keep.contains(&Status::Unvalidated) => {
-                                totals.unreported += 1
-                            }
-                            None => rules.add_candidate(c, image.len(), &mut resolved),
-                        }
-                    }
-                    Event::Footer {
-                        type_index,
-                        offset,
-                        end,
-                    } => rules.add_footer(type_index, offset, end, &mut resolved),
-                    Event::Progress(pos) => {
-                        rules.advance(pos, &mut resolved);
-                        // Forget dedup keys well behind the scan.
-                        let horizon = pos.saturating_sub(1 << 20);
-                        if horizon > seen_since {
-                            seen_starts.swap(0, 1);
-                            seen_starts[0].clear();
-                            seen_since = pos;
-                        }
-                        // Files decided behind a candidate still waiting for its
-                        // footer wait with it, up to a bound: then it is decided
-                        // now (memory stays bounded with --keep unvalidated).
-                        if held.len() + resolved.len() > MAX_HELD {
-                            rules.decide_all_now(&mut resolved);
-                        }
-                        // Candidates still to come start at or after `pos - max_header_offset`.
-                        let limit = rules
-                            .earliest_pending()
-                            .unwrap_or(u64::MAX)
-                            .min(pos.saturating_sub(max_header_offset))
-                            .max(frontier);
-                        emit_held(
-                            &mut held,
-                            &mut resolved,
-                            limit,
-                            &mut joined_runs,
-                            catalogue,
-                            opts,
-                            emit,
-                            &mut parents,
-                            &mut totals,
-                        )?;
-                        found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
-                        carved_to.store(pos, std::sync::atomic::Ordering::Relaxed);
-                        if limit > frontier {
-                            frontier = limit;
-                            parents.retain(|p| p.end > frontier);
-                            let cp = Checkpoint {
-                                frontier: frontier.min(image.len()),
-                                files: totals.found,
-                                parents: parents.iter().map(|p| (p.start, p.end, p.id)).collect(),
-                                opaque_parents: parents
-                                    .iter()
-                                    .filter(|p| p.opaque)
-                                    .map(|p| p.id)
-                                    .collect(),
-                                rejected: totals.rejected,
-                                unreported: totals.unreported,
-                                output_spent: totals.bound.spent(),
-                                held_back: totals.bound.held().clone(),
-                            };
-                            emit.send(Emit::Checkpoint(cp)).map_err(emitter_gone)?;
-                        }
-                        if frontier >= own_end || frontier >= image.len() {
-                            // Everything this carving owns is decided: the scan may stop.
-                            done.store(true, std::sync::atomic::Ordering::Relaxed);
-                        }
-                    }
-                }
+            self.cover(v, vd, &spans);
+        }
+        match verdict {
+            Some(verdict) if verdict.length >= t.min_size.min(max_len) && verdict.length > 0 => {
+                let mut ext = extent::Extent::from_verdict(verdict);
+                ext.standalone = ext.status == Status::Complete
+                    && validators::stands_alone(v)
+                    && self.frags.on_cluster_boundary(c.start);
+                self.resolved.push((c, ext))
+            }
+            _ => self.totals.rejected += 1,
+        }
+    }
+
+    /// The fragment search after a verdict (a partial file may be two
+    /// fragments): the verdict and runs it gives, timed into the profile.
+    fn search_fragments(
+        &mut self,
+        v: &str,
+        start: u64,
+        max_len: u64,
+        verdict: Option<validators::Verdict>,
+    ) -> (Option<validators::Verdict>, Option<Vec<(u64, u64)>>) {
+        let t0 = CpuClock::start();
+        let r0 = view::bytes_read_here();
+        let searches = self.frags.searches;
+        let r = self
+            .frags
+            .after_validate(v, &self.bytes, start, max_len, verdict);
+        self.totals
+            .profile
+            .add_read("fragment search, carver", v, view::bytes_read_here() - r0);
+        if self.frags.searches > searches {
+            self.totals
+                .profile
+                .add("fragment search, carver", v, 1, t0.secs());
+        }
+        r
+    }
+
+    /// Records the spans a validated file covers: a ZIP's (its entries are
+    /// not files), a complete file's whose validator proves its content.
+    fn cover(&mut self, v: &str, vd: &validators::Verdict, spans: &[(u64, u64)]) {
+        for &(a, end) in spans {
+            if v == "zip" {
+                self.zip_cover.insert(a, end);
+            }
+            // A container whose payload was not checked does not
+            // explain what lies in it (a fragmented MP4's `mdat`
+            // may hold other files' clusters).
+            if vd.status == Status::Complete && validators::proves_content(v) {
+                self.complete_cover.insert(a, end);
             }
         }
     }
-    // Searches run ahead: their own time (on their thread), and those whose
-    // answer the carver could not use (it searched again itself).
-    for (v, secs, _waited, used, read) in frags.ahead_profile.drain(..) {
-        totals.profile.add("fragment search ahead", v, 1, secs);
-        totals.profile.add_read("fragment search ahead", v, read);
-        if !used {
-            totals
-                .profile
-                .add("fragment search ahead, not used", v, 1, secs);
+
+    /// The scan has passed `pos`: decides what can be, emits the files no
+    /// earlier candidate can still precede, checkpoints the new frontier.
+    fn advance(&mut self, pos: u64) -> Result<(), CarveError> {
+        self.rules.advance(pos, &mut self.resolved);
+        // Forget dedup keys well behind the scan.
+        let horizon = pos.saturating_sub(1 << 20);
+        if horizon > self.seen_since {
+            self.seen_starts.swap(0, 1);
+            self.seen_starts[0].clear();
+            self.seen_since = pos;
+        }
+        // Files decided behind a candidate still waiting for its
+        // footer wait with it, up to a bound: then it is decided
+        // now (memory stays bounded with --keep unvalidated).
+        if self.held.len() + self.resolved.len() > MAX_HELD {
+            self.rules.decide_all_now(&mut self.resolved);
+        }
+        // Candidates still to come start at or after `pos - max_header_offset`.
+        let limit = self
+            .rules
+            .earliest_pending()
+            .unwrap_or(u64::MAX)
+            .min(pos.saturating_sub(self.max_header_offset))
+            .max(self.frontier);
+        self.emit_decided(limit)?;
+        self.found
+            .store(self.totals.found, std::sync::atomic::Ordering::Relaxed);
+        self.carved_to
+            .store(pos, std::sync::atomic::Ordering::Relaxed);
+        if limit > self.frontier {
+            self.frontier = limit;
+            let frontier = self.frontier;
+            self.parents.retain(|p| p.end > frontier);
+            let cp = self.checkpoint();
+            self.emit.send(Emit::Checkpoint(cp)).map_err(emitter_gone)?;
+        }
+        if self.frontier >= self.own_end || self.frontier >= self.image.len() {
+            // Everything this carving owns is decided: the scan may stop.
+            self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The carver's state at its frontier.
+    fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            frontier: self.frontier.min(self.image.len()),
+            files: self.totals.found,
+            parents: self
+                .parents
+                .iter()
+                .map(|p| (p.start, p.end, p.id))
+                .collect(),
+            opaque_parents: self
+                .parents
+                .iter()
+                .filter(|p| p.opaque)
+                .map(|p| p.id)
+                .collect(),
+            rejected: self.totals.rejected,
+            unreported: self.totals.unreported,
+            output_spent: self.totals.bound.spent(),
+            held_back: self.totals.bound.held().clone(),
         }
     }
-    let (waits, waited) = frags.stage_waits();
-    if waits > 0 {
-        // Part of the JPEG search time above: owner checks waiting for the
-        // validation stage to decode the JPEG they ask about.
-        totals
-            .profile
-            .add("fragment search, waiting", "jpeg", waits, waited);
+
+    /// Emits every decided candidate starting before `below` ([`emit_held`]).
+    fn emit_decided(&mut self, below: u64) -> Result<(), CarveError> {
+        emit_held(
+            &mut self.held,
+            &mut self.resolved,
+            below,
+            &mut self.joined_runs,
+            self.catalogue,
+            self.opts,
+            self.emit,
+            &mut self.parents,
+            &mut self.totals,
+        )
     }
-    rules.finish(image.len(), &mut resolved);
-    emit_held(
-        &mut held,
-        &mut resolved,
-        u64::MAX,
-        &mut joined_runs,
-        catalogue,
-        opts,
-        emit,
-        &mut parents,
-        &mut totals,
-    )?;
-    found.store(totals.found, std::sync::atomic::Ordering::Relaxed);
-    emit.send(Emit::Checkpoint(Checkpoint {
-        frontier: image.len(),
-        files: totals.found,
-        parents: Vec::new(),
-        opaque_parents: Vec::new(),
-        rejected: totals.rejected,
-        unreported: totals.unreported,
-        output_spent: totals.bound.spent(),
-        held_back: totals.bound.held().clone(),
-    }))
-    .map_err(emitter_gone)?;
-    Ok(totals)
+
+    /// The searches run ahead, into the profile: their own time (on their
+    /// thread), and those whose answer the carver could not use (it
+    /// searched again itself); the owner checks' waits for the stage.
+    fn profile_searches_ahead(&mut self) {
+        for (v, secs, _waited, used, read) in self.frags.ahead_profile.drain(..) {
+            self.totals.profile.add("fragment search ahead", v, 1, secs);
+            self.totals
+                .profile
+                .add_read("fragment search ahead", v, read);
+            if !used {
+                self.totals
+                    .profile
+                    .add("fragment search ahead, not used", v, 1, secs);
+            }
+        }
+        let (waits, waited) = self.frags.stage_waits();
+        if waits > 0 {
+            // Part of the JPEG search time above: owner checks waiting for the
+            // validation stage to decode the JPEG they ask about.
+            self.totals
+                .profile
+                .add("fragment search, waiting", "jpeg", waits, waited);
+        }
+    }
+
+    /// The stage has ended: decides and emits everything left, and the
+    /// final checkpoint (the whole image).
+    fn finish(mut self) -> Result<CarverTotals, CarveError> {
+        self.profile_searches_ahead();
+        self.rules.finish(self.image.len(), &mut self.resolved);
+        self.emit_decided(u64::MAX)?;
+        self.found
+            .store(self.totals.found, std::sync::atomic::Ordering::Relaxed);
+        self.emit
+            .send(Emit::Checkpoint(Checkpoint {
+                frontier: self.image.len(),
+                files: self.totals.found,
+                parents: Vec::new(),
+                opaque_parents: Vec::new(),
+                rejected: self.totals.rejected,
+                unreported: self.totals.unreported,
+                output_spent: self.totals.bound.spent(),
+                held_back: self.totals.bound.held().clone(),
+            }))
+            .map_err(emitter_gone)?;
+        Ok(self.totals)
+    }
 }
 
 /// Moves decided candidates to the emission queue. Unvalidated candidates

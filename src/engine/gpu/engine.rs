@@ -32,7 +32,7 @@ use vulkano::sync::semaphore::{Semaphore, SemaphoreCreateInfo};
 use vulkano::sync::{self, GpuFuture, PipelineStage, PipelineStages, Sharing};
 
 use super::staging::StagingMemory;
-use super::{DeviceChoice, DeviceInfo, GpuError, choose, one_line, open_instance};
+use super::{Chosen, DeviceChoice, DeviceInfo, GpuError, choose, one_line, open_instance};
 use crate::engine::pfac::PfacTable;
 use crate::engine::{Engine, EngineError, Hit, PatternId, Stage, StageClock};
 use crate::pattern::Pattern;
@@ -433,30 +433,29 @@ fn dedicated_transfer_family(d: &vulkano::device::physical::PhysicalDevice) -> O
         .and_then(|i| u32::try_from(i).ok())
 }
 
-impl GpuEngine {
-    /// Builds the table for `patterns` and sets up the device chosen by
-    /// `choice`. `allow_software` lets a CPU-type device (llvmpipe) run the
-    /// engine: true for an explicit `--engine gpu`, false for `--engine auto`.
-    pub fn new(
-        patterns: &[Pattern],
-        choice: DeviceChoice,
-        allow_software: bool,
-    ) -> Result<GpuEngine, GpuError> {
-        GpuEngine::with_config(patterns, choice, allow_software, GpuConfig::default())
-    }
+/// The engine's buffer sizes and dispatch limits on the chosen device.
+struct BufferSizes {
+    /// Input buffer size of each slot.
+    slot_bytes: usize,
+    /// `minStorageBufferOffsetAlignment`.
+    offset_align: u64,
+    /// Longest walk minus one.
+    overlap: usize,
+    /// Largest results buffer, in records.
+    max_capacity: u64,
+    max_groups: u32,
+}
 
-    /// [`new`](Self::new) with explicit tuning.
-    pub fn with_config(
-        patterns: &[Pattern],
-        choice: DeviceChoice,
-        allow_software: bool,
-        config: GpuConfig,
-    ) -> Result<GpuEngine, GpuError> {
-        let table = PfacTable::build_with_limit(patterns, config.max_states)
-            .map_err(|e| GpuError::Build(e.to_string()))?;
-
-        let instance = open_instance()?;
-        let chosen = choose(&instance, &choice, allow_software)?;
+impl BufferSizes {
+    /// The sizes `config` asks for, within what the device can bind in one
+    /// buffer; an error when the table, the longest pattern or a results
+    /// buffer for every pattern does not fit.
+    fn fit(
+        table: &PfacTable,
+        patterns: usize,
+        chosen: &Chosen,
+        config: &GpuConfig,
+    ) -> Result<BufferSizes, GpuError> {
         let props = chosen.device.properties();
         let max_range = u64::from(props.max_storage_buffer_range);
         let max_alloc = props.max_memory_allocation_size.unwrap_or(u64::MAX);
@@ -490,21 +489,40 @@ impl GpuEngine {
         }
         let max_capacity = ((max_buffer.min(MAX_RESULT_BYTES) / 8).saturating_sub(1))
             .min(config.max_hit_capacity as u64);
-        if max_capacity < patterns.len() as u64 {
+        if max_capacity < patterns as u64 {
             return Err(GpuError::Build(format!(
                 "{} patterns can all match at one offset, more than a results buffer of {} can hold",
-                patterns.len(),
-                chosen.info.name
+                patterns, chosen.info.name
             )));
         }
+        Ok(BufferSizes {
+            slot_bytes,
+            offset_align,
+            overlap,
+            max_capacity,
+            max_groups,
+        })
+    }
+}
 
-        let upload = match config.upload {
-            UploadPath::Auto if props.device_type == PhysicalDeviceType::DiscreteGpu => {
-                UploadPath::DeviceCopy
-            }
-            UploadPath::Auto => UploadPath::InPlace,
-            other => other,
-        };
+/// The logical device opened on the chosen one, with its queues.
+struct OpenedDevice {
+    device: Arc<Device>,
+    /// The compute queue.
+    queue: Arc<Queue>,
+    /// The device-copy path's upload queue (`None` in place).
+    transfer: Option<Arc<Queue>>,
+    /// The dedicated transfer family the uploads use, if any.
+    transfer_family: Option<u32>,
+    /// Whether host memory import (staging buffers) is enabled.
+    import: bool,
+}
+
+impl OpenedDevice {
+    /// Opens the device with a compute queue, a transfer queue for the
+    /// device-copy path (a dedicated family's when there is one) and host
+    /// memory import where Vulkan 1.1's external memory allows it.
+    fn open(chosen: &Chosen, upload: UploadPath) -> Result<OpenedDevice, GpuError> {
         let transfer_family = (upload == UploadPath::DeviceCopy)
             .then(|| dedicated_transfer_family(&chosen.device))
             .flatten();
@@ -546,6 +564,87 @@ impl GpuEngine {
             (UploadPath::DeviceCopy, None) => Some(queue.clone()),
             _ => None,
         };
+        Ok(OpenedDevice {
+            device,
+            queue,
+            transfer,
+            transfer_family,
+            import,
+        })
+    }
+}
+
+/// The staging memory for host-imported input buffers, or why there is
+/// none; `path` (how haystacks reach the device) is named in its errors.
+fn staging_memory(
+    device: &Arc<Device>,
+    families: &[u32],
+    (transfer, transfer_family): (&Option<Arc<Queue>>, Option<u32>),
+    import: bool,
+    chosen: &Chosen,
+) -> (Option<Arc<StagingMemory>>, Option<String>) {
+    let path = match (transfer, transfer_family) {
+        (None, _) => "searched in place".to_string(),
+        (Some(_), Some(f)) => {
+            format!("copied to device-local memory on transfer queue family {f}")
+        }
+        (Some(_), None) => "copied to device-local memory on the compute queue".to_string(),
+    };
+    if import {
+        match StagingMemory::new(device.clone(), families.to_vec(), &path) {
+            Ok(s) => (Some(Arc::new(s)), None),
+            Err(e) => (None, Some(e)),
+        }
+    } else {
+        (
+            None,
+            Some(format!(
+                "{} does not support VK_EXT_external_memory_host",
+                chosen.info.name
+            )),
+        )
+    }
+}
+
+impl GpuEngine {
+    /// Builds the table for `patterns` and sets up the device chosen by
+    /// `choice`. `allow_software` lets a CPU-type device (llvmpipe) run the
+    /// engine: true for an explicit `--engine gpu`, false for `--engine auto`.
+    pub fn new(
+        patterns: &[Pattern],
+        choice: DeviceChoice,
+        allow_software: bool,
+    ) -> Result<GpuEngine, GpuError> {
+        GpuEngine::with_config(patterns, choice, allow_software, GpuConfig::default())
+    }
+
+    /// [`new`](Self::new) with explicit tuning.
+    pub fn with_config(
+        patterns: &[Pattern],
+        choice: DeviceChoice,
+        allow_software: bool,
+        config: GpuConfig,
+    ) -> Result<GpuEngine, GpuError> {
+        let table = PfacTable::build_with_limit(patterns, config.max_states)
+            .map_err(|e| GpuError::Build(e.to_string()))?;
+
+        let instance = open_instance()?;
+        let chosen = choose(&instance, &choice, allow_software)?;
+        let props = chosen.device.properties();
+        let sizes = BufferSizes::fit(&table, patterns.len(), &chosen, &config)?;
+
+        let upload = match config.upload {
+            UploadPath::Auto if props.device_type == PhysicalDeviceType::DiscreteGpu => {
+                UploadPath::DeviceCopy
+            }
+            UploadPath::Auto => UploadPath::InPlace,
+            other => other,
+        };
+        let opened = OpenedDevice::open(&chosen, upload)?;
+        let queue = opened.queue;
+        let transfer = opened.transfer;
+        let transfer_family = opened.transfer_family;
+        let device = opened.device;
         let timestamp_valid = timestamp_bits(&chosen.device, queue.queue_family_index());
         let timestamp_period = timestamp_valid.map(|_| f64::from(props.timestamp_period));
         let timestamp_mask = match timestamp_valid {
@@ -559,27 +658,13 @@ impl GpuEngine {
         {
             families.push(t.queue_family_index());
         }
-        let path = match (&transfer, transfer_family) {
-            (None, _) => "searched in place".to_string(),
-            (Some(_), Some(f)) => {
-                format!("copied to device-local memory on transfer queue family {f}")
-            }
-            (Some(_), None) => "copied to device-local memory on the compute queue".to_string(),
-        };
-        let (staging, staging_missing) = if import {
-            match StagingMemory::new(device.clone(), families.clone(), &path) {
-                Ok(s) => (Some(Arc::new(s)), None),
-                Err(e) => (None, Some(e)),
-            }
-        } else {
-            (
-                None,
-                Some(format!(
-                    "{} does not support VK_EXT_external_memory_host",
-                    chosen.info.name
-                )),
-            )
-        };
+        let (staging, staging_missing) = staging_memory(
+            &device,
+            &families,
+            (&transfer, transfer_family),
+            opened.import,
+            &chosen,
+        );
 
         let pipeline = create_pipeline(&device)?;
         let memory = Arc::new(StandardMemoryAllocator::new_default(device.clone()));
@@ -623,30 +708,36 @@ impl GpuEngine {
             },
             staging,
             staging_missing,
-            slot_bytes,
-            offset_align,
+            slot_bytes: sizes.slot_bytes,
+            offset_align: sizes.offset_align,
             timestamp_period,
             timestamp_mask,
             upload_timed,
-            overlap,
+            overlap: sizes.overlap,
             shifts: table.shifts().to_vec(),
             max_shift: table.max_shift() as u64,
             patterns: patterns.len(),
-            max_capacity,
-            max_groups,
+            max_capacity: sizes.max_capacity,
+            max_groups: sizes.max_groups,
         };
+        engine.fill_pool(&config)?;
+        Ok(engine)
+    }
+
+    /// Creates the engine's slots (`config.slots`, at least one), their
+    /// results buffers holding `config.initial_hit_capacity` records.
+    fn fill_pool(&mut self, config: &GpuConfig) -> Result<(), GpuError> {
         let capacity =
-            (config.initial_hit_capacity as u64).clamp(patterns.len() as u64, max_capacity);
+            (config.initial_hit_capacity as u64).clamp(self.patterns as u64, self.max_capacity);
         let mut slots = Vec::new();
         for _ in 0..config.slots.max(1) {
             slots.push(
-                engine
-                    .new_slot(capacity)
+                self.new_slot(capacity)
                     .map_err(|e| GpuError::Init(e.to_string()))?,
             );
         }
-        engine.pool.free = Mutex::new(slots);
-        Ok(engine)
+        self.pool.free = Mutex::new(slots);
+        Ok(())
     }
 
     /// The device the engine runs on.
