@@ -123,7 +123,13 @@ impl ByteReader for Slice<'_> {
 fn validator(name: &str, data: &[u8]) {
     let len = data.len() as u64;
     for max_len in [u64::MAX, len / 2 + 1] {
-        if let Some(v) = validators::validate(name, &Slice(data), 0, Limits { max_len }) {
+        if let Some(v) = validators::validate(
+            name,
+            &Slice(data),
+            0,
+            Limits { max_len },
+            &validators::NO_CONTEXT,
+        ) {
             assert!(
                 v.length <= len.min(max_len),
                 "{name}: length {} beyond the window {}",
@@ -431,14 +437,15 @@ fn fs_layout(data: &[u8]) {
                 Limits {
                     max_len: len - start,
                 },
+                &validators::NO_CONTEXT,
             );
             if let Some(v) = fragments::fs_layout_verdict(
                 validator,
                 &image,
                 vol,
-                start,
-                len - start,
+                (start, len - start),
                 contiguous.as_ref(),
+                &validators::NO_CONTEXT,
             ) {
                 let runs = v.runs.clone().expect("a laid-out verdict carries its runs");
                 assert_eq!(runs.iter().map(|r| r.1).sum::<u64>(), v.length, "{runs:?}");

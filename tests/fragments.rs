@@ -156,7 +156,14 @@ fn png_in_order_recovered_exactly() {
     let split = 5 * CL as usize; // inside the first IDAT
     let (a, b) = (8 * CL, 8 * CL + split as u64 + 7 * CL);
     let img = fragmented(&p, split, a, b, 64 * 1024);
-    let v = validate("png", &img, a, Limits { max_len: u64::MAX }).unwrap();
+    let v = validate(
+        "png",
+        &img,
+        a,
+        Limits { max_len: u64::MAX },
+        &gpucarve::carve::validators::NO_CONTEXT,
+    )
+    .unwrap();
     assert_eq!(v.status, Status::Partial);
     let got = try_recover("png", &img, a);
     let j = got.joined.expect(&got.note);
@@ -207,7 +214,13 @@ fn png_without_its_second_half_stays_partial() {
     assert!(got.note.contains("candidates"));
     // Through the carver hook: the verdict stays Partial, no runs.
     let mut f = Fragments::new(Some(CL));
-    let v = validate("png", &img, 4 * CL, Limits { max_len: u64::MAX });
+    let v = validate(
+        "png",
+        &img,
+        4 * CL,
+        Limits { max_len: u64::MAX },
+        &gpucarve::carve::validators::NO_CONTEXT,
+    );
     let (v, runs) = f.after_validate("png", &img, 4 * CL, img.len() as u64 - 4 * CL, v);
     assert_eq!(v.unwrap().status, Status::Partial);
     assert!(runs.is_none());
@@ -334,7 +347,14 @@ fn jpeg_copies_are_not_grafted_onto_each_other() {
     // The carver hook: a Partial JPEG with nothing to join stays partial.
     let mut f = Fragments::new(Some(CL));
     let img = image(1 << 20, &[(a, &j[..split])]);
-    let v = validate("jpeg", &img, a, Limits { max_len: 1 << 19 }).unwrap();
+    let v = validate(
+        "jpeg",
+        &img,
+        a,
+        Limits { max_len: 1 << 19 },
+        &gpucarve::carve::validators::NO_CONTEXT,
+    )
+    .unwrap();
     assert_eq!(v.status, Status::Partial);
     let (v, runs) = f.after_validate("jpeg", &img, a, 1 << 19, Some(v));
     assert_eq!(v.unwrap().status, Status::Partial);
@@ -574,7 +594,6 @@ fn jpeg_in_three_fragments_recovered_exactly() {
 #[test]
 fn a_join_over_a_known_copy_is_proven_from_the_memo() {
     use gpucarve::carve::fragments::KnownJpegs;
-    use gpucarve::carve::validators::jpeg::with_memo;
     let j = sample_jpeg("IMG_20200124_231153.jpg");
     let split = 1500 * CL as usize;
     let whole_at = 8 * CL;
@@ -583,7 +602,14 @@ fn a_join_over_a_known_copy_is_proven_from_the_memo() {
     let len = (b as usize + j.len() - split + 64 * CL as usize).next_power_of_two();
     let img = image(len, &[(whole_at, &j), (a, &j[..split]), (b, &j[split..])]);
     let lim = Limits { max_len: 16 << 20 };
-    let v = validate("jpeg", &img, a, lim).unwrap();
+    let v = validate(
+        "jpeg",
+        &img,
+        a,
+        lim,
+        &gpucarve::carve::validators::NO_CONTEXT,
+    )
+    .unwrap();
     assert_eq!(v.status, Status::Partial);
     let search = |known: Option<std::sync::Arc<KnownJpegs>>| {
         let mut f = Fragments::new(Some(CL));
@@ -599,9 +625,8 @@ fn a_join_over_a_known_copy_is_proven_from_the_memo() {
     );
     let known = std::sync::Arc::new(KnownJpegs::default());
     // The stage's validation of the whole copy, under the carving's memo.
-    let whole = with_memo(&known.scan_memo, &img, || {
-        validate("jpeg", &img, whole_at, lim)
-    });
+    let shared = gpucarve::carve::validators::Context::NONE.with_jpeg_memo(&known.scan_memo, &img);
+    let whole = validate("jpeg", &img, whole_at, lim, &shared);
     assert_eq!(whole.unwrap().status, Status::Complete);
     let before = known.scan_memo.hits().0 + known.scan_memo.resumes().0;
     assert_eq!(search(Some(known.clone())), plain);

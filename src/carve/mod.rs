@@ -826,8 +826,9 @@ fn validate_here(
 ) -> Option<validators::Verdict> {
     let t0 = CpuClock::start();
     let r0 = view::bytes_read_here();
-    let verdict = validate_laid_out(v, bytes, geo, (start, max_len), || {
-        validators::validate(v, bytes, start, Limits { max_len })
+    let alone = &validators::NO_CONTEXT;
+    let verdict = validate_laid_out(v, bytes, geo, (start, max_len), alone, || {
+        validators::validate(v, bytes, start, Limits { max_len }, alone)
     });
     profile.add("validate", v, 1, t0.secs());
     profile.add_read("validate", v, view::bytes_read_here() - r0);
@@ -843,12 +844,14 @@ fn validate_here(
 ///   indirect block); else the contiguous verdict;
 /// * otherwise the contiguous verdict, or the verdict over the file as its
 ///   file system lays it out (an ext2/3 block map, a FAT cluster chain)
-///   when that one proves the file ([`fragments::fs_layout_verdict`]).
+///   when that one proves the file ([`fragments::fs_layout_verdict`]),
+///   validated with what `shared` holds.
 fn validate_laid_out(
     validator: &str,
     bytes: &ImageBytes<'_>,
     geo: &geometry::Geometry,
     (start, max_len): (u64, u64),
+    shared: &validators::Context,
     contiguous: impl FnOnce() -> Option<validators::Verdict>,
 ) -> Option<validators::Verdict> {
     let Some(vol) = geo
@@ -863,12 +866,19 @@ fn validate_laid_out(
         .is_some_and(|m| m.files.contains_key(&start));
     if listed {
         // (The inode's runs decide; the contiguous verdict does not enter.)
-        return fragments::fs_layout_verdict(validator, bytes, vol, start, max_len, None)
+        return fragments::fs_layout_verdict(validator, bytes, vol, (start, max_len), None, shared)
             .or_else(contiguous);
     }
     let verdict = contiguous();
-    fragments::fs_layout_verdict(validator, bytes, vol, start, max_len, verdict.as_ref())
-        .or(verdict)
+    fragments::fs_layout_verdict(
+        validator,
+        bytes,
+        vol,
+        (start, max_len),
+        verdict.as_ref(),
+        shared,
+    )
+    .or(verdict)
 }
 
 /// Ranges `[start, end)` of structures validators walked, for asking in

@@ -106,9 +106,10 @@ pub(super) fn run(cx: &Context<'_>, rx: Receiver<Vec<Event>>, vtx: SyncSender<Va
                     };
                     // A panic in a validator leaves the piece without verdicts.
                     let done = catch_unwind(AssertUnwindSafe(|| {
-                        in_context(cx, || {
-                            part.iter().map(|&job| timed(cx, job)).collect::<Vec<_>>()
-                        })
+                        let shared = shared(cx);
+                        part.iter()
+                            .map(|&job| timed(cx, &shared, job))
+                            .collect::<Vec<_>>()
                     }))
                     .unwrap_or_default();
                     if answer.send(Msg::Done(seq, done)).is_err() {
@@ -219,20 +220,23 @@ fn job_list<'v>(cx: &Context<'v>, batch: &[Event]) -> Vec<Job<'v>> {
         .collect()
 }
 
-/// Runs `f`, the validation of a part's candidates, with what they share:
-/// the scan's signature log and the carving's memos answer the forward
-/// searches and JPEG scans of this image's bytes (those of each header's own
-/// validation, and of the file system's layout of a file: a view of the
-/// image's bytes). Set once per part, not per candidate (dense input
-/// validates millions).
-fn in_context<R>(cx: &Context<'_>, f: impl FnOnce() -> R) -> R {
-    validators::read::with_signature_log(cx.needles.clone(), &cx.bytes, || {
-        validators::jpeg::with_memo(&cx.known.scan_memo, &cx.bytes, f)
-    })
+/// What the validations of a part's candidates share: the scan's signature
+/// log and the carving's memos answer the forward searches and JPEG scans of
+/// this image's bytes (those of each header's own validation, and of the
+/// file system's layout of a file: a view of the image's bytes). Made once
+/// per part, not per candidate (dense input validates millions).
+fn shared(cx: &Context<'_>) -> validators::Context {
+    validators::Context::NONE
+        .with_log(cx.needles.clone(), &cx.bytes)
+        .with_jpeg_memo(&cx.known.scan_memo, &cx.bytes)
 }
 
-/// One candidate's verdict, timed (in its part's [`in_context`]).
-fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
+/// One candidate's verdict, timed, with what its part's validations share.
+fn timed<'v>(
+    cx: &Context<'_>,
+    shared: &validators::Context,
+    (i, start, v, max_len): Job<'v>,
+) -> Timed<'v> {
     let t0 = super::CpuClock::start();
     let r0 = super::view::bytes_read_here();
     // A JPEG that breaks leaves the decoder's snapshots near where it broke
@@ -248,10 +252,9 @@ fn timed<'v>(cx: &Context<'_>, (i, start, v, max_len): Job<'v>) -> Timed<'v> {
     // validated contiguously: a fragment search asking whether its header
     // owns a candidate decodes it itself, as it would before the stage got
     // there.)
-    let verdict = validate_laid_out(v, &cx.bytes, cx.geo, (start, max_len), || {
-        let verdict = validators::jpeg::with_trail(trail, &cx.bytes, start, || {
-            validators::validate(v, &cx.bytes, start, Limits { max_len })
-        });
+    let verdict = validate_laid_out(v, &cx.bytes, cx.geo, (start, max_len), shared, || {
+        let asked = shared.clone().with_jpeg_trail(trail, &cx.bytes, start);
+        let verdict = validators::validate(v, &cx.bytes, start, Limits { max_len }, &asked);
         // (The contiguous verdict: what a fragment search's own validation
         // of this header would give.)
         if v == "jpeg" {

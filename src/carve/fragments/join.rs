@@ -146,5 +146,11 @@ pub(super) fn validate_join(name: &str, j: &TwoRuns, b: &mut Budget) -> Option<V
     if !b.bytes(j.len.min(64 << 20)) {
         return None;
     }
-    validators::validate(name, j, 0, Limits { max_len: j.len })
+    validators::validate(
+        name,
+        j,
+        0,
+        Limits { max_len: j.len },
+        &validators::NO_CONTEXT,
+    )
 }

@@ -12,7 +12,7 @@ use super::entropy::{LOOK, SECTOR};
 use super::join::{joined, nearest_first, tail_of_copy};
 use super::known::{CHECK_MEMO_MIN, CheckKey};
 use super::runs::{MAX_RUNS, TwoRuns};
-use crate::carve::validators::{ByteReader, Limits, Status, Verdict};
+use crate::carve::validators::{ByteReader, Context, Limits, Status, Verdict};
 use std::collections::HashMap;
 
 use super::validators::jpeg::{self as vj, Damage, Snap};
@@ -121,14 +121,14 @@ fn check_charged(
         (Some(spec), _) => {
             // (A proof or a head decoded whole: under the carving's memo of
             // scans, which a copy of the picture decoded before answers.)
-            let mut validate = || vj::validate_trail(src, &mut d, resume, spec);
-            let (v, t) = match &memo {
-                Some(m) => vj::with_memo(&m.scan_memo, j.r, validate),
-                None => validate(),
+            let shared = match &memo {
+                Some(m) => Context::NONE.with_jpeg_memo(&m.scan_memo, j.r),
+                None => Context::NONE,
             };
-            v.map(|mut v| {
-                v.trail = t.map(|t| crate::carve::validators::TrailRef(std::sync::Arc::new(t)));
-                v
+            let src = Src::in_context(j, 0, Limits { max_len: j.len }, &shared);
+            let (v, t) = vj::validate_trail(src, &mut d, resume, spec);
+            v.map(|v| {
+                v.with_trail(t.map(|t| crate::carve::validators::TrailRef(std::sync::Arc::new(t))))
             })
         }
         (None, Some(sn)) => vj::validate_resume(src, &mut d, sn),
@@ -493,8 +493,8 @@ fn head_verdict(
     b: &mut Budget,
 ) -> Option<(Verdict, Damage)> {
     match given {
-        Some(v) if whole.count() == 1 && v.broke_at.is_some() => {
-            let fail_at = v.broke_at.unwrap_or(0);
+        Some(v) if whole.count() == 1 && v.broke_at().is_some() => {
+            let fail_at = v.broke_at().unwrap_or(0);
             let used = v.length.max(fail_at).min(whole.len);
             if !b.ok() || !b.bytes(used.max(1)) {
                 return None;
@@ -588,7 +588,7 @@ fn snaps_at(
     // validation stage's, or the one that proved the crossing): each taken
     // from its trail where the trail holds it; the others are captured by
     // decoding again, up to the first boundary past the last of them.
-    let mut got = match v.trail.as_ref() {
+    let mut got = match v.trail() {
         Some(t) => t.0.answer_each(whole.len, &wanted),
         None => vec![None; wanted.len()],
     };

@@ -50,7 +50,7 @@ impl CheckMemo {
     pub(super) fn keep(&mut self, k: CheckKey, o: CheckOutcome) {
         let bytes =
             o.0.as_ref()
-                .and_then(|v| v.trail.as_ref())
+                .and_then(|v| v.trail())
                 .map_or(0, |t| t.0.bytes());
         if self.map.len() >= CHECK_MEMO_ENTRIES
             || self.held.saturating_add(bytes) > CHECK_MEMO_BYTES

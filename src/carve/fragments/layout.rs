@@ -19,14 +19,15 @@ use crate::carve::validators::{self, ByteReader, Limits, Status, Verdict};
 /// run, is not `Complete` or is none (a structure read from past the first
 /// run: a TIFF's IFD). The validator must call the laid-out file `Complete`,
 /// with a length that ends in the last cluster the file system gives it
-/// (when it says where the file ends). The verdict carries the runs.
+/// (when it says where the file ends). The verdict carries the runs. The
+/// validator runs with what `cx` shares.
 pub fn fs_layout_verdict(
     validator: &str,
     r: &dyn ByteReader,
     vol: &geometry::Volume,
-    start: u64,
-    max_len: u64,
+    (start, max_len): (u64, u64),
     contiguous: Option<&Verdict>,
+    cx: &validators::Context,
 ) -> Option<Verdict> {
     let cl = vol.cluster;
     // An ext2/3/4 inode lists this file's blocks: the whole layout, and the
@@ -40,6 +41,7 @@ pub fn fs_layout_verdict(
             Limits {
                 max_len: view.len(),
             },
+            cx,
         )?;
         if v.status != Status::Complete || v.length != f.size || v.length > max_len {
             return None;
@@ -49,7 +51,7 @@ pub fn fs_layout_verdict(
             f.runs.len(),
             f.size
         ));
-        v.broke_at = None;
+        v.forget_break();
         v.runs = Some(f.runs.clone());
         return Some(v);
     }
@@ -92,7 +94,7 @@ pub fn fs_layout_verdict(
     for &(split, at) in &splits {
         view = view.then(split, at, max_len)?;
     }
-    let mut v = validators::validate(validator, &view, 0, Limits { max_len: view.len })?;
+    let mut v = validators::validate(validator, &view, 0, Limits { max_len: view.len }, cx)?;
     if v.status != Status::Complete
         || v.length <= first
         || clusters.is_some_and(|n| v.length.div_ceil(cl) != n)
@@ -106,7 +108,7 @@ pub fn fs_layout_verdict(
         runs.len(),
         at.join(", ")
     ));
-    v.broke_at = None;
+    v.forget_break();
     v.runs = Some(runs);
     Some(v)
 }

@@ -556,15 +556,28 @@ mod tests {
             let vol = geometry::detect(&img).volumes[0].clone();
             let start = 10 * 4096;
             let max_len = img.len() as u64 - start;
-            let contiguous = validators::validate(validator, &img, start, Limits { max_len });
+            let contiguous = validators::validate(
+                validator,
+                &img,
+                start,
+                Limits { max_len },
+                &crate::carve::validators::NO_CONTEXT,
+            );
             assert!(
                 contiguous
                     .as_ref()
                     .is_none_or(|v| v.status != Status::Complete),
                 "{name}: {contiguous:?}"
             );
-            let v = fs_layout_verdict(validator, &img, &vol, start, max_len, contiguous.as_ref())
-                .unwrap_or_else(|| panic!("{name}: no verdict"));
+            let v = fs_layout_verdict(
+                validator,
+                &img,
+                &vol,
+                (start, max_len),
+                contiguous.as_ref(),
+                &crate::carve::validators::NO_CONTEXT,
+            )
+            .unwrap_or_else(|| panic!("{name}: no verdict"));
             assert_eq!((v.status, v.length), (Status::Complete, data.len() as u64));
             let runs = v.runs.clone().unwrap();
             assert_eq!(
@@ -582,7 +595,17 @@ mod tests {
             // Without the indirect block, nothing to follow.
             let mut plain = img.clone();
             plain[meta[0]..meta[0] + 4096].fill(0);
-            assert!(fs_layout_verdict(validator, &plain, &vol, start, max_len, None).is_none());
+            assert!(
+                fs_layout_verdict(
+                    validator,
+                    &plain,
+                    &vol,
+                    (start, max_len),
+                    None,
+                    &crate::carve::validators::NO_CONTEXT
+                )
+                .is_none()
+            );
         }
     }
     /// The owner lengths the carver tells the searches are those of

@@ -52,6 +52,67 @@ pub enum Status {
     Unvalidated,
 }
 
+/// What a validation shares with the rest of the carving, given with the
+/// bytes ([`read::Src::context`]): a validator is a function of its window
+/// and this. Each part names the reader it is of (by [`read::reader_id`]):
+/// windows of another reader validate as without it.
+#[derive(Clone, Default)]
+pub struct Context {
+    /// The scan's signature log, answering the forward searches of logged
+    /// signatures in windows of the reader.
+    pub log: Option<(std::sync::Arc<dyn read::SignatureLog>, usize)>,
+    /// The carving's memo of decoded JPEG scans, for the reader and views
+    /// of it.
+    pub jpeg_memo: Option<(std::sync::Arc<jpeg::ScanMemo>, usize)>,
+    /// A JPEG trail asked for: a verdict of damage for the header at `.2`
+    /// of the reader `.1` carries the decode's [`jpeg::Trail`].
+    pub jpeg_trail: Option<(jpeg::TrailSpec, usize, u64)>,
+}
+
+impl Context {
+    /// Nothing shared: a validation on its own.
+    pub const NONE: Context = Context {
+        log: None,
+        jpeg_memo: None,
+        jpeg_trail: None,
+    };
+
+    /// With `log` answering forward searches in windows of `image`.
+    pub fn with_log(
+        mut self,
+        log: std::sync::Arc<dyn read::SignatureLog>,
+        image: &dyn ByteReader,
+    ) -> Self {
+        self.log = Some((log, read::reader_id(image)));
+        self
+    }
+
+    /// With `memo` remembering the JPEG scans decoded in `image` (read
+    /// directly or through a view of it).
+    pub fn with_jpeg_memo(
+        mut self,
+        memo: &std::sync::Arc<jpeg::ScanMemo>,
+        image: &dyn ByteReader,
+    ) -> Self {
+        self.jpeg_memo = Some((memo.clone(), read::reader_id(image)));
+        self
+    }
+
+    /// With a JPEG trail asked for the header at `start` of `image`.
+    pub fn with_jpeg_trail(
+        mut self,
+        spec: jpeg::TrailSpec,
+        image: &dyn ByteReader,
+        start: u64,
+    ) -> Self {
+        self.jpeg_trail = Some((spec, read::reader_id(image), start));
+        self
+    }
+}
+
+/// The context of a validation that shares nothing ([`Context::NONE`]).
+pub static NO_CONTEXT: Context = Context::NONE;
+
 /// A validator's decision about one header candidate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
@@ -62,19 +123,35 @@ pub struct Verdict {
     pub subtype: Option<String>,
     /// Human-readable notes for the report (why partial, what was checked).
     pub notes: Vec<String>,
-    /// For a `Partial` verdict caused by damage, from a validator that can
-    /// tell (JPEG): an upper bound on where foreign data begins (the decoder
-    /// reads past the first foreign byte before it fails). The fragment
-    /// search starts from it instead of decoding the file again.
-    pub broke_at: Option<u64>,
     /// Set when the verdict is over a file the file system lays out in
     /// several runs ([`crate::carve::fragments::fs_layout_verdict`]): the
     /// runs in the image, `(offset, length)`, adding up to `length`.
     pub runs: Option<Vec<(u64, u64)>>,
-    /// For a JPEG `Partial` by damage, validated by the validation stage:
-    /// the decoder's snapshots near where it broke ([`jpeg::Trail`]), so
-    /// that the fragment search need not decode the file again. Not part of
-    /// the verdict (verdicts compare equal whatever it holds).
+    /// What one format's validator adds for the carver's later stages.
+    pub extras: Extras,
+}
+
+/// A format's additions to a [`Verdict`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Extras {
+    #[default]
+    None,
+    Jpeg(JpegExtras),
+}
+
+/// What the JPEG validator tells the fragment search about a file it found
+/// damaged (never both `None`: that is [`Extras::None`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JpegExtras {
+    /// For a `Partial` verdict caused by damage: an upper bound on where
+    /// foreign data begins (the decoder reads past the first foreign byte
+    /// before it fails). The fragment search starts from it instead of
+    /// decoding the file again.
+    pub broke_at: Option<u64>,
+    /// Validated by the validation stage: the decoder's snapshots near
+    /// where it broke ([`jpeg::Trail`]), so that the fragment search need
+    /// not decode the file again. Not part of the verdict (verdicts compare
+    /// equal whatever it holds).
     pub trail: Option<TrailRef>,
 }
 
@@ -112,9 +189,8 @@ impl Verdict {
             length,
             subtype: None,
             notes: Vec::new(),
-            broke_at: None,
             runs: None,
-            trail: None,
+            extras: Extras::None,
         }
     }
 
@@ -125,9 +201,8 @@ impl Verdict {
             length,
             subtype: None,
             notes: vec![note.into()],
-            broke_at: None,
             runs: None,
-            trail: None,
+            extras: Extras::None,
         }
     }
 
@@ -138,10 +213,56 @@ impl Verdict {
             length,
             subtype: None,
             notes: vec![note.into()],
-            broke_at: None,
             runs: None,
-            trail: None,
+            extras: Extras::None,
         }
+    }
+
+    /// Where a damaged file broke, when its validator can tell (JPEG).
+    pub fn broke_at(&self) -> Option<u64> {
+        match &self.extras {
+            Extras::Jpeg(j) => j.broke_at,
+            Extras::None => None,
+        }
+    }
+
+    /// The JPEG decoder's snapshots near where the file broke.
+    pub fn trail(&self) -> Option<&TrailRef> {
+        match &self.extras {
+            Extras::Jpeg(j) => j.trail.as_ref(),
+            Extras::None => None,
+        }
+    }
+
+    /// Forgets where the file broke (the verdict is over other bytes now).
+    pub fn forget_break(&mut self) {
+        if let Extras::Jpeg(j) = &mut self.extras {
+            j.broke_at = None;
+            if j.trail.is_none() {
+                self.extras = Extras::None;
+            }
+        }
+    }
+
+    /// With the trail set (JPEG); `None` leaves the verdict as it is.
+    pub fn with_trail(mut self, trail: Option<TrailRef>) -> Self {
+        if trail.is_none() {
+            return self;
+        }
+        let broke_at = self.broke_at();
+        self.extras = Extras::Jpeg(JpegExtras { broke_at, trail });
+        self
+    }
+
+    /// The verdict without its trail.
+    pub fn without_trail(mut self) -> Self {
+        if let Extras::Jpeg(j) = &mut self.extras {
+            j.trail = None;
+            if j.broke_at.is_none() {
+                self.extras = Extras::None;
+            }
+        }
+        self
     }
 
     /// Sets the subtype.
@@ -264,15 +385,16 @@ pub fn validate(
     r: &dyn ByteReader,
     start: u64,
     limits: Limits,
+    cx: &Context,
 ) -> Option<Verdict> {
-    let mut v = validate_raw(validator, r, start, limits)?;
+    let mut v = validate_raw(validator, r, start, limits, cx)?;
     // Safety net: validators already keep to the window.
     let src = Src::new(r, start, limits);
     if v.length > src.len() {
         v.length = src.len();
         v.status = Status::Partial;
         v.notes.push(src.cut_note());
-        v.broke_at = None;
+        v.forget_break();
     }
     Some(v)
 }
@@ -284,9 +406,10 @@ fn validate_raw(
     r: &dyn ByteReader,
     start: u64,
     limits: Limits,
+    cx: &Context,
 ) -> Option<Verdict> {
     let f = TABLE.iter().find(|(n, _)| *n == validator)?.1;
-    let src = Src::new(r, start, limits);
+    let src = Src::in_context(r, start, limits, cx);
     if src.is_empty() {
         return None;
     }
@@ -338,7 +461,7 @@ pub(crate) mod testutil {
 
     /// Runs `name` at `start` with `limits`, checking the length bounds.
     pub fn run_at(name: &str, data: &[u8], start: u64, limits: Limits) -> Option<Verdict> {
-        let v = validate_raw(name, &Slice(data), start, limits);
+        let v = validate_raw(name, &Slice(data), start, limits, &NO_CONTEXT);
         if let Some(v) = &v {
             let avail = (data.len() as u64).saturating_sub(start);
             assert!(
@@ -641,7 +764,7 @@ mod props {
     fn check_all(data: &[u8], start: u64, max_len: u64) {
         let limits = Limits { max_len };
         for name in VALIDATORS {
-            if let Some(v) = validate_raw(name, &Slice(data), start, limits) {
+            if let Some(v) = validate_raw(name, &Slice(data), start, limits, &NO_CONTEXT) {
                 let avail = (data.len() as u64).saturating_sub(start);
                 assert!(v.length <= avail, "{name}: length {} > {avail}", v.length);
                 assert!(
@@ -649,7 +772,7 @@ mod props {
                     "{name}: length {} > max_len {max_len}",
                     v.length
                 );
-                let pub_v = validate(name, &Slice(data), start, limits);
+                let pub_v = validate(name, &Slice(data), start, limits, &NO_CONTEXT);
                 assert_eq!(
                     pub_v.as_ref(),
                     Some(&v),
@@ -666,16 +789,16 @@ mod props {
             assert_eq!(n, t);
         }
         let d = b"%PDF-1.4\nxref\n0 0\ntrailer\n<<>>\nstartxref\n9\n%%EOF\n".to_vec();
-        assert!(validate("nope", &d, 0, testutil::NO_LIMIT).is_none());
-        assert!(validate("pdf", &d, d.len() as u64, testutil::NO_LIMIT).is_none());
-        assert!(validate("pdf", &d, u64::MAX, testutil::NO_LIMIT).is_none());
-        assert!(validate("pdf", &d, 0, Limits { max_len: 0 }).is_none());
+        assert!(validate("nope", &d, 0, testutil::NO_LIMIT, &NO_CONTEXT).is_none());
+        assert!(validate("pdf", &d, d.len() as u64, testutil::NO_LIMIT, &NO_CONTEXT).is_none());
+        assert!(validate("pdf", &d, u64::MAX, testutil::NO_LIMIT, &NO_CONTEXT).is_none());
+        assert!(validate("pdf", &d, 0, Limits { max_len: 0 }, &NO_CONTEXT).is_none());
         assert_eq!(
-            validate("pdf", &d, 0, testutil::NO_LIMIT).map(|v| v.status),
+            validate("pdf", &d, 0, testutil::NO_LIMIT, &NO_CONTEXT).map(|v| v.status),
             Some(Status::Complete)
         );
         for (name, seed) in seeds() {
-            let v = validate(name, &seed, 0, testutil::NO_LIMIT)
+            let v = validate(name, &seed, 0, testutil::NO_LIMIT, &NO_CONTEXT)
                 .unwrap_or_else(|| panic!("{name} seed"));
             assert_eq!(
                 (v.status, v.length),
@@ -686,7 +809,7 @@ mod props {
             // No other validator claims it as Complete at the same length
             // (mp3 aside: an MP3 frame run can hide anywhere).
             for other in VALIDATORS.iter().filter(|o| **o != name) {
-                if let Some(w) = validate(other, &seed, 0, testutil::NO_LIMIT) {
+                if let Some(w) = validate(other, &seed, 0, testutil::NO_LIMIT, &NO_CONTEXT) {
                     assert_ne!(
                         w.status,
                         Status::Complete,
@@ -825,7 +948,7 @@ mod image_smoke {
                 } else {
                     pos
                 } as u64;
-                let v = validate(name, &img, start, limits);
+                let v = validate(name, &img, start, limits, &NO_CONTEXT);
                 let e = stats.entry(name).or_default();
                 match &v {
                     None => e[3] += 1,
@@ -898,6 +1021,7 @@ mod worst_case {
                 &testutil::Slice(data),
                 0,
                 Limits { max_len: u64::MAX },
+                &NO_CONTEXT,
             );
             let e = t.elapsed();
             if e.as_millis() > 50 || std::env::var("WORST_ALL").is_ok() {

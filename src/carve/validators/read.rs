@@ -16,7 +16,7 @@
 //!
 //! Nothing here allocates in proportion to a value read from the file.
 
-use super::{ByteReader, Limits};
+use super::{ByteReader, Context, Limits, NO_CONTEXT};
 
 /// A file made of any number of runs of the image (`(offset, length)`, in
 /// file order), as a file system lists them.
@@ -235,43 +235,6 @@ impl SearchMemo {
     }
 }
 
-thread_local! {
-    /// The signature log of the validation running on this thread, and the
-    /// reader (by [`reader_id`]) its offsets are of.
-    static LOG: std::cell::RefCell<Option<(std::sync::Arc<dyn SignatureLog>, usize)>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `f`, a validation of `image`'s bytes, with `log` answering its
-/// forward searches of logged signatures in windows of `image` (windows of
-/// other readers search as without it).
-pub fn with_signature_log<R>(
-    log: std::sync::Arc<dyn SignatureLog>,
-    image: &dyn ByteReader,
-    f: impl FnOnce() -> R,
-) -> R {
-    with_local(&LOG, (log, reader_id(image)), f)
-}
-
-/// Runs `f` with the thread-local `slot` holding `value`, and empty again
-/// after it, however it ends (the validation contexts: [`with_signature_log`],
-/// the JPEG validator's memo and trail).
-pub(crate) fn with_local<T: 'static, R>(
-    slot: &'static std::thread::LocalKey<std::cell::RefCell<Option<T>>>,
-    value: T,
-    f: impl FnOnce() -> R,
-) -> R {
-    struct Reset<T: 'static>(&'static std::thread::LocalKey<std::cell::RefCell<Option<T>>>);
-    impl<T> Drop for Reset<T> {
-        fn drop(&mut self) {
-            self.0.with(|s| s.borrow_mut().take());
-        }
-    }
-    slot.with(|s| *s.borrow_mut() = Some(value));
-    let _reset = Reset(slot);
-    f()
-}
-
 /// Which reader `r` is (its address: equal for every use of one reader
 /// while it lives).
 pub fn reader_id(r: &dyn ByteReader) -> usize {
@@ -286,18 +249,32 @@ pub struct Src<'a> {
     base: u64,
     len: u64,
     by_limit: bool,
+    /// What the validation shares with the carving.
+    cx: &'a Context,
 }
 
 impl<'a> Src<'a> {
-    /// The signature log of the validation running on this thread, when
-    /// this window is of the image the log is of.
+    /// The validation's signature log, when this window is of the image
+    /// the log is of.
     fn log(&self) -> Option<std::sync::Arc<dyn SignatureLog>> {
-        LOG.with(|l| {
-            l.borrow()
-                .as_ref()
-                .filter(|(_, id)| *id == reader_id(self.r))
-                .map(|(log, _)| log.clone())
-        })
+        self.cx
+            .log
+            .as_ref()
+            .filter(|(_, id)| *id == reader_id(self.r))
+            .map(|(log, _)| log.clone())
+    }
+
+    /// What this validation shares with the carving.
+    pub fn context(&self) -> &'a Context {
+        self.cx
+    }
+
+    /// This window, validated with what `cx` shares instead.
+    pub fn with_context<'b>(&self, cx: &'b Context) -> Src<'b>
+    where
+        'a: 'b,
+    {
+        Src { cx, ..*self }
     }
 
     /// Where a forward scan `kind` from window offset `from` ends, when an
@@ -396,8 +373,13 @@ impl<'a> Src<'a> {
         }
     }
 
-    /// The window for a candidate at `start`.
+    /// The window for a candidate at `start`, validated on its own.
     pub fn new(r: &'a dyn ByteReader, start: u64, limits: Limits) -> Self {
+        Src::in_context(r, start, limits, &NO_CONTEXT)
+    }
+
+    /// The window for a candidate at `start`, validated with what `cx` shares.
+    pub fn in_context(r: &'a dyn ByteReader, start: u64, limits: Limits, cx: &'a Context) -> Self {
         let rest = r.len().saturating_sub(start);
         let len = rest.min(limits.max_len);
         Src {
@@ -405,6 +387,7 @@ impl<'a> Src<'a> {
             base: start,
             len,
             by_limit: limits.max_len < rest,
+            cx,
         }
     }
 
@@ -432,6 +415,7 @@ impl<'a> Src<'a> {
             base: self.base.checked_add(off)?,
             len: rest.min(max_len),
             by_limit: self.by_limit || max_len < rest,
+            cx: self.cx,
         })
     }
 
@@ -1434,9 +1418,8 @@ mod tests {
             let s = src(&d, base, u64::MAX);
             let mut sc = Vec::new();
             let plain = s.find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc);
-            let logged = with_signature_log(log.clone(), &d, || {
-                s.find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc)
-            });
+            let cx = Context::NONE.with_log(log.clone(), &d);
+            let logged = s.with_context(&cx).find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc);
             proptest::prop_assert_eq!(logged, plain);
         }
     }
@@ -1458,9 +1441,10 @@ mod tests {
         for (t, from, to) in [(t, 0, 2 * CHUNK as u64), (to + 10, t + 200, to)] {
             let log = std::sync::Arc::new(TestLog::of(&d, 0, t));
             let plain = s.find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc);
-            let logged = with_signature_log(log, &d, || {
-                s.find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc)
-            });
+            let cx = Context::NONE.with_log(log, &d);
+            let logged = s
+                .with_context(&cx)
+                .find_with_last(b"%%EOF", b"%PDF-", from, to, &mut sc);
             assert_eq!(logged, plain, "frontier {t}, window {from}..{to}");
         }
     }
@@ -1544,13 +1528,14 @@ mod tests {
                 let want = plain.find_with_last_searched(b"%%EOF", b"%PDF-", (from, plain.len()), None, &mut sc);
                 let want = (want.0, want.0.and(want.1));
                 let want_nl = plain.find_byte(b'\n', from, from + 1024);
-                let got = with_signature_log(log.clone(), image, || {
-                    let s = Src::new(image, start, Limits { max_len });
+                let cx = Context::NONE.with_log(log.clone(), image);
+                let got = {
+                    let s = Src::in_context(image, start, Limits { max_len }, &cx);
                     (
                         s.find_with_last(b"%%EOF", b"%PDF-", from, s.len(), &mut sc),
                         s.find_byte_memo(b'\n', from, 1024),
                     )
-                });
+                };
                 proptest::prop_assert_eq!(got, (want, want_nl), "start {} max_len {} from {}", start, max_len, from);
             }
         }

@@ -150,8 +150,8 @@ mod tests {
     /// the one before it stopped), gets the verdict it gets alone.
     #[test]
     fn headers_of_one_run_get_through_the_memo_what_they_get_alone() {
-        use super::super::read::{MemoOnly, SignatureLog, with_signature_log};
-        use super::super::{ByteReader, Limits, validate};
+        use super::super::read::{MemoOnly, SignatureLog};
+        use super::super::{ByteReader, Context, Limits, NO_CONTEXT, validate};
         for seed in [7u32, 19, 29, 39, 1234] {
             let mut d = Vec::new();
             let mut x = seed;
@@ -174,10 +174,9 @@ mod tests {
             let log: std::sync::Arc<dyn SignatureLog> = std::sync::Arc::new(MemoOnly::default());
             for &start in &starts {
                 let limits = Limits { max_len: 700 };
-                let alone = validate("text", image, start, limits);
-                let memo = with_signature_log(log.clone(), image, || {
-                    validate("text", image, start, limits)
-                });
+                let alone = validate("text", image, start, limits, &NO_CONTEXT);
+                let cx = Context::NONE.with_log(log.clone(), image);
+                let memo = validate("text", image, start, limits, &cx);
                 assert_eq!(memo, alone, "seed {seed}, header at {start}");
             }
         }

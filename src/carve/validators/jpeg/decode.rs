@@ -9,7 +9,7 @@ use super::frame::{
 use super::huffman::{FAST_EOB, FAST_ZRL, Huff, MULTI_EOB, NO_FAST, NO_MULTI, ahead};
 use super::memo::ScanMemo;
 use super::memo::{
-    Lookup, MEMO, MEMO_MAX_RUNS, MEMO_SLACK, MemoEntry, MemoKey, SHIFT_AFTER, Shifted, Step,
+    Lookup, MEMO_MAX_RUNS, MEMO_SLACK, MemoEntry, MemoKey, SHIFT_AFTER, Shifted, Step,
     memo_history, memo_history_restore, memo_resume_limit,
 };
 use super::tables::Tables;
@@ -185,7 +185,7 @@ fn memo_use<'a>(
         } else {
             sequential
         };
-    asks.then(|| MEMO.with(|m| m.borrow().clone()))
+    asks.then(|| c.src().context().jpeg_memo.clone())
         .flatten()
         .and_then(|(m, id)| {
             // The image's reader, or a view of it (a file system's layout).

@@ -22,7 +22,7 @@ use crate::carve::validators::read::{RunsView, Src};
 /// decoding. Exact: the decode is a function of those and nothing else (the
 /// blocks budget is checked and charged the same way), and the bytes are
 /// compared, not hashed. Only for the validation stage's validations
-/// ([`with_memo`]) of the image's bytes, read directly or through a view
+/// ([`crate::carve::validators::Context::jpeg_memo`]) of the image's bytes, read directly or through a view
 /// of them (a file system's layout of a file): an entry keeps where in the
 /// image its bytes lie, as runs. A progressive scan also depends on
 /// what the scans before it left (which coefficients are non-zero): its
@@ -205,27 +205,6 @@ pub(super) fn memo_history_restore(h: &mut History, m: &MemoHistory, last: Optio
 
 /// Most bytes of coefficient history and marks a [`ScanMemo`] keeps.
 pub(super) const MEMO_HELD_BYTES: usize = 64 << 20;
-
-thread_local! {
-    /// The memo of the validation running on this thread, if any, and the
-    /// reader (by [`Src::reader_id`]) its offsets are of.
-    pub(super) static MEMO: std::cell::RefCell<Option<(std::sync::Arc<ScanMemo>, usize)>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `f`, a validation of `image`'s bytes, with `memo` answering its
-/// JPEG scans and keeping their outcomes; a memo is only ever used with one
-/// image's reader and views of it ([`crate::carve::validators::ByteReader::lies_in`]: a file
-/// system's layout of a file, a join); windows of another reader decode as
-/// without it.
-pub fn with_memo<R>(
-    memo: &std::sync::Arc<ScanMemo>,
-    image: &dyn crate::carve::validators::ByteReader,
-    f: impl FnOnce() -> R,
-) -> R {
-    let id = crate::carve::validators::read::reader_id(image);
-    crate::carve::validators::read::with_local(&MEMO, (memo.clone(), id), f)
-}
 
 /// The decoding parameters of a sequential scan, as a SHA-256 digest.
 pub(super) fn memo_params(t: &Tables, f: &Frame, s: &Scan) -> Option<[u8; 32]> {

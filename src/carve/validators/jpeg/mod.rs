@@ -77,10 +77,10 @@ mod walk;
 
 pub use bits::MAX_BLOCKS;
 pub use frame::MAX_HISTORY_BLOCKS;
-pub use memo::{ScanMemo, with_memo};
+pub use memo::ScanMemo;
 use tables::Tables;
-pub use trail::{Snap, Trail, TrailSpec, with_trail};
-use trail::{SnapCtl, TRAIL};
+use trail::SnapCtl;
+pub use trail::{Snap, Trail, TrailSpec};
 use walk::{walk, walk_inner};
 
 use super::Verdict;
@@ -89,9 +89,10 @@ use super::read::Src;
 pub fn validate(src: Src) -> Option<Verdict> {
     let mut d = Damage::default();
     // The validation stage's own validation of a header leaves a trail of
-    // snapshots for the fragment search ([`with_trail`]).
-    let spec = TRAIL
-        .with(|t| *t.borrow())
+    // snapshots for the fragment search ([`super::Context::jpeg_trail`]).
+    let spec = src
+        .context()
+        .jpeg_trail
         .filter(|&(_, id, at)| id == src.reader_id() && at == src.abs(0))
         .map(|(spec, _, _)| spec);
     let (v, trail) = match spec {
@@ -100,14 +101,17 @@ pub fn validate(src: Src) -> Option<Verdict> {
     };
     let mut v = v?;
     if d.damaged && v.status == super::Status::Partial {
-        v.broke_at = Some(d.fail_at);
-        v.trail = trail
+        let trail = trail
             .map(|mut t| {
                 t.fill_sticky(src);
                 t
             })
             .and_then(Trail::kept)
             .map(|t| super::TrailRef(std::sync::Arc::new(t)));
+        v.extras = super::Extras::Jpeg(super::JpegExtras {
+            broke_at: Some(d.fail_at),
+            trail,
+        });
     }
     Some(v)
 }

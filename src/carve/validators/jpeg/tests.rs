@@ -1,4 +1,10 @@
 use super::super::testutil::*;
+use super::super::{ByteReader, Context};
+
+/// What a validation of `image`'s bytes shares with the carving's JPEG memo.
+fn memo_cx(memo: &std::sync::Arc<super::ScanMemo>, image: &dyn ByteReader) -> Context {
+    Context::NONE.with_jpeg_memo(memo, image)
+}
 use super::super::{Limits, Status};
 
 /// A valid file, the seed for the mutation property test.
@@ -766,9 +772,7 @@ fn a_trail_holds_the_snapshots_at_the_ends_of_scans() {
 /// decode's (a marker written into them), no further than that.
 #[test]
 fn a_split_joined_to_the_pictures_own_data_goes_on_from_a_kept_mark_alike() {
-    use super::{
-        Damage, ScanMemo, Src, capture_snaps, validate, validate_resume, validate_trail, with_memo,
-    };
+    use super::{Damage, ScanMemo, Src, capture_snaps, validate, validate_resume, validate_trail};
     use crate::carve::fragments::TwoRuns;
     use crate::carve::validators::testutil::{NO_LIMIT, Slice};
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
@@ -790,7 +794,10 @@ fn a_split_joined_to_the_pictures_own_data_goes_on_from_a_kept_mark_alike() {
     let sl = Slice(&img);
     let memo = std::sync::Arc::new(ScanMemo::default());
     let whole = Src::new(&sl, 0, NO_LIMIT);
-    assert_eq!(with_memo(&memo, &sl, || validate(whole)), validate(whole));
+    assert_eq!(
+        validate(whole.with_context(&memo_cx(&memo, &sl))),
+        validate(whole)
+    );
     let spec = crate::carve::fragments::jpeg_trail_spec(4096, Some(4096));
     let (mut jumped, mut compared) = (0, 0);
     // Splits at the ext2 block-map boundaries and at random, continued
@@ -838,13 +845,16 @@ fn a_split_joined_to_the_pictures_own_data_goes_on_from_a_kept_mark_alike() {
         let plain = validate_resume(src, &mut d0, &snap);
         let seen = memo.shifts();
         let mut d1 = Damage::default();
-        let memoised = with_memo(&memo, &sl, || validate_resume(src, &mut d1, &snap));
+        let memoised = validate_resume(src.with_context(&memo_cx(&memo, &sl)), &mut d1, &snap);
         assert_eq!((&memoised, d1), (&plain, d0), "{at}");
         // As a search's proof: leaving a trail.
         let mut d2 = Damage::default();
-        let (v, trail) = with_memo(&memo, &sl, || {
-            validate_trail(src, &mut d2, Some(&snap), spec)
-        });
+        let (v, trail) = validate_trail(
+            src.with_context(&memo_cx(&memo, &sl)),
+            &mut d2,
+            Some(&snap),
+            spec,
+        );
         assert_eq!((&v, d2), (&plain, d0), "{at}, trail");
         jumped += usize::from(memo.shifts() >= seen + 2);
         jumped_changed += usize::from(memo.shifts() >= seen + 2 && cont >= n);
@@ -873,7 +883,7 @@ fn a_split_joined_to_the_pictures_own_data_goes_on_from_a_kept_mark_alike() {
 /// verdict their own decode gives.
 #[test]
 fn memoised_scans_give_the_verdicts_of_a_decode() {
-    use super::{ScanMemo, Src, validate, with_memo};
+    use super::{ScanMemo, Src, validate};
     use crate::carve::validators::ByteReader;
     use crate::carve::validators::testutil::{NO_LIMIT, Slice};
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
@@ -934,7 +944,7 @@ fn memoised_scans_give_the_verdicts_of_a_decode() {
         for start in starts {
             let src = Src::new(&sl, start, NO_LIMIT);
             let plain = validate(src);
-            let memoised = with_memo(&memo, &sl, || validate(src));
+            let memoised = validate(src.with_context(&memo_cx(&memo, &sl)));
             assert_eq!(memoised, plain, "{name}: variant at {start}");
         }
         let (hits, bytes) = memo.hits();
@@ -968,10 +978,13 @@ fn memoised_scans_give_the_verdicts_of_a_decode() {
                     assert_eq!(view.read_at(0, &mut bytes), bytes.len());
                     (
                         validate(Src::new(&Slice(&bytes), 0, NO_LIMIT)),
-                        with_memo(&memo2, &sl, || validate(Src::new(&view, 0, NO_LIMIT))),
+                        validate(Src::new(&view, 0, NO_LIMIT).with_context(&memo_cx(&memo2, &sl))),
                     )
                 }
-                None => (validate(whole), with_memo(&memo2, &sl, || validate(whole))),
+                None => (
+                    validate(whole),
+                    validate(whole.with_context(&memo_cx(&memo2, &sl))),
+                ),
             };
             assert_eq!(memoised, plain, "{name}: view {k:?}");
             if let Some(r) = repeats {
@@ -984,9 +997,8 @@ fn memoised_scans_give_the_verdicts_of_a_decode() {
         let _ = validate(Src::new(&sl, slot as u64, NO_LIMIT));
         let copy_of_image = img.clone();
         let other = Slice(&copy_of_image);
-        let _ = with_memo(&memo, &sl, || {
-            validate(Src::new(&other, slot as u64, NO_LIMIT))
-        });
+        let _ =
+            validate(Src::new(&other, slot as u64, NO_LIMIT).with_context(&memo_cx(&memo, &sl)));
         assert_eq!(memo.hits(), before);
     }
 }
@@ -1086,7 +1098,7 @@ fn a_history_known_equal_to_the_memos_last_skips_only_shared_components() {
 /// capture takes them) and the ones near the break.
 #[test]
 fn a_broken_copy_resumes_past_the_first_block_map_splits() {
-    use super::{ScanMemo, Src, validate, with_memo, with_trail};
+    use super::{ScanMemo, Src, validate};
     use crate::carve::validators::testutil::{NO_LIMIT, Slice};
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
     let f = std::fs::read(dir.join("IMG_20200124_231153.jpg")).unwrap();
@@ -1101,15 +1113,16 @@ fn a_broken_copy_resumes_past_the_first_block_map_splits() {
     let sl = Slice(&img);
     let memo = std::sync::Arc::new(ScanMemo::default());
     let whole = Src::new(&sl, 0, NO_LIMIT);
-    assert_eq!(with_memo(&memo, &sl, || validate(whole)), validate(whole));
+    assert_eq!(
+        validate(whole.with_context(&memo_cx(&memo, &sl))),
+        validate(whole)
+    );
     let at = slot as u64;
     let src = Src::new(&sl, at, NO_LIMIT);
     let spec = crate::carve::fragments::jpeg_trail_spec(4096, Some(4096));
     let before = memo.resumes();
-    let got = with_memo(&memo, &sl, || with_trail(spec, &sl, at, || validate(src)));
-    let bare = got
-        .clone()
-        .map(|v| super::super::Verdict { trail: None, ..v });
+    let got = validate(src.with_context(&memo_cx(&memo, &sl).with_jpeg_trail(spec, &sl, at)));
+    let bare = got.clone().map(|v| v.without_trail());
     assert_eq!(bare, validate(src));
     let (resumes, skipped) = memo.resumes();
     assert_eq!(resumes, before.0 + 1, "not resumed from a mark");
@@ -1119,11 +1132,11 @@ fn a_broken_copy_resumes_past_the_first_block_map_splits() {
         skipped - before.1
     );
     let v = got.expect("a verdict");
-    let trail = v.trail.clone().expect("a trail");
+    let trail = v.trail().cloned().expect("a trail");
     for split in [45056, 49152] {
         assert!(answers_as_captured(&trail, src, split), "split {split}");
     }
-    let top = v.broke_at.expect("broken") / 4096 * 4096;
+    let top = v.broke_at().expect("broken") / 4096 * 4096;
     for split in (0..3).filter_map(|k| top.checked_sub(k * 4096)) {
         assert!(answers_as_captured(&trail, src, split), "split {split}");
     }
@@ -1133,7 +1146,7 @@ fn a_broken_copy_resumes_past_the_first_block_map_splits() {
 fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
     use super::{
         Damage, ScanMemo, Src, validate, validate_capture, validate_capture_from, validate_resume,
-        validate_trail, with_memo, with_trail,
+        validate_trail,
     };
     use crate::carve::validators::testutil::{NO_LIMIT, Slice};
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
@@ -1176,7 +1189,10 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
         for with_a_trail in [false, true] {
             let memo = std::sync::Arc::new(ScanMemo::default());
             let whole = Src::new(&sl, 0, NO_LIMIT);
-            assert_eq!(with_memo(&memo, &sl, || validate(whole)), validate(whole));
+            assert_eq!(
+                validate(whole.with_context(&memo_cx(&memo, &sl))),
+                validate(whole)
+            );
             for (i, (_, resumes)) in variants.iter().enumerate() {
                 let at = ((i + 1) * slot) as u64;
                 let src = Src::new(&sl, at, NO_LIMIT);
@@ -1184,15 +1200,13 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
                 let spec = crate::carve::fragments::jpeg_trail_spec(4096, block_map);
                 let grid = spec.grid;
                 let before = memo.resumes().0;
-                let got = with_memo(&memo, &sl, || {
-                    if with_a_trail {
-                        with_trail(spec, &sl, at, || validate(src))
-                    } else {
-                        validate(src)
-                    }
-                });
+                let got = if with_a_trail {
+                    validate(src.with_context(&memo_cx(&memo, &sl).with_jpeg_trail(spec, &sl, at)))
+                } else {
+                    validate(src.with_context(&memo_cx(&memo, &sl)))
+                };
                 let want = validate(src);
-                let bare = got.clone().map(|v| super::Verdict { trail: None, ..v });
+                let bare = got.clone().map(|v| v.without_trail());
                 assert_eq!(
                     bare, want,
                     "variant {i}, trail {with_a_trail}, {block_map:?}"
@@ -1203,11 +1217,11 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
                 } else {
                     assert!(!resumed, "variant {i}: resumed");
                 }
-                let Some(trail) = got.as_ref().and_then(|v| v.trail.clone()) else {
+                let Some(trail) = got.as_ref().and_then(|v| v.trail().cloned()) else {
                     continue;
                 };
                 // Near the failure: every split the search places.
-                let fail = got.as_ref().and_then(|v| v.broke_at).unwrap();
+                let fail = got.as_ref().and_then(|v| v.broke_at()).unwrap();
                 let top = fail / grid * grid;
                 let near: Vec<u64> = (0..3).filter_map(|k| top.checked_sub(k * grid)).collect();
                 assert!(
@@ -1251,7 +1265,10 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
     // scan past the snapshot is answered or resumed further on.
     let memo = std::sync::Arc::new(ScanMemo::default());
     let whole = Src::new(&sl, 0, NO_LIMIT);
-    assert_eq!(with_memo(&memo, &sl, || validate(whole)), validate(whole));
+    assert_eq!(
+        validate(whole.with_context(&memo_cx(&memo, &sl))),
+        validate(whole)
+    );
     let (mut jumped, mut trailed_jumps) = (0, 0);
     for (i, _) in variants.iter().enumerate() {
         let at = ((i + 1) * slot) as u64;
@@ -1262,7 +1279,7 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
         let (mut d0, mut d1) = (Damage::default(), Damage::default());
         let plain = validate_resume(src, &mut d0, &snap);
         let seen = memo.hits().0 + memo.resumes().0;
-        let memoised = with_memo(&memo, &sl, || validate_resume(src, &mut d1, &snap));
+        let memoised = validate_resume(src.with_context(&memo_cx(&memo, &sl)), &mut d1, &snap);
         assert_eq!((memoised, d1), (plain.clone(), d0), "resumed variant {i}");
         jumped += usize::from(memo.hits().0 + memo.resumes().0 > seen);
         // Leaving a trail (block maps of 1 KiB: boundaries every 256
@@ -1271,9 +1288,12 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
         let spec = crate::carve::fragments::jpeg_trail_spec(4096, Some(1024));
         let mut d2 = Damage::default();
         let seen = memo.resumes().0;
-        let (v, trail) = with_memo(&memo, &sl, || {
-            validate_trail(src, &mut d2, Some(&snap), spec)
-        });
+        let (v, trail) = validate_trail(
+            src.with_context(&memo_cx(&memo, &sl)),
+            &mut d2,
+            Some(&snap),
+            spec,
+        );
         assert_eq!((v, d2), (plain.clone(), d0), "resumed variant {i}, trail");
         let (Some(trail), true) = (trail, d2.damaged) else {
             continue;
@@ -1321,7 +1341,10 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
     let psl = Slice(&pimg);
     let memo = std::sync::Arc::new(ScanMemo::default());
     let whole = Src::new(&psl, 0, NO_LIMIT);
-    assert_eq!(with_memo(&memo, &psl, || validate(whole)), validate(whole));
+    assert_eq!(
+        validate(whole.with_context(&memo_cx(&memo, &psl))),
+        validate(whole)
+    );
     let (mut answered, mut compared) = (0, 0);
     for i in 0..cuts.len() {
         let at = ((i + 1) * pslot) as u64;
@@ -1329,12 +1352,12 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
         let spec = crate::carve::fragments::jpeg_trail_spec(4096, None);
         let grid = spec.grid;
         let before = memo.hits().0;
-        let got = with_memo(&memo, &psl, || with_trail(spec, &psl, at, || validate(src)));
+        let got = validate(src.with_context(&memo_cx(&memo, &psl).with_jpeg_trail(spec, &psl, at)));
         assert!(memo.hits().0 > before, "cut {i}: no scan answered");
-        let bare = got.clone().map(|v| super::Verdict { trail: None, ..v });
+        let bare = got.clone().map(|v| v.without_trail());
         assert_eq!(bare, validate(src), "progressive cut {i}");
         let Some(v) = got else { continue };
-        let (Some(trail), Some(fail)) = (v.trail, v.broke_at) else {
+        let (Some(trail), Some(fail)) = (v.trail().cloned(), v.broke_at()) else {
             continue;
         };
         let top = fail / grid * grid;
@@ -1357,7 +1380,9 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
         [0, copy_at]
             .map(|at| {
                 let (memo, sl) = (&memo, &sl);
-                sc.spawn(move || with_memo(memo, sl, || validate(Src::new(sl, at, NO_LIMIT))))
+                sc.spawn(move || {
+                    validate(Src::new(sl, at, NO_LIMIT).with_context(&memo_cx(memo, sl)))
+                })
             })
             .map(|h| h.join().unwrap())
             .to_vec()
@@ -1873,10 +1898,12 @@ fn jpeg_decode_speed() {
                     let src = std::hint::black_box(src);
                     std::hint::black_box(match k {
                         0 => validate(src),
-                        1 => super::with_trail(spec, &sl, 0, || validate(src)),
+                        1 => {
+                            validate(src.with_context(&Context::NONE.with_jpeg_trail(spec, &sl, 0)))
+                        }
                         _ => {
                             let memo = std::sync::Arc::new(super::ScanMemo::default());
-                            super::with_memo(&memo, &sl, || validate(src))
+                            validate(src.with_context(&memo_cx(&memo, &sl)))
                         }
                     });
                 }
@@ -1901,16 +1928,19 @@ fn jpeg_decode_speed() {
             for _ in 0..rounds {
                 for (k, b) in t2.iter_mut().enumerate() {
                     let memo = std::sync::Arc::new(super::ScanMemo::default());
-                    super::with_memo(&memo, &sl, || validate(Src::new(&sl, 0, NO_LIMIT)));
+                    validate(Src::new(&sl, 0, NO_LIMIT).with_context(&memo_cx(&memo, &sl)));
                     let t = std::time::Instant::now();
-                    let v = super::with_memo(&memo, &sl, || {
-                        let src = Src::new(&sl, at, NO_LIMIT);
-                        if k == 0 {
-                            validate(src)
-                        } else {
-                            super::with_trail(spec, &sl, at, || validate(src))
-                        }
-                    });
+                    let v =
+                        {
+                            let src = Src::new(&sl, at, NO_LIMIT);
+                            if k == 0 {
+                                validate(src.with_context(&memo_cx(&memo, &sl)))
+                            } else {
+                                validate(src.with_context(
+                                    &memo_cx(&memo, &sl).with_jpeg_trail(spec, &sl, at),
+                                ))
+                            }
+                        };
                     *b = b.min(t.elapsed().as_secs_f64());
                     assert!(
                         v.is_some_and(|v| v.status == crate::carve::validators::Status::Complete)

@@ -9,30 +9,6 @@ use super::frame::History;
 
 use crate::carve::validators::read::Src;
 
-thread_local! {
-    /// The trail asked for by [`with_trail`]: its spec, and the reader (by
-    /// [`Src::reader_id`]) and offset of the header it is asked for.
-    pub(super) static TRAIL: std::cell::RefCell<Option<(TrailSpec, usize, u64)>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `f`, a validation of the header at `start` of `image`, such that a
-/// JPEG verdict of damage there carries the decode's [`Trail`] (only that
-/// validation: any other window decodes as without it).
-pub fn with_trail<R>(
-    spec: TrailSpec,
-    image: &dyn crate::carve::validators::ByteReader,
-    start: u64,
-    f: impl FnOnce() -> R,
-) -> R {
-    let asked = (
-        spec,
-        crate::carve::validators::read::reader_id(image),
-        start,
-    );
-    crate::carve::validators::read::with_local(&TRAIL, asked, f)
-}
-
 /// Where a [`Trail`] keeps snapshots: at every multiple of `grid` (window
 /// offsets) over the last `span` bytes before the decode stopped, and at
 /// the ext2/3 block-map boundaries of blocks of `block_map` bytes (and a
