@@ -253,7 +253,9 @@ fn timed<'v>(
     // owns a candidate decodes it itself, as it would before the stage got
     // there.)
     let verdict = validate_laid_out(v, &cx.bytes, cx.geo, (start, max_len), shared, || {
-        let asked = shared.clone().with_jpeg_trail(trail, &cx.bytes, start);
+        let asked = shared
+            .clone()
+            .with_jpeg_trail(trail, (&cx.bytes, start), &cx.known.trails);
         let verdict = validators::validate(v, &cx.bytes, start, Limits { max_len }, &asked);
         // (The contiguous verdict: what a fragment search's own validation
         // of this header would give.)

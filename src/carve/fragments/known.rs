@@ -115,6 +115,8 @@ pub struct KnownJpegs {
     /// stage's, and the searches' proofs of joins, which a copy of a picture
     /// validated before answers.
     pub scan_memo: Arc<crate::carve::validators::jpeg::ScanMemo>,
+    /// The bytes the trails of this carving's verdicts hold, bounded.
+    pub trails: Arc<crate::carve::validators::jpeg::TrailBudget>,
     pub(super) stage: std::sync::Mutex<Stage>,
     pub(super) moved: std::sync::Condvar,
     /// Waits that found the stage behind, and their nanoseconds (for the

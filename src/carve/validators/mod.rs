@@ -65,8 +65,14 @@ pub struct Context {
     /// of it.
     pub jpeg_memo: Option<(std::sync::Arc<jpeg::ScanMemo>, usize)>,
     /// A JPEG trail asked for: a verdict of damage for the header at `.2`
-    /// of the reader `.1` carries the decode's [`jpeg::Trail`].
-    pub jpeg_trail: Option<(jpeg::TrailSpec, usize, u64)>,
+    /// of the reader `.1` carries the decode's [`jpeg::Trail`], held within
+    /// the carving's budget `.3`.
+    pub jpeg_trail: Option<(
+        jpeg::TrailSpec,
+        usize,
+        u64,
+        std::sync::Arc<jpeg::TrailBudget>,
+    )>,
 }
 
 impl Context {
@@ -98,14 +104,15 @@ impl Context {
         self
     }
 
-    /// With a JPEG trail asked for the header at `start` of `image`.
+    /// With a JPEG trail asked for the header at `start` of `image`, kept
+    /// within `budget` (one per carving).
     pub fn with_jpeg_trail(
         mut self,
         spec: jpeg::TrailSpec,
-        image: &dyn ByteReader,
-        start: u64,
+        (image, start): (&dyn ByteReader, u64),
+        budget: &std::sync::Arc<jpeg::TrailBudget>,
     ) -> Self {
-        self.jpeg_trail = Some((spec, read::reader_id(image), start));
+        self.jpeg_trail = Some((spec, read::reader_id(image), start, budget.clone()));
         self
     }
 }

@@ -80,7 +80,7 @@ pub use frame::MAX_HISTORY_BLOCKS;
 pub use memo::ScanMemo;
 use tables::Tables;
 use trail::SnapCtl;
-pub use trail::{Snap, Trail, TrailSpec};
+pub use trail::{Snap, Trail, TrailBudget, TrailSpec};
 use walk::{walk, walk_inner};
 
 use super::Verdict;
@@ -90,11 +90,12 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut d = Damage::default();
     // The validation stage's own validation of a header leaves a trail of
     // snapshots for the fragment search ([`super::Context::jpeg_trail`]).
-    let spec = src
+    let asked = src
         .context()
         .jpeg_trail
-        .filter(|&(_, id, at)| id == src.reader_id() && at == src.abs(0))
-        .map(|(spec, _, _)| spec);
+        .as_ref()
+        .filter(|(_, id, at, _)| *id == src.reader_id() && *at == src.abs(0));
+    let spec = asked.map(|(spec, _, _, _)| *spec);
     let (v, trail) = match spec {
         Some(spec) => validate_trail(src, &mut d, None, spec),
         None => (validate_probe(src, &mut d), None),
@@ -106,7 +107,8 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 t.fill_sticky(src);
                 t
             })
-            .and_then(Trail::kept)
+            .zip(asked)
+            .and_then(|(t, (_, _, _, budget))| t.kept(budget))
             .map(|t| super::TrailRef(std::sync::Arc::new(t)));
         v.extras = super::Extras::Jpeg(super::JpegExtras {
             broke_at: Some(d.fail_at),

@@ -1,6 +1,11 @@
 use super::super::testutil::*;
 use super::super::{ByteReader, Context};
 
+/// A carving's budget for the trails its verdicts keep.
+fn trail_budget() -> std::sync::Arc<super::TrailBudget> {
+    std::sync::Arc::default()
+}
+
 /// What a validation of `image`'s bytes shares with the carving's JPEG memo.
 fn memo_cx(memo: &std::sync::Arc<super::ScanMemo>, image: &dyn ByteReader) -> Context {
     Context::NONE.with_jpeg_memo(memo, image)
@@ -1121,7 +1126,11 @@ fn a_broken_copy_resumes_past_the_first_block_map_splits() {
     let src = Src::new(&sl, at, NO_LIMIT);
     let spec = crate::carve::fragments::jpeg_trail_spec(4096, Some(4096));
     let before = memo.resumes();
-    let got = validate(src.with_context(&memo_cx(&memo, &sl).with_jpeg_trail(spec, &sl, at)));
+    let got = validate(src.with_context(&memo_cx(&memo, &sl).with_jpeg_trail(
+        spec,
+        (&sl, at),
+        &trail_budget(),
+    )));
     let bare = got.clone().map(|v| v.without_trail());
     assert_eq!(bare, validate(src));
     let (resumes, skipped) = memo.resumes();
@@ -1201,7 +1210,11 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
                 let grid = spec.grid;
                 let before = memo.resumes().0;
                 let got = if with_a_trail {
-                    validate(src.with_context(&memo_cx(&memo, &sl).with_jpeg_trail(spec, &sl, at)))
+                    validate(src.with_context(&memo_cx(&memo, &sl).with_jpeg_trail(
+                        spec,
+                        (&sl, at),
+                        &trail_budget(),
+                    )))
                 } else {
                     validate(src.with_context(&memo_cx(&memo, &sl)))
                 };
@@ -1352,7 +1365,11 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
         let spec = crate::carve::fragments::jpeg_trail_spec(4096, None);
         let grid = spec.grid;
         let before = memo.hits().0;
-        let got = validate(src.with_context(&memo_cx(&memo, &psl).with_jpeg_trail(spec, &psl, at)));
+        let got = validate(src.with_context(&memo_cx(&memo, &psl).with_jpeg_trail(
+            spec,
+            (&psl, at),
+            &trail_budget(),
+        )));
         assert!(memo.hits().0 > before, "cut {i}: no scan answered");
         let bare = got.clone().map(|v| v.without_trail());
         assert_eq!(bare, validate(src), "progressive cut {i}");
@@ -1898,9 +1915,11 @@ fn jpeg_decode_speed() {
                     let src = std::hint::black_box(src);
                     std::hint::black_box(match k {
                         0 => validate(src),
-                        1 => {
-                            validate(src.with_context(&Context::NONE.with_jpeg_trail(spec, &sl, 0)))
-                        }
+                        1 => validate(src.with_context(&Context::NONE.with_jpeg_trail(
+                            spec,
+                            (&sl, 0),
+                            &trail_budget(),
+                        ))),
                         _ => {
                             let memo = std::sync::Arc::new(super::ScanMemo::default());
                             validate(src.with_context(&memo_cx(&memo, &sl)))
@@ -1930,17 +1949,18 @@ fn jpeg_decode_speed() {
                     let memo = std::sync::Arc::new(super::ScanMemo::default());
                     validate(Src::new(&sl, 0, NO_LIMIT).with_context(&memo_cx(&memo, &sl)));
                     let t = std::time::Instant::now();
-                    let v =
-                        {
-                            let src = Src::new(&sl, at, NO_LIMIT);
-                            if k == 0 {
-                                validate(src.with_context(&memo_cx(&memo, &sl)))
-                            } else {
-                                validate(src.with_context(
-                                    &memo_cx(&memo, &sl).with_jpeg_trail(spec, &sl, at),
-                                ))
-                            }
-                        };
+                    let v = {
+                        let src = Src::new(&sl, at, NO_LIMIT);
+                        if k == 0 {
+                            validate(src.with_context(&memo_cx(&memo, &sl)))
+                        } else {
+                            validate(src.with_context(&memo_cx(&memo, &sl).with_jpeg_trail(
+                                spec,
+                                (&sl, at),
+                                &trail_budget(),
+                            )))
+                        }
+                    };
                     *b = b.min(t.elapsed().as_secs_f64());
                     assert!(
                         v.is_some_and(|v| v.status == crate::carve::validators::Status::Complete)

@@ -44,8 +44,9 @@ pub(super) fn block_map_splits(bs: u64, grid: u64, below: u64) -> impl Iterator<
 /// span (and the log by the blocks decoded in it).
 #[derive(Debug)]
 pub struct Trail {
-    /// Bytes counted in [`TRAILS_HELD`] while it lives ([`Trail::kept`]).
+    /// Bytes counted in `budget` while it lives ([`Trail::kept`]).
     pub(super) held: u64,
+    pub(super) budget: Option<std::sync::Arc<TrailBudget>>,
     pub(super) spec: TrailSpec,
     /// The length of the window decoded (a trail answers only for the same
     /// window: where a window ends decides where its decode is cut).
@@ -82,15 +83,23 @@ pub struct Trail {
     pub(super) floor: u64,
 }
 
-/// Bytes held by the trails kept on verdicts ([`Trail::kept`]), and the
-/// most they may hold: a verdict waits in the stage and the carver's
-/// look-ahead, and a progressive file's history is up to 8 MiB.
-pub(super) static TRAILS_HELD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// The bytes held by one carving's trails kept on verdicts ([`Trail::kept`]),
+/// at most [`MAX_TRAILS_HELD`]: a verdict waits in the stage and the
+/// carver's look-ahead, and a progressive file's history is up to 8 MiB.
+#[derive(Debug, Default)]
+pub struct TrailBudget {
+    held: std::sync::atomic::AtomicU64,
+}
+
+/// The most bytes one carving's kept trails hold together.
 pub(super) const MAX_TRAILS_HELD: u64 = 64 << 20;
 
 impl Drop for Trail {
     fn drop(&mut self) {
-        TRAILS_HELD.fetch_sub(self.held, std::sync::atomic::Ordering::Relaxed);
+        if let Some(b) = &self.budget {
+            b.held
+                .fetch_sub(self.held, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
 
@@ -115,23 +124,25 @@ impl Trail {
             + snaps
     }
 
-    /// The trail, to be kept on a verdict, when the trails kept so far leave
-    /// room for it (else the search captures its snapshots by decoding).
-    pub(super) fn kept(mut self) -> Option<Self> {
+    /// The trail, to be kept on a verdict, when the trails `budget` holds
+    /// leave room for it (else the search captures its snapshots by decoding).
+    pub(super) fn kept(mut self, budget: &std::sync::Arc<TrailBudget>) -> Option<Self> {
         use std::sync::atomic::Ordering::Relaxed;
         let n = self.bytes();
-        let before = TRAILS_HELD.fetch_add(n, Relaxed);
+        let before = budget.held.fetch_add(n, Relaxed);
         if before.saturating_add(n) > MAX_TRAILS_HELD {
-            TRAILS_HELD.fetch_sub(n, Relaxed);
+            budget.held.fetch_sub(n, Relaxed);
             return None;
         }
         self.held = n;
+        self.budget = Some(budget.clone());
         Some(self)
     }
 
     pub(super) fn new(spec: TrailSpec, window: u64) -> Self {
         Trail {
             held: 0,
+            budget: None,
             spec: TrailSpec {
                 grid: spec.grid.max(1),
                 ..spec
