@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 150;
 
 /// Functions still over [`MAX_LINES`]: (file under `src/`, function name).
-const STILL_LONG: &[(&str, &str)] = &[("carve/validators/jpeg/decode.rs", "scan_body")];
+const STILL_LONG: &[(&str, &str)] = &[];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = fs::read_dir(dir)

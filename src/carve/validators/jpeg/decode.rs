@@ -517,93 +517,8 @@ pub(super) fn scan_body(
             t.paused = Some((mcu, eobrun, rst, good));
             return Err((ScanErr::Cut, good));
         }
-        // Capture: the latest boundary at or before each split. This
-        // boundary replaces the latest one for the splits it lies before;
-        // for the others the latest one is final.
-        if !t.snap.wants.is_empty() {
-            let ok = !b.marker && !b.cut;
-            let k = if ok {
-                t.snap.wants.partition_point(|&w| w < b.at())
-            } else {
-                t.snap.wants.len()
-            };
-            if t.snap.latest.is_some() {
-                t.snap.finalize_upto(k, &t.history);
-            }
-            // Past every split: no later boundary changes a snapshot (a
-            // split's is final once a boundary past it is seen).
-            if ok && k == t.snap.wants.len() && t.snap.stop {
-                return Err((ScanErr::Bad("every snapshot taken"), good));
-            }
-            if ok && k < t.snap.wants.len() {
-                let undo = changed_word(t, s, progressive, mcu);
-                let snap = Mark::here(b, t, (mcu, eobrun, rst, good)).snap(
-                    t.snap.wants[k],
-                    Vec::new(),
-                    None,
-                );
-                t.snap.latest = Some((snap, undo));
-                t.snap.k = k;
-            }
-        } else if t.snap.trail.as_ref().is_some_and(|tr| tr.valid) {
-            let undo = changed_word(t, s, progressive, mcu);
-            let mark = (!b.marker && !b.cut).then(|| Mark::here(b, t, (mcu, eobrun, rst, good)));
-            if let Some(tr) = t.snap.trail.as_mut() {
-                // The word the last MCU may have changed is logged if it
-                // did; this MCU's, at the next boundary.
-                tr.flush(&t.history);
-                tr.pending = undo;
-                if let Some(m) = mark {
-                    tr.boundary(m, &t.snap.scan_ends, &t.history);
-                }
-            }
-        }
-        if t.snap.marks.as_ref().is_some_and(|r| b.at() >= r.next) && !b.marker && !b.cut {
-            let mark = Mark::here(b, t, (mcu, eobrun, rst, good));
-            if let Some(r) = t.snap.marks.as_mut() {
-                r.push(mark);
-            }
-        }
-        for &(ci, td, ta) in &s.comps {
-            let (_, h, v) = f.comps[ci];
-            let nblocks = if interleaved { h * v } else { 1 };
-            for _ in 0..nblocks {
-                let r = if !progressive {
-                    let (Some(dc), Some(ac)) = (&t.dc[td], &t.ac[ta]) else {
-                        return Err((ScanErr::Bad("missing table"), good));
-                    };
-                    block_sequential(b, dc, ac, max_dc, max_ac)
-                } else if s.ss == 0 {
-                    if s.ah == 0 {
-                        match &t.dc[td] {
-                            Some(dc) => b.dc(dc, max_dc),
-                            None => Err(ScanErr::Bad("missing table")),
-                        }
-                    } else {
-                        b.skip(1)
-                    }
-                } else {
-                    let Some(ac) = &t.ac[ta] else {
-                        return Err((ScanErr::Bad("missing table"), good));
-                    };
-                    t.hist_hi = mcu + 1;
-                    let hist = t
-                        .history
-                        .as_mut()
-                        .and_then(|hh| hh.get_mut(ci))
-                        .and_then(|hc| hc.get_mut(mcu as usize));
-                    if s.ah == 0 {
-                        block_ac_first(b, ac, s, &mut eobrun, max_ac, hist)
-                    } else {
-                        match hist {
-                            Some(hb) => block_ac_refine(b, ac, s, &mut eobrun, hb),
-                            None => Err(ScanErr::Bad("no history")),
-                        }
-                    }
-                };
-                r.map_err(|e| (e, good))?;
-            }
-        }
+        boundary(b, t, (s, progressive), (mcu, eobrun, rst, good))?;
+        decode_mcu(b, t, (f, s), mcu, &mut eobrun, (max_dc, max_ac)).map_err(|e| (e, good))?;
         mcu += 1;
         if runs && eobrun > 0 {
             // The next blocks up to the run's end, the scan's end or the
@@ -642,6 +557,120 @@ pub(super) fn scan_body(
         Ok(_) => Err((ScanErr::Bad("restart marker after the last MCU"), good)),
         Err(e) => Err((e, good)),
     }
+}
+
+/// What an MCU boundary leaves for later: the snapshots asked for (the
+/// latest boundary at or before each split), the fragment search's trail,
+/// the memo's marks. Fails once every snapshot asked for is taken.
+#[inline(always)]
+fn boundary(
+    b: &Bits,
+    t: &mut Tables,
+    (s, progressive): (&Scan, bool),
+    (mcu, eobrun, rst, good): (u64, u32, u8, u64),
+) -> Result<(), (ScanErr, u64)> {
+    // Capture: the latest boundary at or before each split. This
+    // boundary replaces the latest one for the splits it lies before;
+    // for the others the latest one is final.
+    if !t.snap.wants.is_empty() {
+        let ok = !b.marker && !b.cut;
+        let k = if ok {
+            t.snap.wants.partition_point(|&w| w < b.at())
+        } else {
+            t.snap.wants.len()
+        };
+        if t.snap.latest.is_some() {
+            t.snap.finalize_upto(k, &t.history);
+        }
+        // Past every split: no later boundary changes a snapshot (a
+        // split's is final once a boundary past it is seen).
+        if ok && k == t.snap.wants.len() && t.snap.stop {
+            return Err((ScanErr::Bad("every snapshot taken"), good));
+        }
+        if ok && k < t.snap.wants.len() {
+            let undo = changed_word(t, s, progressive, mcu);
+            let snap =
+                Mark::here(b, t, (mcu, eobrun, rst, good)).snap(t.snap.wants[k], Vec::new(), None);
+            t.snap.latest = Some((snap, undo));
+            t.snap.k = k;
+        }
+    } else if t.snap.trail.as_ref().is_some_and(|tr| tr.valid) {
+        let undo = changed_word(t, s, progressive, mcu);
+        let mark = (!b.marker && !b.cut).then(|| Mark::here(b, t, (mcu, eobrun, rst, good)));
+        if let Some(tr) = t.snap.trail.as_mut() {
+            // The word the last MCU may have changed is logged if it
+            // did; this MCU's, at the next boundary.
+            tr.flush(&t.history);
+            tr.pending = undo;
+            if let Some(m) = mark {
+                tr.boundary(m, &t.snap.scan_ends, &t.history);
+            }
+        }
+    }
+    if t.snap.marks.as_ref().is_some_and(|r| b.at() >= r.next) && !b.marker && !b.cut {
+        let mark = Mark::here(b, t, (mcu, eobrun, rst, good));
+        if let Some(r) = t.snap.marks.as_mut() {
+            r.push(mark);
+        }
+    }
+    Ok(())
+}
+
+/// Decodes the blocks of MCU `mcu`: each component's blocks in it, by
+/// the scan's kind (sequential, progressive DC first or refinement, AC
+/// first or refinement against the coefficient history).
+#[inline(always)]
+fn decode_mcu(
+    b: &mut Bits,
+    t: &mut Tables,
+    (f, s): (&Frame, &Scan),
+    mcu: u64,
+    eobrun: &mut u32,
+    (max_dc, max_ac): (u8, u8),
+) -> Result<(), ScanErr> {
+    let interleaved = s.comps.len() > 1;
+    let progressive = f.kind == FrameKind::Progressive;
+    for &(ci, td, ta) in &s.comps {
+        let (_, h, v) = f.comps[ci];
+        let nblocks = if interleaved { h * v } else { 1 };
+        for _ in 0..nblocks {
+            let r = if !progressive {
+                let (Some(dc), Some(ac)) = (&t.dc[td], &t.ac[ta]) else {
+                    return Err(ScanErr::Bad("missing table"));
+                };
+                block_sequential(b, dc, ac, max_dc, max_ac)
+            } else if s.ss == 0 {
+                if s.ah == 0 {
+                    match &t.dc[td] {
+                        Some(dc) => b.dc(dc, max_dc),
+                        None => Err(ScanErr::Bad("missing table")),
+                    }
+                } else {
+                    b.skip(1)
+                }
+            } else {
+                let Some(ac) = &t.ac[ta] else {
+                    return Err(ScanErr::Bad("missing table"));
+                };
+                t.hist_hi = mcu + 1;
+                let hist = t
+                    .history
+                    .as_mut()
+                    .and_then(|hh| hh.get_mut(ci))
+                    .and_then(|hc| hc.get_mut(mcu as usize));
+                if s.ah == 0 {
+                    block_ac_first(b, ac, s, eobrun, max_ac, hist)
+                } else {
+                    match hist {
+                        Some(hb) => block_ac_refine(b, ac, s, eobrun, hb),
+                        None => Err(ScanErr::Bad("no history")),
+                    }
+                }
+            };
+            r?;
+        }
+    }
+    Ok(())
 }
 
 /// One block of a sequential scan. Every step keeps the reader's state
