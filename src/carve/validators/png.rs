@@ -12,10 +12,15 @@
 //! than 0/1 is only noted: under a correct CRC it is what the writer wrote);
 //! for every chunk the
 //! length bound, letter-only type and CRC-32 (computed in 64 KiB pieces, so a
-//! huge chunk costs time proportional to the bytes present, not memory).
+//! huge chunk costs time proportional to the bytes present, not memory). One
+//! ancillary chunk (lower-case first letter, which decoders may skip) whose
+//! CRC does not match is passed when every chunk after it checks out to
+//! `IEND`: its content was damaged in place (Pillow's test suite holds such
+//! a file; PhotoRec carves it too), and a note says so.
 //!
 //! * `None`: bad signature or an invalid/corrupt `IHDR`.
-//! * `Complete`: every CRC matched up to `IEND`; length = end of `IEND`.
+//! * `Complete`: every CRC matched up to `IEND` (but one ancillary chunk's,
+//!   noted); length = end of `IEND`.
 //! * `Partial`: a later chunk is corrupt (length = end of the last good chunk)
 //!   or the chain runs past the window (length = the window).
 //!
@@ -32,7 +37,6 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if !src.starts_with_at(0, SIG) {
         return None;
     }
-    let mut scratch = Vec::new();
     // IHDR.
     let Some(ihdr) = src.bytes::<25>(8) else {
         return Some(Verdict::partial(src.len(), src.cut_note()));
@@ -72,6 +76,28 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if interlace > 1 {
         odd.push(format!("interlace method {interlace}"));
     }
+    let mut bad_ancillary = None;
+    let mut v = chunks(&src, &odd, &mut bad_ancillary)?;
+    match bad_ancillary {
+        // The chunks after a damaged ancillary chunk are all intact: the
+        // file is whole, its content damaged in that chunk.
+        Some((_, note)) if v.status == Status::Complete => v.notes.push(note),
+        Some((bad, _)) => v = bad,
+        None => {}
+    }
+    Some(v)
+}
+
+/// Walks the chunks after `IHDR` to `IEND`. A CRC mismatch in an ancillary
+/// chunk (lower-case first letter: a decoder may skip it) is kept in
+/// `bad_ancillary` (the verdict it gives, and the note for a whole file)
+/// and the walk goes on; a second one ends it.
+fn chunks(
+    src: &Src,
+    odd: &[String],
+    bad_ancillary: &mut Option<(Verdict, String)>,
+) -> Option<Verdict> {
+    let mut scratch = Vec::new();
     let mut pos: u64 = 33;
     let mut apng = false;
     let mut seen_idat = false;
@@ -94,10 +120,16 @@ pub fn validate(src: Src) -> Option<Verdict> {
         let stored = src.u32be(pos + 8 + u64::from(len))?;
         if h.finalize() != stored {
             let name = String::from_utf8_lossy(&ty).into_owned();
-            return Some(damaged(
-                pos,
-                format!("CRC mismatch in chunk {name} at {pos}"),
-            ));
+            let v = damaged(pos, format!("CRC mismatch in chunk {name} at {pos}"));
+            if ty[0].is_ascii_lowercase() && bad_ancillary.is_none() {
+                let note = format!(
+                    "CRC mismatch in ancillary chunk {name} at {pos} (its content is damaged; every chunk after it is intact)"
+                );
+                *bad_ancillary = Some((v, note));
+                pos = end;
+                continue;
+            }
+            return Some(v);
         }
         match &ty {
             b"IEND" => {
@@ -178,12 +210,40 @@ pub(crate) mod tests {
 
     #[test]
     fn corrupt_crc_is_partial_at_last_good_chunk() {
+        // An ancillary chunk (tEXt at 33) damaged in place, every chunk
+        // after it intact: the whole file, noted.
         let mut p = sample();
-        // tEXt chunk starts at 33; corrupt a byte of its data.
         p[33 + 10] ^= 1;
         let v = run("png", &p).unwrap();
-        assert_eq!(v.status, Status::Partial);
-        assert_eq!(v.length, 33);
+        assert_eq!((v.status, v.length), (Status::Complete, p.len() as u64));
+        assert!(
+            v.notes
+                .iter()
+                .any(|n| n.contains("ancillary chunk tEXt at 33")),
+            "{v:?}"
+        );
+        // ...but a chunk after it broken too (another file's bytes), or the
+        // window cut: partial where the first damage is.
+        let idat = 33 + 12 + 13;
+        let mut q = p.clone();
+        q[idat + 9] ^= 1;
+        let v = run("png", &q).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, 33));
+        let v = run_at(
+            "png",
+            &p,
+            0,
+            Limits {
+                max_len: idat as u64 + 4,
+            },
+        )
+        .unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, 33));
+        // A critical chunk's CRC: partial there.
+        let mut q = sample();
+        q[idat + 9] ^= 1;
+        let v = run("png", &q).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, idat as u64));
         // Corrupt IHDR: not a PNG.
         let mut p = sample();
         p[20] ^= 1;
