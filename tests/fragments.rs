@@ -13,15 +13,7 @@ const CL: u64 = 512;
 
 /// Deterministic pseudo-random bytes (xorshift).
 fn noise(seed: u64, n: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
+    gpucarve::synth::XorShift(seed | 1).bytes(n)
 }
 
 fn png_chunk(out: &mut Vec<u8>, ty: &[u8; 4], data: &[u8]) {

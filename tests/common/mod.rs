@@ -211,19 +211,3 @@ pub fn ewfacquire(args: &str, dir: &Path) -> bool {
     eprintln!("SKIPPED (not run): ewfacquire unavailable or failed: {args}");
     false
 }
-
-/// A deterministic pseudo-random sequence (xorshift64) for test inputs.
-pub struct XorShift(pub u64);
-
-impl XorShift {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform enough in `0..n` (0 when `n` is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
