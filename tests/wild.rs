@@ -71,8 +71,7 @@ fn plant_and_carve(folder: &str, seed: u64) -> Carved {
         std::fs::copy(&image, Path::new(&keep).join(format!("{folder}.img"))).unwrap();
     }
     let out = work.path().join("out");
-    let o = common::carve_cmd(&image, &out).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    common::carve_ok(&image, &out, &[]);
     Carved {
         files,
         ranges,
@@ -107,10 +106,8 @@ impl Carved {
     /// the filler). (One inside a planted file that its own validator
     /// refused, an Exif TIFF in a broken JPEG, is a file of its own.)
     fn unplanted(&self, types: &[&str]) -> Vec<String> {
-        std::fs::read_to_string(self.out.join("report.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        common::report_records(&self.out)
+            .into_iter()
             .filter(|r| {
                 types.contains(&r["family"].as_str().unwrap_or(""))
                     || types.contains(&r["type"].as_str().unwrap_or(""))
