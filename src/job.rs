@@ -552,15 +552,7 @@ impl CarveJob {
         if let Some((a, b)) = self.range {
             text.push_str(&format!("owned range: {a}..{b}\n"));
         }
-        for d in &outcome.damage {
-            text.push_str(&format!(
-                "damaged: {}..{} ({} bytes, read as zeros): {}\n",
-                d.offset,
-                d.offset + d.len,
-                d.len,
-                d.reason
-            ));
-        }
+        audit::damage_lines(&mut text, &outcome.damage);
         if faults > 0 {
             text.push_str(&format!(
                 "mapped reads: stopped at an unreadable page ({faults} SIGBUS handled); the image was read with pread from then on\n"

@@ -245,15 +245,7 @@ fn audit_text(
         ));
     }
     audit.push_str(&format!("files: {files}\n"));
-    for d in unread {
-        audit.push_str(&format!(
-            "damaged: {}..{} ({} bytes, read as zeros): {}\n",
-            d.offset,
-            d.offset + d.len,
-            d.len,
-            d.reason
-        ));
-    }
+    audit::damage_lines(&mut audit, unread);
     audit
 }
 

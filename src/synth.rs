@@ -30,6 +30,27 @@ impl SplitMix {
     }
 }
 
+/// A deterministic pseudo-random sequence (xorshift64: shifts 13, 7, 17):
+/// the tests' inputs and noise, without a crate. A seed of 0 stays 0.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform enough in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+    /// `n` bytes of noise, one a step (bits 24..32).
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| (self.next_u64() >> 24) as u8).collect()
+    }
+}
+
 /// The bytes of one signature at its offset: filler before it, wildcards random.
 fn instance(sig: &Signature, rng: &mut SplitMix, out: &mut Vec<u8>) {
     for _ in 0..sig.offset.min(4096) {

@@ -438,12 +438,8 @@ fn shards_merged_nest_joined_files_like_one_run() {
         return;
     };
     let run_carve = |out: &Path, shard: Option<&str>| {
-        let mut c = common::carve_cmd(&img, out);
-        if let Some(s) = shard {
-            c.args(["--shard", s]);
-        }
-        let o = c.output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let extra: Vec<&str> = shard.map(|s| vec!["--shard", s]).unwrap_or_default();
+        common::carve_ok(&img, out, &extra);
     };
     let single = d.path().join("single");
     run_carve(&single, None);
@@ -464,10 +460,7 @@ fn shards_merged_nest_joined_files_like_one_run() {
     let one = std::fs::read_to_string(single.join("report.jsonl")).unwrap();
     // The case the test is about: a complete joined file whose span, not
     // its first run, holds another file's header.
-    let files: Vec<serde_json::Value> = one
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let files = common::report_records(&single);
     let spans_another = files.iter().any(|f| {
         let (off, len) = (f["offset"].as_u64().unwrap(), f["length"].as_u64().unwrap());
         let first_end = off + f["byte_runs"][0]["len"].as_u64().unwrap();

@@ -20,46 +20,13 @@ fn generated_image_with(
     seed: u32,
     extra: &[&str],
 ) -> Option<(PathBuf, Value)> {
-    let out = dir.join(format!("{fs}-{seed}.img"));
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/mkimage.py");
-    let status = std::process::Command::new("python3")
-        .arg(&script)
-        .args([
-            "--fs",
-            fs,
-            "--size",
-            "64MiB",
-            "--seed",
-            &seed.to_string(),
-            "--quiet",
-        ])
-        .args(extra)
-        .arg("--out")
-        .arg(&out)
-        .status();
-    match status {
-        Ok(s) if s.success() => {}
-        other => {
-            assert!(
-                !common::required("GPUCARVE_REQUIRE_SAMPLES"),
-                "mkimage.py --fs {fs} failed ({other:?}); CI must install python3, mtools, dosfstools, e2fsprogs"
-            );
-            eprintln!("note: cannot build a {fs} image here ({other:?}); check not run");
-            return None;
-        }
-    }
+    let seed = seed.to_string();
+    let args = [&["--fs", fs, "--size", "64MiB", "--seed", &seed], extra].concat();
+    let out = common::mkimage(dir, &format!("{fs}-{seed}.img"), &args)?;
     let truth: Value =
         serde_json::from_str(&std::fs::read_to_string(out.with_extension("img.truth.json")).ok()?)
             .ok()?;
     Some((out, truth))
-}
-
-fn read_report(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("report.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// Every written file equals a planted original, its report entry is right,
@@ -93,14 +60,7 @@ fn check_carving(fs: &str, seed: u32) {
         return;
     };
     let out = dir.path().join("out");
-    let o = common::run(&[
-        "carve",
-        img.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    common::carve_ok(&img, &out, &[]);
 
     let files = truth["files"].as_array().unwrap();
     let by_hash: HashMap<&str, &Value> = files
@@ -131,7 +91,7 @@ fn check_carving(fs: &str, seed: u32) {
             containers.push(image[o..o + d["length"].as_u64().unwrap() as usize].to_vec());
         }
     }
-    let report = read_report(&out);
+    let report = common::report_records(&out);
     check_journal_order(&out, report.len());
     let mut embedded_written = 0;
     let mut recovered: HashSet<&str> = HashSet::new();
@@ -358,16 +318,7 @@ fn no_write_then_extract_gives_the_same_bytes() {
         return;
     };
     let out = dir.path().join("reports");
-    let o = common::run(&[
-        "carve",
-        img.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--no-write",
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let report = read_report(&out);
+    let report = common::carve_report(&img, &out, &["--no-write"]);
     assert!(report.iter().all(|r| r["path"].is_null()));
     let files_written = common::files_under(&out)
         .into_iter()
@@ -491,19 +442,10 @@ fn hostile_images_are_handled() {
         let img = dir.path().join(format!("{name}.dd"));
         std::fs::write(&img, &data).unwrap();
         let out = dir.path().join(format!("{name}-out"));
-        let o = common::run(&[
-            "carve",
-            img.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-q",
-            "--keep",
-            "partial,unvalidated",
-        ]);
+        let o = common::carve_ok(&img, &out, &["--keep", "partial,unvalidated"]);
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(o.status.success(), "{name}: {err}");
         assert!(!err.contains("panicked"), "{name}: {err}");
-        check_dfxml_matches_jsonl(&out, &read_report(&out));
+        check_dfxml_matches_jsonl(&out, &common::report_records(&out));
     }
     let empty = dir.path().join("empty.dd");
     std::fs::write(&empty, b"").unwrap();
@@ -515,6 +457,24 @@ fn hostile_images_are_handled() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("empty"));
+}
+
+/// The sha256 digests of the planted `files` (a truth file's) and of the
+/// files `report` says were written.
+fn planted_and_written<'a>(
+    files: &'a [Value],
+    report: &'a [Value],
+) -> (HashSet<&'a str>, HashSet<&'a str>) {
+    let planted = files
+        .iter()
+        .map(|f| f["sha256"].as_str().unwrap())
+        .collect();
+    let written = report
+        .iter()
+        .filter(|r| r["path"].is_string())
+        .map(|r| r["sha256"].as_str().unwrap())
+        .collect();
+    (planted, written)
 }
 
 /// Bifragment recovery floor: at least three quarters of the in-order
@@ -539,25 +499,9 @@ fn three_quarters_of_in_order_two_fragment_files_are_recovered_without_false_joi
             return;
         };
         let out = dir.path().join(format!("{fs}-{seed}-out"));
-        let o = common::run(&[
-            "carve",
-            img.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-q",
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let report = read_report(&out);
+        let report = common::carve_report(&img, &out, &[]);
         let files = truth["files"].as_array().unwrap();
-        let planted: HashSet<&str> = files
-            .iter()
-            .map(|f| f["sha256"].as_str().unwrap())
-            .collect();
-        let written: HashSet<&str> = report
-            .iter()
-            .filter(|r| r["path"].is_string())
-            .map(|r| r["sha256"].as_str().unwrap())
-            .collect();
+        let (planted, written) = planted_and_written(files, &report);
         for r in &report {
             if r["byte_runs"].as_array().unwrap().len() > 1 && r["status"] == "complete" {
                 joins += 1;
@@ -615,25 +559,9 @@ fn three_and_four_fragment_files_are_recovered_without_false_joins() {
             return;
         };
         let out = dir.path().join(format!("{fs}-{seed}-out"));
-        let o = common::run(&[
-            "carve",
-            img.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-q",
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let report = read_report(&out);
+        let report = common::carve_report(&img, &out, &[]);
         let files = truth["files"].as_array().unwrap();
-        let planted: HashSet<&str> = files
-            .iter()
-            .map(|f| f["sha256"].as_str().unwrap())
-            .collect();
-        let written: HashSet<&str> = report
-            .iter()
-            .filter(|r| r["path"].is_string())
-            .map(|r| r["sha256"].as_str().unwrap())
-            .collect();
+        let (planted, written) = planted_and_written(files, &report);
         for r in &report {
             let runs = r["byte_runs"].as_array().unwrap().len();
             if runs > 1 && r["status"] == "complete" {
@@ -823,16 +751,8 @@ fn dense_header_images_carve_in_linear_time() {
         std::fs::write(&img, &data).unwrap();
         let out = dir.path().join(format!("{name}-out"));
         let t0 = std::time::Instant::now();
-        let o = common::run(&[
-            "carve",
-            img.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-q",
-        ]);
+        common::carve_ok(&img, &out, &[]);
         let secs = t0.elapsed().as_secs_f64();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(o.status.success(), "{name}: {err}");
         assert!(
             secs < 90.0,
             "{name}: carving {} MiB of dense headers took {secs:.1} s: quadratic work is back",

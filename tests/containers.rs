@@ -13,7 +13,8 @@ use std::path::Path;
 use gpucarve::source::Image;
 use gpucarve::source::any::open_any;
 
-use common::{XorShift as Rng, ewfacquire, sh};
+use common::{ewfacquire, sh};
+use gpucarve::synth::XorShift as Rng;
 
 /// `raw` as an E01 set of 3 MiB segments (deflate), or None where
 /// ewfacquire is missing (a failure under GPUCARVE_REQUIRE_SAMPLES=1).

@@ -61,14 +61,6 @@ fn image() -> Vec<u8> {
     img
 }
 
-fn records(out: &Path) -> Vec<Value> {
-    std::fs::read_to_string(out.join("report.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn file_at(recs: &[Value], offset: u64) -> &Value {
     recs.iter()
         .find(|r| r["offset"] == offset && r.get("record").is_none())
@@ -80,7 +72,7 @@ fn check_carving(out: &Path, keep_partial: bool, what: &str) {
     let audit = std::fs::read_to_string(out.join("audit.txt")).unwrap();
     let xml = std::fs::read_to_string(out.join("report.xml")).unwrap();
     roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{what}: report.xml: {e}"));
-    let recs = records(out);
+    let recs = common::report_records(out);
     for (a, b) in [BAD_ALONE, BAD_IN_MP4] {
         assert!(
             audit.contains(&format!("damaged: {a}..{b} ")),
@@ -407,7 +399,7 @@ fn damaged_containers() {
         ]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(3), "{name}: {err}");
-        let recs = records(&out);
+        let recs = common::report_records(&out);
         let damage: Vec<(u64, u64)> = recs
             .iter()
             .filter(|r| r["record"] == "unreadable")

@@ -98,14 +98,11 @@ fn ext_inodes_give_the_layout_of_fragmented_files() {
     ] {
         let img = fragmented_volume(dir.path(), mkfs, extra, &jpeg);
         let out = dir.path().join(format!("{mkfs}-out"));
-        let o = common::carve_cmd(&img, &out).output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let report = std::fs::read_to_string(out.join("report.jsonl")).unwrap();
+        let report = common::carve_report(&img, &out, &[]);
         let entry = report
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .iter()
             .find(|r| r["length"] == original.len() as u64 && r["type"] == "jpeg")
-            .unwrap_or_else(|| panic!("{mkfs}: no JPEG of the original's size:\n{report}"));
+            .unwrap_or_else(|| panic!("{mkfs}: no JPEG of the original's size:\n{report:#?}"));
         assert_eq!(entry["status"], "complete", "{mkfs}: {entry}");
         assert!(
             entry["byte_runs"].as_array().unwrap().len() >= 3,

@@ -2,8 +2,9 @@
 //! a PNG, ZIP or JPEG split in two at cluster boundaries, recovered exactly;
 //! joins that are not proven stay partial.
 
+mod common;
+
 use std::io::Write;
-use std::process::Command;
 
 use gpucarve::carve::fragments::{FragLimits, Fragments, recover};
 use gpucarve::carve::validators::{Limits, Status, validate};
@@ -13,15 +14,7 @@ const CL: u64 = 512;
 
 /// Deterministic pseudo-random bytes (xorshift).
 fn noise(seed: u64, n: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
+    gpucarve::synth::XorShift(seed | 1).bytes(n)
 }
 
 fn png_chunk(out: &mut Vec<u8>, ty: &[u8; 4], data: &[u8]) {
@@ -371,30 +364,10 @@ fn cli_writes_the_joined_png_with_its_runs() {
     let path = dir.path().join("frag.img");
     std::fs::write(&path, &img).unwrap();
     let out = dir.path().join("out");
-    let st = Command::new(env!("CARGO_BIN_EXE_gpucarve"))
-        .args([
-            "carve",
-            "-q",
-            "--types",
-            "png",
-            "--cluster-size",
-            "512",
-            "-o",
-        ])
-        .arg(&out)
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    let report = std::fs::read_to_string(out.join("report.jsonl")).unwrap();
-    let e: serde_json::Value = report
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .find(|e: &serde_json::Value| e["offset"] == a)
+    let report = common::carve_report(&path, &out, &["--types", "png", "--cluster-size", "512"]);
+    let e = report
+        .into_iter()
+        .find(|e| e["offset"] == a)
         .expect("the PNG is reported");
     assert_eq!(e["status"], "complete", "{e}");
     let runs: Vec<(u64, u64)> = e["byte_runs"]

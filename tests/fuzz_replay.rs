@@ -4,56 +4,22 @@
 //! fuzzer runs (`fuzz/targets.rs`), on stable Rust, in `cargo test`. No
 //! fuzzing: a fast check that no parser regressed on any input the fuzzer
 //! ever kept. Fails on a panic, on an input slower than the time limit, and
-//! (through the allocator below) aborts on any single allocation over
+//! (through the allocator of `fuzz/capped.rs`) aborts on any single allocation over
 //! 256 MiB.
 
 #[path = "../fuzz/targets.rs"]
 mod targets;
 
-use std::alloc::{GlobalAlloc, Layout, System};
+/// The fuzzer's global allocator: aborts on any single allocation over 256 MiB.
+#[path = "../fuzz/capped.rs"]
+mod capped;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The fuzzer's hang limit is 1 s (release build, one core); here the
 /// machine may be loaded by other tests, so an input must stay under 20 s.
 const SLOW: Duration = Duration::from_secs(20);
-const MAX_ALLOC: usize = 256 << 20;
-
-struct Capped;
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the
-// size check only aborts, before allocating.
-unsafe impl GlobalAlloc for Capped {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        check(l.size());
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: `p` came from `System` with this layout.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        check(l.size());
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        check(new);
-        // SAFETY: `p` came from `System` with layout `l`.
-        unsafe { System.realloc(p, l, new) }
-    }
-}
-
-fn check(size: usize) {
-    if size > MAX_ALLOC {
-        // Abort without allocating: the test binary dies, and CI fails.
-        std::process::abort();
-    }
-}
-
-#[global_allocator]
-static ALLOC: Capped = Capped;
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")

@@ -27,12 +27,9 @@ fn require_gpu() -> bool {
 /// folder on a real file system (O_DIRECT is refused by tmpfs).
 fn image(dir: &Path, len: usize) -> PathBuf {
     let mut data = Vec::with_capacity(len);
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut rng = gpucarve::synth::XorShift(0x2545_F491_4F6C_DD1D);
     while data.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        data.extend_from_slice(&x.to_le_bytes());
+        data.extend_from_slice(&rng.next_u64().to_le_bytes());
     }
     data.truncate(len);
     let sigs: [&[u8]; 5] = [

@@ -36,12 +36,8 @@ fn have(tool: &str) -> bool {
 
 /// `gpucarve carve IMG -o OUT -q --engine cpu EXTRA...`.
 fn carve_cpu(img: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
-    common::bin()
-        .arg("carve")
-        .arg(img)
-        .arg("-o")
-        .arg(out)
-        .args(["-q", "--engine", "cpu"])
+    common::carve_cmd(img, out)
+        .args(["--engine", "cpu"])
         .args(extra)
         .output()
         .expect("gpucarve")
@@ -49,20 +45,7 @@ fn carve_cpu(img: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
 
 /// [`carve_cpu`], which must succeed.
 fn carve(img: &Path, out: &Path, extra: &[&str]) {
-    let o = carve_cpu(img, out, extra);
-    assert!(
-        o.status.success(),
-        "carve {extra:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-fn report(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("report.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::carve_ok(img, out, &[&["--engine", "cpu"], extra].concat());
 }
 
 fn schema() -> PathBuf {
@@ -129,7 +112,7 @@ fn report_xml_is_valid_dfxml() {
         &out,
         &["--keep", "partial,unvalidated", "--hash", "sha256,md5,sha1"],
     );
-    let files = report(&out);
+    let files = common::report_records(&out);
     assert!(files.len() > 10, "too few files: {}", files.len());
     assert!(
         files.iter().any(|f| f["path"].is_null()) && files.iter().any(|f| f["path"].is_string())
@@ -284,7 +267,7 @@ fn hashdeep_audits_every_carving_and_catches_a_changed_file() {
     ] {
         let out = d.path().join(name);
         carve(&img, &out, &extra);
-        let written: Vec<Value> = report(&out)
+        let written: Vec<Value> = common::report_records(&out)
             .into_iter()
             .filter(|f| f["path"].is_string())
             .collect();
@@ -336,7 +319,7 @@ fn hashdeep_audits_every_carving_and_catches_a_changed_file() {
 
 /// The first written file of a carving.
 fn written_file(out: &Path) -> PathBuf {
-    let r = report(out);
+    let r = common::report_records(out);
     let p = r
         .iter()
         .find_map(|f| f["path"].as_str())
@@ -352,7 +335,7 @@ fn every_report_carries_the_chosen_hashes() {
     };
     let out = d.path().join("out");
     carve(&img, &out, &["--hash", "sha1", "--hash-image"]);
-    let files = report(&out);
+    let files = common::report_records(&out);
     let written: Vec<&Value> = files.iter().filter(|f| f["path"].is_string()).collect();
     assert!(!written.is_empty());
     for f in &files {
@@ -448,7 +431,7 @@ fn extract_finds_the_image_from_another_folder_and_refuses_a_different_one() {
         "<image_filename>{}</image_filename>",
         img.display()
     )));
-    let ids: Vec<String> = report(&d.path().join("case"))
+    let ids: Vec<String> = common::report_records(&d.path().join("case"))
         .iter()
         .filter(|f| f["sha256"].is_string())
         .take(2)

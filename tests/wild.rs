@@ -24,7 +24,7 @@ mod common;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use common::XorShift;
+use gpucarve::synth::XorShift;
 
 /// A corpus folder planted in a raw image and carved.
 struct Carved {
@@ -53,7 +53,7 @@ fn plant_and_carve(folder: &str, seed: u64) -> Carved {
         assert_eq!(sha, cols[3], "{}", cols[0]);
         let gap = 4096 + rng.below(60 << 10) as usize;
         if rng.below(2) == 0 {
-            img.extend((0..gap).map(|_| rng.next() as u8));
+            img.extend((0..gap).map(|_| rng.next_u64() as u8));
         } else {
             img.resize(img.len() + gap, 0);
         }
@@ -62,7 +62,7 @@ fn plant_and_carve(folder: &str, seed: u64) -> Carved {
         img.extend_from_slice(&data);
         files.push((cols[0].to_string(), cols[1].to_string(), sha));
     }
-    img.extend((0..65536).map(|_| rng.next() as u8));
+    img.extend((0..65536).map(|_| rng.next_u64() as u8));
     let work = tempfile::tempdir().unwrap();
     let image = work.path().join(format!("{folder}.img"));
     std::fs::write(&image, &img).unwrap();
@@ -71,8 +71,7 @@ fn plant_and_carve(folder: &str, seed: u64) -> Carved {
         std::fs::copy(&image, Path::new(&keep).join(format!("{folder}.img"))).unwrap();
     }
     let out = work.path().join("out");
-    let o = common::carve_cmd(&image, &out).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    common::carve_ok(&image, &out, &[]);
     Carved {
         files,
         ranges,
@@ -107,10 +106,8 @@ impl Carved {
     /// the filler). (One inside a planted file that its own validator
     /// refused, an Exif TIFF in a broken JPEG, is a file of its own.)
     fn unplanted(&self, types: &[&str]) -> Vec<String> {
-        std::fs::read_to_string(self.out.join("report.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        common::report_records(&self.out)
+            .into_iter()
             .filter(|r| {
                 types.contains(&r["family"].as_str().unwrap_or(""))
                     || types.contains(&r["type"].as_str().unwrap_or(""))

@@ -66,3 +66,18 @@ impl ByteReader for Vec<u8> {
         true
     }
 }
+
+/// Little-endian u16 at `i` of `b`, widened (0 past the end): the file-system
+/// parsers' and the ZIP fragment search's fixed-offset fields
+/// ([`super::validators::read::le16`] reads from the start of a slice).
+pub(crate) fn le16(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 2)
+        .map_or(0, |s| u64::from(u16::from_le_bytes([s[0], s[1]])))
+}
+
+/// Little-endian u32 at `i` of `b`, widened (0 past the end).
+pub(crate) fn le32(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 4).map_or(0, |s| {
+        u64::from(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    })
+}

@@ -137,28 +137,15 @@ impl ByteReader for ImageBytes<'_> {
 mod tests {
     use super::*;
     use crate::source::Media;
+    use crate::synth::XorShift;
     use std::io::Write;
     use std::path::Path;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-    /// A deterministic pseudo-random generator (xorshift).
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n.max(1)
-        }
-    }
-
     fn image_file(len: usize, seed: u64) -> (tempfile::NamedTempFile, Vec<u8>) {
-        let mut rng = Rng(seed | 1);
-        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let mut rng = XorShift(seed | 1);
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(&bytes).unwrap();
         f.flush().unwrap();
@@ -174,7 +161,7 @@ mod tests {
 
     /// A random read: offsets anywhere (also at and past the end), lengths
     /// from 0 to a few blocks, often crossing block boundaries.
-    fn random_read(rng: &mut Rng, file_len: u64) -> (u64, usize) {
+    fn random_read(rng: &mut XorShift, file_len: u64) -> (u64, usize) {
         let bs = BLOCK_SIZE as u64;
         let offset = match rng.below(6) {
             0 => rng.below(file_len + 3 * bs),
@@ -194,7 +181,7 @@ mod tests {
     }
 
     fn check_reads(view: &ImageBytes<'_>, file: &[u8], seed: u64, reads: usize) {
-        let mut rng = Rng(seed | 1);
+        let mut rng = XorShift(seed | 1);
         for _ in 0..reads {
             let (offset, len) = random_read(&mut rng, file.len() as u64);
             let mut buf = vec![0xA5u8; len + 7];
@@ -268,7 +255,7 @@ mod tests {
             ImageBytes::new(&ib),
             ImageBytes::new(&ia),
         );
-        let mut rng = Rng(33);
+        let mut rng = XorShift(33);
         for _ in 0..3000 {
             let (offset, n) = random_read(&mut rng, len as u64);
             for (view, file) in [(&va, &a), (&vb, &b), (&va2, &a)] {
@@ -282,7 +269,7 @@ mod tests {
             for t in 0..4u64 {
                 let (va, vb, a, b) = (&va, &vb, &a, &b);
                 s.spawn(move || {
-                    let mut rng = Rng(40 + t);
+                    let mut rng = XorShift(40 + t);
                     for _ in 0..1000 {
                         let (offset, n) = random_read(&mut rng, len as u64);
                         for (view, file) in [(va, a), (vb, b)] {
@@ -329,8 +316,8 @@ mod tests {
     fn failing_reads_are_short_and_never_cached() {
         let bs = BLOCK_SIZE as u64;
         let len = 6 * BLOCK_SIZE;
-        let mut rng = Rng(55);
-        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let mut rng = XorShift(55);
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
         // One bad sector inside block 2.
         let (bad_from, bad_to) = (2 * bs + 1000, 2 * bs + 1512);
         let media = Arc::new(Flaky {

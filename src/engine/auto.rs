@@ -333,14 +333,9 @@ mod tests {
     }
 
     fn haystack(seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
+        let mut rng = crate::synth::XorShift(seed | 1);
         (0..20_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                [0xFF, 0xD8, b'P', b'K', 3, 4, b'%', b'D', b'F', b'P'][(x % 10) as usize]
-            })
+            .map(|_| [0xFF, 0xD8, b'P', b'K', 3, 4, b'%', b'D', b'F', b'P'][rng.below(10) as usize])
             .collect()
     }
 

@@ -128,6 +128,21 @@ pub fn image_lines(s: &mut String, info: &RunInfo, image_hashes: Option<&Digests
     let _ = writeln!(s, "{}", file_hashes_line(info.hashes));
 }
 
+/// One `damaged:` line per unreadable range (the carving's audit and the
+/// merged one).
+pub fn damage_lines(s: &mut String, damage: &[crate::source::Damage]) {
+    for d in damage {
+        let _ = writeln!(
+            s,
+            "damaged: {}..{} ({} bytes, read as zeros): {}",
+            d.offset,
+            d.offset + d.len,
+            d.len,
+            d.reason
+        );
+    }
+}
+
 /// Which hashes the written files carry, and where the hashdeep list is.
 fn file_hashes_line(hashes: HashChoice) -> String {
     let names: Vec<&str> = hashes.iter().map(|a| a.name()).collect();

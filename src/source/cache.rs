@@ -190,7 +190,7 @@ mod tests {
         };
         let cache = BlockCache::new(100, 4, 2);
         assert_eq!(cache.capacity(), 800);
-        let mut x = 1u64;
+        let mut rng = crate::synth::XorShift(1);
         for round in 0..3 {
             match round {
                 1 => cache.set_capacity(4_000),
@@ -198,9 +198,7 @@ mod tests {
                 _ => {}
             }
             for _ in 0..500 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 let offset = x % len;
                 let n = ((x >> 20) % 350).min(len - offset) as usize;
                 let mut buf = vec![0u8; n];

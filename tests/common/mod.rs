@@ -25,6 +25,38 @@ pub fn carve_cmd(image: &Path, out: &Path) -> Command {
     c
 }
 
+/// `gpucarve carve IMAGE -o OUT -q EXTRA...`, which must succeed (the test
+/// fails with its stderr otherwise): its output.
+pub fn carve_ok(image: &Path, out: &Path, extra: &[&str]) -> Output {
+    let o = carve_cmd(image, out)
+        .args(extra)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run gpucarve: {e}"));
+    assert!(
+        o.status.success(),
+        "carve {} {extra:?}: {}",
+        image.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// The records of `dir/report.jsonl`, one a line.
+pub fn report_records(dir: &Path) -> Vec<serde_json::Value> {
+    let path = dir.join("report.jsonl");
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+/// [`carve_ok`], then the carving's report records.
+pub fn carve_report(image: &Path, out: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
+    carve_ok(image, out, extra);
+    report_records(out)
+}
+
 /// Runs gpucarve with `args`, returning its output.
 pub fn run(args: &[&str]) -> Output {
     bin()
@@ -210,20 +242,4 @@ pub fn ewfacquire(args: &str, dir: &Path) -> bool {
     );
     eprintln!("SKIPPED (not run): ewfacquire unavailable or failed: {args}");
     false
-}
-
-/// A deterministic pseudo-random sequence (xorshift64) for test inputs.
-pub struct XorShift(pub u64);
-
-impl XorShift {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform enough in `0..n` (0 when `n` is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
 }

@@ -187,7 +187,8 @@ impl PosIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::carve::fragments::{NEEDLES, xorshift};
+    use crate::carve::fragments::NEEDLES;
+    use crate::synth::XorShift;
 
     /// The searches' index filled from the scan's log holds exactly what
     /// reading the image finds (phase, the byte after the needle, the image
@@ -195,15 +196,15 @@ mod tests {
     #[test]
     fn scan_log_index_equals_reading_the_image() {
         let mut img = vec![0u8; 3 << 20];
-        let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15u64);
         for b in img.iter_mut() {
-            *b = next() as u8;
+            *b = rng.next_u64() as u8;
         }
         // SOIs on and off cluster boundaries, followed by a marker or not,
         // EOCDs anywhere, one of each at the very end.
         for _ in 0..400 {
-            let p = (next() % (img.len() as u64 - 8)) as usize & !0x3f;
-            let needle = NEEDLES[(next() % 2) as usize];
+            let p = (rng.next_u64() % (img.len() as u64 - 8)) as usize & !0x3f;
+            let needle = NEEDLES[(rng.next_u64() % 2) as usize];
             img[p..p + needle.len()].copy_from_slice(needle);
         }
         let n = img.len();

@@ -772,14 +772,14 @@ mod tests {
     /// across or inside a 32-byte chunk, too few high bytes in the first
     /// 64, an `FF` as the last byte followed by each kind of first byte.
     fn sectors(n: usize) -> Vec<u8> {
-        let mut next = crate::carve::fragments::xorshift(0x2545_f491_4f6c_dd1d);
+        let mut rng = crate::synth::XorShift(0x2545_f491_4f6c_dd1d);
         let mut img = Vec::with_capacity(n * SECTOR + 300);
         for _ in 0..n {
-            let kind = next() % 13;
+            let kind = rng.next_u64() % 13;
             let mut s: Vec<u8> = (0..SECTOR)
-                .map(|_| (next() as u8 | 0x80).min(0xFE))
+                .map(|_| (rng.next_u64() as u8 | 0x80).min(0xFE))
                 .collect();
-            let at = (next() as usize) % (SECTOR - 1);
+            let at = (rng.next_u64() as usize) % (SECTOR - 1);
             match kind {
                 1 => s.fill(0),
                 2 => s.copy_from_slice(&[b'a'; SECTOR]),

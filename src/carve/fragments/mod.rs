@@ -292,18 +292,6 @@ fn recover_given(
     }
 }
 
-/// A deterministic pseudo-random sequence (xorshift64) for the tests.
-#[cfg(test)]
-pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-    let mut rng = seed;
-    move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::cache::Cache;
@@ -492,19 +480,19 @@ mod tests {
         past.claim(seen.hi + 1, seen.hi + CL);
         past.claim(0, seen.lo);
         assert!(past.agrees(&seen) && past.answers(&asked));
-        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
+        let mut rng = crate::synth::XorShift(0x2545_f491_4f6c_dd1du64);
         let mut agreed = 0;
         for _ in 0..300 {
             let mut c = Claims::default();
-            for _ in 0..next() % 4 {
-                let at = next() % (img.len() as u64);
+            for _ in 0..rng.next_u64() % 4 {
+                let at = rng.next_u64() % (img.len() as u64);
                 // (Mostly outside the span, some over its edges.)
-                let at = if next().is_multiple_of(3) {
+                let at = if rng.next_u64().is_multiple_of(3) {
                     at
                 } else {
                     at % seen.lo.max(1)
                 };
-                c.claim(at, at + 1 + next() % (64 * CL));
+                c.claim(at, at + 1 + rng.next_u64() % (64 * CL));
             }
             if c.agrees(&seen) {
                 agreed += 1;

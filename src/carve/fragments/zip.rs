@@ -5,6 +5,7 @@ use super::budget::Budget;
 use super::cache::{Cache, read_exact};
 use super::join::{for_each_piece, joined, nearest_first, tail_of_copy, validate_join};
 use super::runs::{MAX_RUNS, TwoRuns};
+use crate::carve::reader::{le16, le32};
 use crate::carve::validators::{ByteReader, Status};
 
 const LFH: &[u8; 4] = b"PK\x03\x04";
@@ -16,13 +17,6 @@ const MAX_EOCDS: usize = 64;
 const MAX_CROSS_SPLITS: u64 = 4;
 /// Most bytes of second fragment searched for its EOCD beyond the gap.
 const MAX_TAIL: u64 = 64 << 20;
-
-fn le16(b: &[u8], i: usize) -> u64 {
-    u64::from(u16::from_le_bytes([b[i], b[i + 1]]))
-}
-fn le32(b: &[u8], i: usize) -> u64 {
-    u64::from(u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]))
-}
 
 /// The local-header walk: `(last good local header, break offset)`, or
 /// `None` when the walk reaches the central directory (not fragmented

@@ -24,8 +24,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Volume, le16, le32};
-use crate::carve::reader::ByteReader;
+use super::Volume;
+use crate::carve::reader::{ByteReader, le16, le32};
 
 /// Most inodes read per volume.
 pub const MAX_INODES: u64 = 1 << 22;

@@ -26,7 +26,7 @@
 
 pub mod extfs;
 
-use crate::carve::reader::ByteReader;
+use crate::carve::reader::{ByteReader, le16, le32};
 
 /// Most GPT partition entries read.
 pub const MAX_GPT_ENTRIES: u64 = 128;
@@ -226,19 +226,6 @@ pub fn detect_with_files(r: &dyn ByteReader) -> Geometry {
 fn read<const N: usize>(r: &dyn ByteReader, off: u64) -> Option<[u8; N]> {
     let mut b = [0u8; N];
     (r.read_at(off, &mut b) == N).then_some(b)
-}
-
-/// Little-endian u16 at `i` (0 past the end).
-pub(super) fn le16(b: &[u8], i: usize) -> u64 {
-    b.get(i..i + 2)
-        .map_or(0, |s| u64::from(u16::from_le_bytes([s[0], s[1]])))
-}
-
-/// Little-endian u32 at `i` (0 past the end).
-pub(super) fn le32(b: &[u8], i: usize) -> u64 {
-    b.get(i..i + 4).map_or(0, |s| {
-        u64::from(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-    })
 }
 
 fn be32(b: &[u8], i: usize) -> u64 {

@@ -11,6 +11,7 @@ fn memo_cx(memo: &std::sync::Arc<super::ScanMemo>, image: &dyn ByteReader) -> Co
     Context::NONE.with_jpeg_memo(memo, image)
 }
 use super::super::{Limits, Status};
+use crate::synth::XorShift;
 
 /// A valid file, the seed for the mutation property test.
 pub fn seed() -> Vec<u8> {
@@ -641,7 +642,7 @@ fn a_trail_holds_the_snapshots_a_capture_takes() {
     use super::{Damage, Src, TrailSpec, validate_capture, validate_probe, validate_trail};
     use crate::carve::validators::testutil::{NO_LIMIT, Slice};
     // Noise that breaks a decode soon after it starts.
-    let noise = xorshift_noise(0x9E37_79B9_7F4A_7C15, 16384);
+    let noise = XorShift(0x9E37_79B9_7F4A_7C15).bytes(16384);
     let (mut compared, mut placed, mut progressive_placed) = (0, 0, 0);
     for (k, f) in snapshot_files().iter().enumerate() {
         let n = f.len();
@@ -725,7 +726,7 @@ fn trail_equals_captures(
 fn a_trail_holds_the_snapshots_at_the_ends_of_scans() {
     use super::{Damage, Src, TrailSpec, validate_trail};
     use crate::carve::validators::testutil::{NO_LIMIT, Slice};
-    let noise = xorshift_noise(0x2545_F491_4F6C_DD1D, 4096);
+    let noise = XorShift(0x2545_F491_4F6C_DD1D).bytes(4096);
     let (mut ends, mut compared) = (0, 0);
     for f in snapshot_files() {
         if !f.windows(2).any(|m| m == [0xFF, 0xC2]) {
@@ -782,12 +783,14 @@ fn a_split_joined_to_the_pictures_own_data_goes_on_from_a_kept_mark_alike() {
     use crate::carve::validators::testutil::{NO_LIMIT, Slice};
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
     let p = std::fs::read(dir.join("IMG_20200124_231153.jpg")).unwrap();
-    let mut next = crate::carve::fragments::xorshift(7);
-    let noise: Vec<u8> = (0..1 << 20).map(|_| next() as u8).collect();
+    let mut rng = XorShift(7);
+    let noise: Vec<u8> = (0..1 << 20).map(|_| rng.next_u64() as u8).collect();
     let n = p.len() as u64;
     // The picture, then copies of it with two bytes of the entropy-coded
     // data changed (where the bytes stop being the kept decode's).
-    let changed: Vec<u64> = (0..4).map(|_| 300_000 + next() % (n - 320_000)).collect();
+    let changed: Vec<u64> = (0..4)
+        .map(|_| 300_000 + rng.next_u64() % (n - 320_000))
+        .collect();
     let mut img = p.clone();
     for &q in &changed {
         let mut copy = p.clone();
@@ -819,8 +822,8 @@ fn a_split_joined_to_the_pictures_own_data_goes_on_from_a_kept_mark_alike() {
     let random: Vec<(u64, u64)> = (0..16)
         .map(|_| {
             (
-                16384 + next() % (n - 400_000),
-                16384 + next() % (n - 300_000),
+                16384 + rng.next_u64() % (n - 400_000),
+                16384 + rng.next_u64() % (n - 300_000),
             )
         })
         .collect();
@@ -1008,27 +1011,6 @@ fn memoised_scans_give_the_verdicts_of_a_decode() {
     }
 }
 
-/// A copy that repeats a sequential scan only up to some byte (cut and
-/// followed by other data, as a fragmented copy read contiguously; one
-/// byte changed; behind other header bytes) resumes from the memo's
-/// last usable mark and gets the verdict a decode of it gives. A trail
-/// left by such a decode answers every split near where the decode
-/// stopped with the snapshot a capture takes, and none below where it
-/// resumed. Two validations of copies at once: one decodes, the other
-/// takes its outcome.
-/// `n` bytes of xorshift noise from `seed`.
-fn xorshift_noise(seed: u64, n: usize) -> Vec<u8> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
 /// True when `trail` answers for `split` (asserting that its snapshot is
 /// the one a capture of `src` takes there).
 fn answers_as_captured(trail: &super::super::TrailRef, src: super::Src, split: u64) -> bool {
@@ -1109,7 +1091,7 @@ fn a_broken_copy_resumes_past_the_first_block_map_splits() {
     let f = std::fs::read(dir.join("IMG_20200124_231153.jpg")).unwrap();
     let n = f.len();
     let cut = n * 3 / 4;
-    let noise = xorshift_noise(0x9E37_79B9_7F4A_7C15, 64 * 1024);
+    let noise = XorShift(0x9E37_79B9_7F4A_7C15).bytes(64 * 1024);
     let copy = [&f[..cut], &noise[..]].concat();
     let slot = (n + noise.len()).next_power_of_two();
     let mut img = vec![0x33u8; slot * 2];
@@ -1151,6 +1133,14 @@ fn a_broken_copy_resumes_past_the_first_block_map_splits() {
     }
 }
 
+/// A copy that repeats a sequential scan only up to some byte (cut and
+/// followed by other data, as a fragmented copy read contiguously; one
+/// byte changed; behind other header bytes) resumes from the memo's
+/// last usable mark and gets the verdict a decode of it gives. A trail
+/// left by such a decode answers every split near where the decode
+/// stopped with the snapshot a capture takes, and none below where it
+/// resumed. Two validations of copies at once: one decodes, the other
+/// takes its outcome.
 #[test]
 fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
     use super::{
@@ -1162,7 +1152,7 @@ fn a_copy_repeating_a_scan_in_part_resumes_from_a_mark() {
     let f = std::fs::read(dir.join("IMG_20200124_231153.jpg")).unwrap();
     let n = f.len();
     assert!(f.windows(2).any(|m| m == [0xFF, 0xC0]), "a baseline file");
-    let noise = xorshift_noise(0x2545_F491_4F6C_DD1D, 64 * 1024);
+    let noise = XorShift(0x2545_F491_4F6C_DD1D).bytes(64 * 1024);
     let mut commented = f[..2].to_vec();
     commented.extend_from_slice(&[0xFF, 0xFE, 0, 6, b'c', b'o', b'p', b'y']);
     commented.extend_from_slice(&f[2..]);
