@@ -113,7 +113,7 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
         /// Hashes of written files (and of the image with --hash-image): any of sha256, md5, sha1
         #[arg(long = "hash", value_name = "ALGS", default_value = "sha256,md5")]
         hashes: gpucarve::hashing::HashChoice,
-        /// Cluster size in bytes for bifragment recovery (default: estimated from file starts)
+        /// Cluster size in bytes for fragment recovery (default: the file system's, else estimated from file starts)
         #[arg(long, value_name = "BYTES", value_parser = parse_cluster_size)]
         cluster_size: Option<u64>,
         /// Carve into a folder that already holds a carving, overwriting its reports

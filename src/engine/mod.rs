@@ -135,7 +135,9 @@ pub fn max_pattern_len(patterns: &[Pattern]) -> usize {
 /// Which engine a scan asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EngineChoice {
-    /// A real GPU when one exists, else the CPU.
+    /// The CPU engine, joined by a real GPU when one exists and the input
+    /// is at least [`AUTO_GPU_MIN_BYTES`] (the GPU's set-up costs more than
+    /// it saves below); the scan never waits for the GPU.
     Auto,
     Cpu,
     /// The GPU; `device` picks one by index or name substring.
