@@ -114,6 +114,11 @@ for name in ["one-pattern", "catalogue", "catalogue-in-place", "catalogue-copy",
               f"| {gib(r['io_ceiling_mib_s']):.2f} | {r['host_copies_per_byte']:.2f} "
               f"| {b['read']:.0%} / {b['upload']:.0%} / {b['compute']:.0%} / {b['readback']:.0%} ({b['overlap']:.0%}) "
               f"| {limit(r)} |")
+    for st in rep.get("setups", []):
+        steps = ", ".join(f"{p['step']} {p['s'] * 1e3:.0f}" for p in st["steps"])
+        print(f"\nset-up: {st['engine']}: {st['setup_s'] * 1e3:.0f} ms"
+              + (f" ({steps} ms)" if steps else "")
+              + f"; tear-down {st['teardown_s'] * 1e3:.0f} ms (targets: 150 ms, 20 ms)")
     for m in rep["missing"]:
         print(f"\nnot measured: {m}")
     for b in rep.get("baselines", []):

@@ -161,6 +161,28 @@ pub struct BenchReport {
     /// Engines that could not run, and why.
     pub missing: Vec<String>,
     pub best: Option<String>,
+    /// Each engine's set-up and tear-down.
+    pub setups: Vec<EngineSetup>,
+}
+
+/// How long an engine took to be ready, step by step, and to go away.
+#[derive(Clone, Debug, Serialize)]
+pub struct EngineSetup {
+    pub engine: String,
+    /// From asking for the engine to its being ready (seconds).
+    pub setup_s: f64,
+    /// The engine's own steps, in order (the GPU: PFAC table, instance,
+    /// device, staging memory, pipeline, table upload, slots).
+    pub steps: Vec<SetupStep>,
+    /// Dropping it after its rows (seconds).
+    pub teardown_s: f64,
+}
+
+/// One set-up step.
+#[derive(Clone, Debug, Serialize)]
+pub struct SetupStep {
+    pub step: String,
+    pub s: f64,
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -452,6 +474,7 @@ pub fn run(
         baselines: Vec::new(),
         missing: Vec::new(),
         best: None,
+        setups: Vec::new(),
     };
     let mem_len = (image.len() as usize).min(opts.mem_bytes);
     let mut mem = vec![0u8; mem_len];
@@ -459,6 +482,7 @@ pub fn run(
     let repeat = opts.repeat.max(1);
 
     for choice in &opts.engines {
+        let asked = Instant::now();
         let engines = match build_engines(
             &set.patterns,
             choice,
@@ -482,6 +506,7 @@ pub fn run(
                 continue;
             }
         };
+        let setup_s = asked.elapsed().as_secs_f64();
         let measure = Measure {
             image: &image,
             engines: &engines,
@@ -501,6 +526,9 @@ pub fn run(
                 }
             }
         }
+        let setup = timed_teardown(engines, setup_s);
+        progress(format_setup(&setup));
+        report.setups.push(setup);
     }
     report.best = report
         .rows
@@ -519,6 +547,49 @@ pub fn run(
         report.baselines = baselines(file, &set.patterns, &mem)?;
     }
     Ok(report)
+}
+
+/// The engine's set-up (measured by the caller, `setup_s`, and step by
+/// step by the engine) and the time dropping it takes.
+fn timed_teardown(engines: crate::engine::EngineSet, setup_s: f64) -> EngineSetup {
+    let engine = engines.primary.name();
+    let steps = engines
+        .primary
+        .setup_steps()
+        .into_iter()
+        .map(|(step, s)| SetupStep {
+            step: step.into(),
+            s,
+        })
+        .collect();
+    let t = Instant::now();
+    drop(engines);
+    EngineSetup {
+        engine,
+        setup_s,
+        steps,
+        teardown_s: t.elapsed().as_secs_f64(),
+    }
+}
+
+/// `gpu:lavapipe: set-up 412 ms (instance 12, device 40, ...), tear-down 3 ms`.
+fn format_setup(s: &EngineSetup) -> String {
+    let steps: Vec<String> = s
+        .steps
+        .iter()
+        .map(|p| format!("{} {:.0}", p.step, p.s * 1e3))
+        .collect();
+    let detail = if steps.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", steps.join(", "))
+    };
+    format!(
+        "{}: set-up {:.0} ms{detail}, tear-down {:.0} ms",
+        s.engine,
+        s.setup_s * 1e3,
+        s.teardown_s * 1e3
+    )
 }
 
 fn baselines(

@@ -127,6 +127,39 @@ fn bench_reports_host_copies_and_stage_busy_fractions() {
             );
             eprintln!("note: no Vulkan device; GPU rows not checked");
         }
+        // Each engine measured says how long it took to be ready and to go;
+        // a GPU's own steps in order, within its set-up time.
+        let setups = v["setups"].as_array().unwrap();
+        assert_eq!(setups.len(), 1 + usize::from(!gpu_rows.is_empty()), "{v}");
+        for st in setups {
+            let (setup, teardown) = (
+                st["setup_s"].as_f64().unwrap(),
+                st["teardown_s"].as_f64().unwrap(),
+            );
+            assert!(setup > 0.0 && teardown >= 0.0, "{st}");
+            let steps = st["steps"].as_array().unwrap();
+            if st["engine"].as_str().unwrap().starts_with("gpu") {
+                let names: Vec<&str> = steps.iter().map(|p| p["step"].as_str().unwrap()).collect();
+                assert_eq!(
+                    names,
+                    [
+                        "pfac table",
+                        "instance",
+                        "choose device",
+                        "device",
+                        "staging memory",
+                        "pipeline",
+                        "table upload",
+                        "slots"
+                    ],
+                    "{st}"
+                );
+                let sum: f64 = steps.iter().map(|p| p["s"].as_f64().unwrap()).sum();
+                assert!(sum > 0.0 && sum <= setup, "{st}");
+            } else {
+                assert!(steps.is_empty(), "{st}");
+            }
+        }
         for r in rows {
             let io = r["io"].as_str().unwrap();
             let gpu = r["engine"].as_str().unwrap().starts_with("gpu");

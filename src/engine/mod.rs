@@ -110,6 +110,12 @@ pub trait Engine: Send + Sync {
         Some(self.search_profiled(haystack, out, clock))
     }
 
+    /// How long each step of the engine's set-up took, in order, seconds
+    /// (`gpucarve bench` reports them). Default: none measured.
+    fn setup_steps(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+
     /// What the engine has to tell the examiner once a scan is over
     /// (`--engine auto`: why a GPU that is present could not be used), as a
     /// one-line warning. Default: nothing.

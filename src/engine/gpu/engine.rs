@@ -336,6 +336,8 @@ fn init_err<E: Display>(what: &'static str) -> impl FnOnce(E) -> GpuError {
 /// runs separately, so every hit is always delivered, however dense.
 pub struct GpuEngine {
     name: String,
+    /// How long each set-up step took (seconds), in order.
+    setup: Vec<(&'static str, f64)>,
     info: DeviceInfo,
     /// The compute queue.
     queue: Arc<Queue>,
@@ -625,10 +627,12 @@ impl GpuEngine {
         allow_software: bool,
         config: GpuConfig,
     ) -> Result<GpuEngine, GpuError> {
+        let mut steps = SetupClock::start();
         let table = PfacTable::build_with_limit(patterns, config.max_states)
             .map_err(|e| GpuError::Build(e.to_string()))?;
-
+        steps.lap("pfac table");
         let instance = open_instance()?;
+        steps.lap("instance");
         let chosen = choose(&instance, &choice, allow_software)?;
         let props = chosen.device.properties();
         let sizes = BufferSizes::fit(&table, patterns.len(), &chosen, &config)?;
@@ -640,7 +644,9 @@ impl GpuEngine {
             UploadPath::Auto => UploadPath::InPlace,
             other => other,
         };
+        steps.lap("choose device");
         let opened = OpenedDevice::open(&chosen, upload)?;
+        steps.lap("device");
         let queue = opened.queue;
         let transfer = opened.transfer;
         let transfer_family = opened.transfer_family;
@@ -666,7 +672,9 @@ impl GpuEngine {
             &chosen,
         );
 
+        steps.lap("staging memory");
         let pipeline = create_pipeline(&device)?;
+        steps.lap("pipeline");
         let memory = Arc::new(StandardMemoryAllocator::new_default(device.clone()));
         let descriptors = Arc::new(StandardDescriptorSetAllocator::new(
             device.clone(),
@@ -689,9 +697,11 @@ impl GpuEngine {
             &queue,
             [table.transitions(), &ranges, table.outputs()],
         )?;
+        steps.lap("table upload");
 
         let mut engine = GpuEngine {
             name: format!("gpu:{}", chosen.info.name),
+            setup: Vec::new(),
             info: chosen.info,
             queue,
             transfer,
@@ -721,6 +731,8 @@ impl GpuEngine {
             max_groups: sizes.max_groups,
         };
         engine.fill_pool(&config)?;
+        steps.lap("slots");
+        engine.setup = steps.steps;
         Ok(engine)
     }
 
@@ -1237,7 +1249,33 @@ impl GpuEngine {
     }
 }
 
+/// The set-up's steps, timed one after the other.
+struct SetupClock {
+    at: Instant,
+    steps: Vec<(&'static str, f64)>,
+}
+
+impl SetupClock {
+    fn start() -> Self {
+        SetupClock {
+            at: Instant::now(),
+            steps: Vec::new(),
+        }
+    }
+
+    /// The step `name` ended now.
+    fn lap(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.steps.push((name, (now - self.at).as_secs_f64()));
+        self.at = now;
+    }
+}
+
 impl Engine for GpuEngine {
+    fn setup_steps(&self) -> Vec<(&'static str, f64)> {
+        self.setup.clone()
+    }
+
     fn name(&self) -> String {
         self.name.clone()
     }
