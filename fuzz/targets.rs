@@ -56,6 +56,10 @@ const OTHER_TARGETS: &[Target] = &[
         run: fs_layout,
     },
     Target {
+        name: "fs_alloc",
+        run: fs_alloc,
+    },
+    Target {
         name: "catalogue_toml",
         run: catalogue_toml,
     },
@@ -376,6 +380,51 @@ fn split_on<'a>(data: &'a [u8], sep: &[u8]) -> Vec<&'a [u8]> {
     }
     out.push(rest);
     out
+}
+
+/// Allocation status (`carve::geometry::alloc`): FAT entries, ext block
+/// bitmaps, the exFAT allocation bitmap, read on demand for byte runs the
+/// input's last bytes pick (and runs across every volume's edges and data
+/// area). Never more read than the budget; no file system, no status.
+fn fs_alloc(data: &[u8]) {
+    use gpucarve::carve::geometry::{self, alloc};
+    let image = Slice(data);
+    let len = data.len() as u64;
+    let g = geometry::detect(&image);
+    let mut maps = alloc::AllocMaps::new(&g);
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for v in &g.volumes {
+        let data_at = v.fat.map_or(v.start, |f| f.data);
+        for at in [
+            v.start,
+            data_at,
+            v.end.saturating_sub(1),
+            v.start.saturating_sub(512),
+        ] {
+            runs.push((at, 1));
+            runs.push((at, 3 * v.cluster));
+        }
+        runs.push((v.start, v.end - v.start));
+    }
+    // Runs the input's tail picks: (offset, length) pairs of u16s scaled.
+    for w in data.rchunks_exact(4).take(16) {
+        let off = u64::from(u16::from_le_bytes([w[0], w[1]])) * 64;
+        let n = u64::from(u16::from_le_bytes([w[2], w[3]])) * 16;
+        runs.push((off, n));
+    }
+    runs.push((len, 10));
+    runs.push((u64::MAX - 5, 10));
+    for &r in &runs {
+        let s = maps.status(&image, [r]);
+        if g.volumes.is_empty() {
+            assert_eq!(s, None, "{r:?}");
+        }
+    }
+    let all = maps.status(&image, runs.iter().copied());
+    if g.volumes.is_empty() {
+        assert_eq!(all, None);
+    }
+    assert!(maps.bytes_read() <= alloc::MAX_MAP_BYTES + (1 << 16));
 }
 
 /// The file systems' layouts (`carve::geometry`, `carve::geometry::extfs`): volume

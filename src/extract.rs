@@ -83,6 +83,7 @@ mod tests {
             file_type: ty.into(),
             family: ty.into(),
             status: "complete".into(),
+            alloc: None,
             offset: runs.first().map_or(0, |r| r.0),
             length: runs.iter().map(|r| r.1).sum(),
             byte_runs: runs

@@ -206,6 +206,8 @@ fn count_files(summary: &mut CarveSummary, files: &[CarvedFile]) {
             .or_insert((0, 0));
         e.0 += 1;
         e.1 += f.length;
+        let status = f.alloc.map_or("not known", |a| a.as_str());
+        *summary.alloc.entry(status.to_string()).or_insert(0) += 1;
     }
 }
 
@@ -304,7 +306,11 @@ impl CarveJob {
         if resumed.is_none() {
             meta.write(&self.out_dir)?;
         }
-        let mut reports = Reports::open(&out, &info, &self.out_dir)?;
+        // The volumes, for report.xml's head (a few small reads; the carving
+        // reads them again with the rest of the file systems).
+        let volumes =
+            crate::carve::geometry::detect(&crate::carve::ImageBytes::new(&image)).volumes;
+        let mut reports = Reports::open(&out, &info, &self.out_dir, &volumes)?;
         let audit_file = out.create_report("audit.txt").map_err(|e| e.to_string())?;
         // Reserve room for the audit now, so that it can still be written if
         // the output file system fills up during the carving.
@@ -612,15 +618,23 @@ struct Reports {
 
 impl Reports {
     /// Creates the reports in the output folder, in that order.
-    fn open(out: &OutputDir, info: &RunInfo, out_dir: &Path) -> Result<Reports, String> {
+    fn open(
+        out: &OutputDir,
+        info: &RunInfo,
+        out_dir: &Path,
+        volumes: &[crate::carve::geometry::Volume],
+    ) -> Result<Reports, String> {
         let open = |name: &str| -> Result<BufWriter<File>, String> {
             out.create_report(name)
                 .map(BufWriter::new)
                 .map_err(|e| e.to_string())
         };
         let jsonl = JsonlReport::new(open("report.jsonl")?, info.hashes);
-        let dfxml =
+        let mut dfxml =
             DfxmlReport::new(open("report.xml")?, info).map_err(|e| format!("report.xml: {e}"))?;
+        dfxml
+            .volumes(volumes)
+            .map_err(|e| format!("report.xml: {e}"))?;
         let hashlist = HashdeepList::new(open(HASHES)?, out_dir, info.hashes, &info.command_line)
             .map_err(|e| format!("{HASHES}: {e}"))?;
         Ok(Reports {

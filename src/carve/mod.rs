@@ -120,6 +120,10 @@ pub struct CarvedFile {
     /// The catalogue type whose header matched (`zip`).
     pub family: String,
     pub status: String,
+    /// Whether the file system still allocates the clusters its bytes lie
+    /// in ([`geometry::alloc`]); absent when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc: Option<geometry::alloc::Alloc>,
     pub offset: u64,
     pub length: u64,
     pub byte_runs: Vec<ByteRun>,
@@ -211,6 +215,12 @@ pub struct CarveSummary {
     /// The file systems whose cluster size the fragment search used
     /// ([`geometry::Geometry::describe`]; empty: estimated or given).
     pub file_systems: Vec<String>,
+    /// Every volume found ([`geometry::Geometry::describe`]), whatever
+    /// cluster size was used.
+    pub volumes: Vec<String>,
+    /// Files reported per allocation status (`allocated`, `unallocated`,
+    /// `partly`, `not known`).
+    pub alloc: BTreeMap<String, u64>,
     pub started: Option<SystemTime>,
     pub finished: Option<SystemTime>,
 }
@@ -593,6 +603,8 @@ fn summarize(
     }
     summary.profile = carved.profile;
     summary.file_systems = carved.file_systems;
+    summary.volumes = carved.volumes;
+    summary.alloc = carved.alloc;
     summary.finished = Some(SystemTime::now());
     summary
 }
@@ -777,6 +789,9 @@ impl Profile {
 struct CarverTotals {
     profile: Profile,
     file_systems: Vec<String>,
+    volumes: Vec<String>,
+    /// Files reported per allocation status.
+    alloc: BTreeMap<String, u64>,
     counts: BTreeMap<(String, String), (u64, u64)>,
     found: u64,
     written: u64,
@@ -976,7 +991,7 @@ fn carve_events(
     let searchers = search_ahead();
     let joins = fragments::AheadJoins::default();
     std::thread::scope(|s| {
-        let emitter = s.spawn(move || emit_loop(erx, image, out, opts.hashes, report));
+        let emitter = s.spawn(move || emit_loop(erx, image, geo, out, opts.hashes, report));
         for _ in 0..searchers {
             let known_ahead = (Some(known.clone()), Some(needles.clone()));
             let (jobs_rx, joins) = (&jobs_rx, &joins);
@@ -1010,6 +1025,8 @@ fn carve_events(
         totals.written = emitted.written;
         totals.bytes_written = emitted.bytes_written;
         totals.counts = emitted.counts;
+        totals.alloc = emitted.alloc;
+        totals.volumes = geo.describe();
         totals.profile.merge(&emitted.profile);
         Ok(totals)
     })
@@ -1056,6 +1073,7 @@ fn search_ahead() -> usize {
 fn emit_loop(
     rx: Receiver<Emit>,
     image: &Image,
+    geo: &geometry::Geometry,
     out: &OutputDir,
     hashes: crate::hashing::HashChoice,
     report: &mut (dyn CarveReport + Send),
@@ -1098,11 +1116,20 @@ fn emit_loop(
         }
         drop(done_tx);
         let mut order = InOrder::default();
+        // What the file systems say of each file's clusters, read as files
+        // are reported (bounded: [`geometry::alloc`]).
+        let mut alloc = geometry::alloc::AllocMaps::new(geo);
+        let mut alloc_clock = (0u64, 0.0f64);
         let r = (|| {
             for msg in rx {
                 match msg {
                     Emit::Files(planned) => {
-                        for p in planned {
+                        for mut p in planned {
+                            let t0 = CpuClock::start();
+                            let runs = p.file.byte_runs.iter().map(|r| (r.img_offset, r.len));
+                            p.file.alloc = alloc.status(&bytes, runs);
+                            alloc_clock.0 += 1;
+                            alloc_clock.1 += t0.secs();
                             // (A bounded number of files in flight.)
                             while order.waiting() >= EMIT_AHEAD {
                                 let Ok(d) = done_rx.recv() else { break };
@@ -1145,7 +1172,12 @@ fn emit_loop(
         if order.waiting() > 0 {
             return Err(CarveError::Internal("an output thread stopped".into()));
         }
-        Ok(order.totals)
+        let mut totals = order.totals;
+        if alloc_clock.0 > 0 {
+            let stage = "allocation status";
+            totals.profile.add(stage, "", alloc_clock.0, alloc_clock.1);
+        }
+        Ok(totals)
     })
 }
 
@@ -1273,6 +1305,8 @@ impl InOrder {
             .or_insert((0, 0));
         e.0 += 1;
         e.1 += p.file.length;
+        let status = p.file.alloc.map_or("not known", |a| a.as_str());
+        *totals.alloc.entry(status.to_string()).or_insert(0) += 1;
         report.file(&p.file).map_err(CarveError::Report)
     }
 }
@@ -2053,6 +2087,7 @@ fn plan(
         file_type: file_type.clone(),
         family: t.name.clone(),
         status: ext.status.as_str().to_string(),
+        alloc: None,
         offset: c.start,
         length: ext.length,
         byte_runs: runs,

@@ -73,6 +73,7 @@ pub fn render(
     for fs in &summary.file_systems {
         let _ = writeln!(s, "file system (cluster size for fragment joins): {fs}");
     }
+    volumes_lines(&mut s, summary);
     if let Some(e) = error {
         let _ = writeln!(
             s,
@@ -114,6 +115,26 @@ pub fn render(
         crate::carve::WORK_FIXED >> 20
     );
     s
+}
+
+/// The `volumes:` section (every volume the image's partition table and
+/// boot sectors name) and the files per allocation status.
+fn volumes_lines(s: &mut String, summary: &CarveSummary) {
+    let _ = writeln!(s, "volumes: {}", summary.volumes.len());
+    for v in &summary.volumes {
+        let _ = writeln!(s, "  {v}");
+    }
+    if !summary.alloc.is_empty() {
+        let counts: Vec<String> = ["allocated", "unallocated", "partly", "not known"]
+            .iter()
+            .map(|k| format!("{} {k}", summary.alloc.get(*k).copied().unwrap_or(0)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "allocation status of the files reported (their clusters in the file system's allocation map): {}",
+            counts.join(", ")
+        );
+    }
 }
 
 /// `image:`, `image size:`, the image's digests and the file hash line (also

@@ -10,13 +10,19 @@
 //!     <execution_environment>(uname, host, command_line, uid, start_time)</execution_environment></creator>
 //!   <source><image_filename>/absolute/path/disk.dd</image_filename></source>
 //!   <diskimageobject><filesize>(image bytes)</filesize><sector_size>512</sector_size></diskimageobject>
+//!   <volume offset='1048576'>                        (one per volume found)
+//!     <partition_offset>1048576</partition_offset> <block_size>4096</block_size>
+//!     <ftype_str>ext4</ftype_str> <block_count>..</block_count> <gc:length>(bytes)</gc:length>
+//!   </volume>
 //!   <fileobject>
 //!     <filename>jpeg/000000001024.jpg</filename>      (absent when not written)
-//!     <id>1</id> <filesize>..</filesize>               (no <alloc>: see below)
+//!     <id>1</id> <filesize>..</filesize>
+//!     <alloc>0</alloc>                                 (when known: see below)
 //!     <byte_runs><byte_run file_offset='0' img_offset='1024' len='5120'/></byte_runs>
 //!     <hashdigest type='sha256'>..</hashdigest>       (one per --hash algorithm, when hashed)
 //!     <gc:type>jpeg</gc:type> <gc:family>..</gc:family> <gc:status>complete</gc:status>
 //!     <gc:parent>..</gc:parent> <gc:validator>..</gc:validator> <gc:note>..</gc:note>
+//!     <gc:alloc>partly</gc:alloc>                      (some clusters allocated, some not)
 //!   </fileobject>
 //!   <rusage>(getrusage: utime, stime, maxrss, ...)<clocktime>..</clocktime></rusage>
 //!   <gc:incomplete>..</gc:incomplete>                  (when the run stopped early)
@@ -28,10 +34,17 @@
 //! PhotoRec's `byte_run/@offset`, `source/image_size` and `source/sectorsize`
 //! are not in the schema: they are `byte_run/@file_offset`,
 //! `diskimageobject/filesize` and `diskimageobject/sector_size` here.
-//! PhotoRec writes `<alloc>0</alloc>` for every carved file; the carving
-//! does not determine allocation (a file the file system still lists is
-//! carved like a deleted one), so gpucarve writes no `alloc` (the schema
-//! makes it optional): a report states only what was determined.
+//! PhotoRec writes `<alloc>0</alloc>` for every carved file; gpucarve
+//! writes `<alloc>` only where the file system's allocation map says it
+//! ([`crate::carve::geometry::alloc`]): `1` when every cluster the file's
+//! bytes lie in is allocated, `0` when none is (a deleted file, unallocated
+//! space). The schema's `alloc` is the file's (FAT has no inodes apart from
+//! names; an allocation map says nothing of `alloc_inode` or `alloc_name`).
+//! A file whose clusters are partly allocated has no `alloc` (neither value
+//! is true of it) but `<gc:alloc>partly</gc:alloc>`; a file whose status is
+//! not known has neither. Volumes (the schema places them after the disk
+//! image object, before the top-level file objects) carry the volume's
+//! offset, cluster size, file system and length.
 
 use std::io::Write;
 
@@ -123,6 +136,24 @@ xmlns:gc='{XMLNS_GC}'\n  version='1.2.0'>\n  \
         })
     }
 
+    /// The volumes found in the image (before any file).
+    pub fn volumes(&mut self, vols: &[crate::carve::geometry::Volume]) -> std::io::Result<()> {
+        for v in vols {
+            let len = v.end - v.start;
+            writeln!(
+                self.out,
+                "  <volume offset='{0}'>\n    <partition_offset>{0}</partition_offset>\n    \
+<block_size>{1}</block_size>\n    <ftype_str>{2}</ftype_str>\n    \
+<block_count>{3}</block_count>\n    <gc:length>{len}</gc:length>\n  </volume>",
+                v.start,
+                v.cluster,
+                escape(v.fs),
+                len / v.cluster.max(1)
+            )?;
+        }
+        Ok(())
+    }
+
     /// A range of the image that could not be read (after the files), in
     /// gpucarve's own namespace: `<gc:unreadable img_offset='…' len='…'>reason</gc:unreadable>`.
     pub fn unreadable(&mut self, d: &crate::source::Damage) -> std::io::Result<()> {
@@ -176,6 +207,12 @@ impl<W: Write> CarveReport for DfxmlReport<W> {
             "    <id>{}</id>\n    <filesize>{}</filesize>",
             f.id, f.length
         )?;
+        use crate::carve::geometry::alloc::Alloc;
+        match f.alloc {
+            Some(Alloc::Allocated) => writeln!(o, "    <alloc>1</alloc>")?,
+            Some(Alloc::Unallocated) => writeln!(o, "    <alloc>0</alloc>")?,
+            _ => {}
+        }
         writeln!(o, "    <byte_runs>")?;
         for r in &f.byte_runs {
             writeln!(
@@ -211,6 +248,9 @@ impl<W: Write> CarveReport for DfxmlReport<W> {
         }
         for n in &f.notes {
             writeln!(o, "    <gc:note>{}</gc:note>", escape(n))?;
+        }
+        if f.alloc == Some(Alloc::Partly) {
+            writeln!(o, "    <gc:alloc>partly</gc:alloc>")?;
         }
         writeln!(o, "  </fileobject>")
     }
@@ -301,6 +341,82 @@ mod tests {
     }
 
     #[test]
+    fn volumes_and_allocation() {
+        use crate::carve::geometry::{Volume, alloc::Alloc};
+        let mut r = DfxmlReport::new(Vec::new(), &info()).unwrap();
+        let vol = Volume {
+            start: 1 << 20,
+            end: 3 << 20,
+            cluster: 4096,
+            phase: 0,
+            fs: "ext4",
+            fat: None,
+            ext_files: None,
+        };
+        r.volumes(&[vol]).unwrap();
+        for (id, alloc) in [
+            (1, Some(Alloc::Allocated)),
+            (2, Some(Alloc::Partly)),
+            (3, None),
+        ] {
+            r.file(&CarvedFile {
+                id,
+                file_type: "png".into(),
+                family: "png".into(),
+                status: "complete".into(),
+                alloc,
+                offset: 512,
+                length: 100,
+                byte_runs: vec![],
+                sha256: None,
+                md5: None,
+                sha1: None,
+                parent: None,
+                path: None,
+                validator: None,
+                notes: vec![],
+            })
+            .unwrap();
+        }
+        let text = String::from_utf8(r.finish(1.5, None).unwrap()).unwrap();
+        let doc = roxmltree::Document::parse(&text).unwrap();
+        let root = doc.root_element();
+        let v = root.children().find(|n| n.has_tag_name("volume")).unwrap();
+        let kids: Vec<(&str, &str)> = v
+            .children()
+            .filter(|n| n.is_element())
+            .map(|n| (n.tag_name().name(), n.text().unwrap_or("")))
+            .collect();
+        assert_eq!(
+            kids,
+            [
+                ("partition_offset", "1048576"),
+                ("block_size", "4096"),
+                ("ftype_str", "ext4"),
+                ("block_count", "512"),
+                ("length", "2097152")
+            ]
+        );
+        let files: Vec<Vec<&str>> = root
+            .children()
+            .filter(|n| n.has_tag_name("fileobject"))
+            .map(|f| {
+                f.children()
+                    .filter(|n| n.is_element())
+                    .map(|n| n.tag_name().name())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(files[0][..4], ["id", "filesize", "alloc", "byte_runs"]);
+        // `partly`: gc:alloc at the end, no DFXML alloc.
+        assert_eq!(files[1].iter().filter(|n| **n == "alloc").count(), 1);
+        assert_eq!(files[1].last(), Some(&"alloc"));
+        assert_eq!(text.matches("<alloc>").count(), 1);
+        assert!(!files[2].contains(&"alloc"));
+        assert!(text.contains("<alloc>1</alloc>") && text.contains("<gc:alloc>partly</gc:alloc>"));
+    }
+
+    #[test]
     fn document_order_namespaces_and_escaping() {
         let mut r = DfxmlReport::new(Vec::new(), &info()).unwrap();
         r.file(&CarvedFile {
@@ -308,6 +424,7 @@ mod tests {
             file_type: "png".into(),
             family: "png".into(),
             status: "complete".into(),
+            alloc: None,
             offset: 512,
             length: 100,
             byte_runs: vec![ByteRun {

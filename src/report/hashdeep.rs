@@ -131,6 +131,7 @@ mod tests {
             file_type: "jpeg".into(),
             family: "jpeg".into(),
             status: "complete".into(),
+            alloc: None,
             offset: 0,
             length: 3,
             byte_runs: vec![ByteRun {

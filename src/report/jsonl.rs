@@ -1,6 +1,8 @@
 //! `report.jsonl`: one JSON object per carved or detected file, in offset order.
 //!
-//! Fields: `id`, `type`, `family`, `status`, `offset`, `length`,
+//! Fields: `id`, `type`, `family`, `status`, `alloc` (`allocated`,
+//! `unallocated` or `partly`: whether the file system still allocates the
+//! clusters the file's bytes lie in; absent when not known), `offset`, `length`,
 //! `byte_runs` (`file_offset`, `img_offset`, `len`), then one key per hash
 //! chosen with `--hash` (`sha256`, `md5`, `sha1`; null where the file was not
 //! hashed, absent when not chosen), `parent`, `path` (relative to the output
@@ -62,6 +64,8 @@ struct Line<'a> {
     file_type: &'a str,
     family: &'a str,
     status: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    alloc: Option<&'a str>,
     offset: u64,
     length: u64,
     byte_runs: &'a [ByteRun],
@@ -91,6 +95,7 @@ impl<W: Write> CarveReport for JsonlReport<W> {
             file_type: &f.file_type,
             family: &f.family,
             status: &f.status,
+            alloc: f.alloc.map(|a| a.as_str()),
             offset: f.offset,
             length: f.length,
             byte_runs: &f.byte_runs,
@@ -172,6 +177,7 @@ mod tests {
             file_type: "png".into(),
             family: "png".into(),
             status: "complete".into(),
+            alloc: None,
             offset: 4096,
             length: 10,
             byte_runs: vec![ByteRun {
@@ -205,6 +211,22 @@ mod tests {
         let l = line("sha1");
         assert!(l.contains(r#""len":10}],"sha1":"cc","parent""#), "{l}");
         assert!(!l.contains("sha256") && !l.contains("md5"), "{l}");
+    }
+
+    #[test]
+    fn alloc_is_written_after_status_when_known() {
+        let l = line("sha256");
+        assert!(!l.contains("alloc"), "{l}");
+        let mut f = file();
+        f.alloc = Some(crate::carve::geometry::alloc::Alloc::Unallocated);
+        let mut r = JsonlReport::new(Vec::new(), "sha256".parse().unwrap());
+        r.file(&f).unwrap();
+        let l = String::from_utf8(r.finish().unwrap()).unwrap();
+        assert!(
+            l.contains(r#""status":"complete","alloc":"unallocated","offset""#),
+            "{l}"
+        );
+        assert_eq!(read(&l).unwrap()[0].alloc, f.alloc);
     }
 
     #[test]

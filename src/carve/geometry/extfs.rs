@@ -61,18 +61,19 @@ pub struct FileMap {
 }
 
 /// What the superblock says.
-struct Super {
-    bs: u64,
-    blocks: u64,
-    first_data_block: u64,
-    blocks_per_group: u64,
+pub(super) struct Super {
+    pub(super) bs: u64,
+    pub(super) blocks: u64,
+    pub(super) first_data_block: u64,
+    pub(super) blocks_per_group: u64,
     inodes_per_group: u64,
     inode_size: u64,
-    desc_size: u64,
-    bit64: bool,
+    pub(super) desc_size: u64,
+    pub(super) bit64: bool,
 }
 
-fn superblock(r: &dyn ByteReader, vol: &Volume) -> Option<Super> {
+/// The superblock of the ext2/3/4 volume `vol`, when plausible.
+pub(super) fn superblock(r: &dyn ByteReader, vol: &Volume) -> Option<Super> {
     let mut sb = [0u8; 1024];
     if r.read_at(vol.start.checked_add(1024)?, &mut sb) != sb.len() || le16(&sb, 0x38) != 0xEF53 {
         return None;

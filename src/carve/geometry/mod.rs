@@ -24,6 +24,7 @@
 //! a power of two from 512 bytes to 32 MiB, a volume lies inside the image;
 //! anything else is not a file system and the estimate is used.
 
+pub mod alloc;
 pub mod extfs;
 
 use crate::carve::reader::{ByteReader, le16, le32};
@@ -86,6 +87,10 @@ impl Volume {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Geometry {
     pub volumes: Vec<Volume>,
+    /// `[start, end)` of every partition an MBR or GPT lists (extended
+    /// partitions included), whatever its file system: empty when the image
+    /// has no partition table.
+    pub partitions: Vec<(u64, u64)>,
 }
 
 impl Geometry {
@@ -203,13 +208,21 @@ pub fn ext_block_map(
 pub fn detect(r: &dyn ByteReader) -> Geometry {
     let len = r.len();
     if let Some(v) = volume(r, 0, len) {
-        return Geometry { volumes: vec![v] };
+        return Geometry {
+            volumes: vec![v],
+            partitions: Vec::new(),
+        };
     }
-    let volumes = partitions(r)
-        .into_iter()
-        .filter_map(|(s, e)| volume(r, s, e.min(len)))
+    let listed = partitions(r);
+    let volumes = listed
+        .iter()
+        .filter(|p| !p.2)
+        .filter_map(|&(s, e, _)| volume(r, s, e.min(len)))
         .collect();
-    Geometry { volumes }
+    Geometry {
+        volumes,
+        partitions: listed.into_iter().map(|(s, e, _)| (s, e)).collect(),
+    }
 }
 
 /// [`detect`], and the inode tables of its ext2/3/4 volumes read
@@ -450,8 +463,10 @@ fn superblock(r: &dyn ByteReader, start: u64) -> Option<(&'static str, u64, u64)
     None
 }
 
-/// `[start, end)` of the partitions an MBR (primary entries) or a GPT lists.
-fn partitions(r: &dyn ByteReader) -> Vec<(u64, u64)> {
+/// `[start, end)` of the partitions an MBR (primary entries) or a GPT
+/// lists, each with whether it is an extended partition (a container of
+/// logical ones, not read).
+fn partitions(r: &dyn ByteReader) -> Vec<(u64, u64, bool)> {
     let Some(mbr) = read::<512>(r, 0) else {
         return Vec::new();
     };
@@ -464,15 +479,16 @@ fn partitions(r: &dyn ByteReader) -> Vec<(u64, u64)> {
     }
     entries
         .iter()
-        .filter(|e| !matches!(e[4], 0x00 | 0x05 | 0x0F | 0x85))
+        .filter(|e| e[4] != 0x00)
         .filter_map(|e| {
             let (lba, n) = (le32(e, 8), le32(e, 12));
-            (lba > 0 && n > 0).then(|| (lba * SECTOR, (lba + n) * SECTOR))
+            let extended = matches!(e[4], 0x05 | 0x0F | 0x85);
+            (lba > 0 && n > 0).then(|| (lba * SECTOR, (lba + n) * SECTOR, extended))
         })
         .collect()
 }
 
-fn gpt(r: &dyn ByteReader) -> Vec<(u64, u64)> {
+fn gpt(r: &dyn ByteReader) -> Vec<(u64, u64, bool)> {
     let Some(h) = read::<92>(r, SECTOR) else {
         return Vec::new();
     };
@@ -503,7 +519,7 @@ fn gpt(r: &dyn ByteReader) -> Vec<(u64, u64)> {
                 last.checked_add(1).and_then(|l| l.checked_mul(SECTOR)),
             )
         {
-            out.push((s, t));
+            out.push((s, t, false));
         }
     }
     out
@@ -513,7 +529,7 @@ fn gpt(r: &dyn ByteReader) -> Vec<(u64, u64)> {
 pub(crate) mod tests {
     use super::*;
 
-    fn fat32(img: &mut [u8], at: usize, spc: u8, reserved: u16, fat_size: u32) {
+    pub(crate) fn fat32(img: &mut [u8], at: usize, spc: u8, reserved: u16, fat_size: u32) {
         let b = &mut img[at..at + 512];
         b[0] = 0xEB;
         b[3..11].copy_from_slice(b"mkfs.fat");

@@ -1,0 +1,642 @@
+//! What the file system still knows of a carved file's bytes: whether the
+//! clusters (blocks) they lie in are allocated.
+//!
+//! * FAT16/32: a cluster is allocated iff its entry in the first table is
+//!   not zero (free);
+//! * ext2/3/4: iff its bit is set in its block group's block bitmap (a group
+//!   whose bitmap was never initialised, `BLOCK_UNINIT`, has its data blocks
+//!   free);
+//! * exFAT: iff its bit is set in the allocation bitmap (the root
+//!   directory's bitmap entry, type `0x81`, says where it lies);
+//! * outside every volume and every partition of an image that has a
+//!   partition table and a recognised file system: unallocated space;
+//! * anywhere else (NTFS, HFS+, XFS, btrfs, FAT12, a partition whose file
+//!   system is not recognised, an image without one): not known.
+//!
+//! Maps are read lazily, when a file is reported, and bounded whatever the
+//! image says: only the pieces of a table ([`PIECE`] bytes of a FAT, one
+//! block of a bitmap) that hold the clusters of reported files are read,
+//! at most [`MAX_CACHED`] are kept (the cache is emptied when full), and at
+//! most [`MAX_MAP_BYTES`] are read per carving (past it, statuses are not
+//! known). Every cluster and block number is range-checked; no length
+//! field sizes an allocation.
+
+use std::collections::HashMap;
+
+use super::{Fat, Geometry, Volume, extfs, le16, le32};
+use crate::carve::reader::ByteReader;
+
+/// A carved file's allocation status.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Alloc {
+    /// Every cluster it lies in is allocated.
+    Allocated,
+    /// None is (deleted files, unallocated space).
+    Unallocated,
+    /// Some are.
+    Partly,
+}
+
+impl Alloc {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Alloc::Allocated => "allocated",
+            Alloc::Unallocated => "unallocated",
+            Alloc::Partly => "partly",
+        }
+    }
+}
+
+/// Bytes of a FAT read at a time.
+pub const PIECE: u64 = 4096;
+/// Most table pieces and bitmap blocks kept (16 MiB of 64 KiB blocks).
+pub const MAX_CACHED: usize = 256;
+/// Most bytes of allocation maps read per carving.
+pub const MAX_MAP_BYTES: u64 = 256 << 20;
+
+/// How one volume tells allocation.
+#[derive(Clone, Debug)]
+enum Map {
+    /// Not read yet.
+    Pending,
+    /// FAT16/32: the first table.
+    Fat(Fat, u64),
+    /// ext2/3/4: the superblock's facts.
+    Ext(ExtMap),
+    /// exFAT: the allocation bitmap's image offset and length in bytes,
+    /// cluster 2's offset, the cluster size and count.
+    ExFat(ExFatMap),
+    /// No allocation map known.
+    None,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ExtMap {
+    start: u64,
+    bs: u64,
+    blocks: u64,
+    first_data_block: u64,
+    blocks_per_group: u64,
+    desc_at: u64,
+    desc_size: u64,
+    bit64: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ExFatMap {
+    bitmap: u64,
+    bitmap_len: u64,
+    heap: u64,
+    cluster: u64,
+    clusters: u64,
+}
+
+/// The allocation maps of an image's volumes, read on demand.
+#[derive(Debug, Default)]
+pub struct AllocMaps {
+    volumes: Vec<(Volume, Map)>,
+    /// Partitions (containers included) without a recognised file system.
+    others: Vec<(u64, u64)>,
+    /// Bytes outside every volume and partition are unallocated space.
+    outside_known: bool,
+    /// (volume, piece or group) → its bytes (`None`: not readable).
+    cache: HashMap<(usize, u64), Option<Vec<u8>>>,
+    /// Bytes read so far.
+    read: u64,
+}
+
+/// One unit's state as far as a segment goes: (any allocated, any free).
+type Seen = (bool, bool);
+
+impl AllocMaps {
+    pub fn new(geo: &Geometry) -> Self {
+        let others = geo
+            .partitions
+            .iter()
+            .copied()
+            .filter(|&(s, e)| !geo.volumes.iter().any(|v| v.start == s && v.end <= e))
+            .collect();
+        AllocMaps {
+            volumes: geo
+                .volumes
+                .iter()
+                .map(|v| (v.clone(), Map::Pending))
+                .collect(),
+            others,
+            outside_known: !geo.partitions.is_empty() && !geo.volumes.is_empty(),
+            cache: HashMap::new(),
+            read: 0,
+        }
+    }
+
+    /// Bytes of allocation maps read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.read
+    }
+
+    /// The status of the bytes `runs` (`(image offset, length)`): `None`
+    /// when not known for every one of them.
+    pub fn status(
+        &mut self,
+        r: &dyn ByteReader,
+        runs: impl IntoIterator<Item = (u64, u64)>,
+    ) -> Option<Alloc> {
+        let (mut alloc, mut free) = (false, false);
+        for (off, len) in runs {
+            let end = off.checked_add(len)?;
+            let mut pos = off;
+            while pos < end {
+                let (seg_end, (a, f)) = self.segment(r, pos, end)?;
+                alloc |= a;
+                free |= f;
+                pos = seg_end;
+            }
+        }
+        match (alloc, free) {
+            (true, false) => Some(Alloc::Allocated),
+            (false, true) => Some(Alloc::Unallocated),
+            (true, true) => Some(Alloc::Partly),
+            (false, false) => None,
+        }
+    }
+
+    /// What `[pos, end)` holds up to the end of the volume (or the gap
+    /// between volumes) that `pos` lies in: that end and what was seen.
+    fn segment(&mut self, r: &dyn ByteReader, pos: u64, end: u64) -> Option<(u64, Seen)> {
+        if let Some(i) = self
+            .volumes
+            .iter()
+            .position(|(v, _)| v.start <= pos && pos < v.end)
+        {
+            let seg_end = end.min(self.volumes[i].0.end);
+            return Some((seg_end, self.in_volume(r, i, pos, seg_end)?));
+        }
+        if self.others.iter().any(|&(s, e)| s <= pos && pos < e) || !self.outside_known {
+            return None;
+        }
+        // Unallocated space up to the next volume or partition.
+        let next = self
+            .volumes
+            .iter()
+            .map(|(v, _)| v.start)
+            .chain(self.others.iter().map(|o| o.0))
+            .filter(|&s| s > pos)
+            .min()
+            .unwrap_or(u64::MAX);
+        Some((end.min(next), (false, true)))
+    }
+
+    fn in_volume(&mut self, r: &dyn ByteReader, i: usize, pos: u64, end: u64) -> Option<Seen> {
+        if matches!(self.volumes[i].1, Map::Pending) {
+            let m = load(r, &self.volumes[i].0);
+            self.volumes[i].1 = m;
+        }
+        match self.volumes[i].1.clone() {
+            Map::Fat(fat, cl) => self.fat(r, i, fat, cl, pos, end),
+            Map::Ext(m) => self.ext(r, i, m, pos, end),
+            Map::ExFat(m) => self.exfat(r, i, m, pos, end),
+            Map::Pending | Map::None => None,
+        }
+    }
+
+    /// A cached unit: FAT piece, bitmap block (`None`: unreadable, or past
+    /// the carving's budget).
+    fn unit(
+        &mut self,
+        key: (usize, u64),
+        load: impl FnOnce(&mut u64) -> Option<Vec<u8>>,
+    ) -> Option<&[u8]> {
+        if !self.cache.contains_key(&key) {
+            if self.read >= MAX_MAP_BYTES {
+                return None;
+            }
+            if self.cache.len() >= MAX_CACHED {
+                self.cache.clear();
+            }
+            let got = load(&mut self.read);
+            self.cache.insert(key, got);
+        }
+        self.cache.get(&key)?.as_deref()
+    }
+
+    fn fat(
+        &mut self,
+        r: &dyn ByteReader,
+        i: usize,
+        fat: Fat,
+        cl: u64,
+        pos: u64,
+        end: u64,
+    ) -> Option<Seen> {
+        // The reserved sectors, the tables and a FAT16 root directory are
+        // the file system's own.
+        let mut seen = (pos < fat.data, false);
+        let from = pos.max(fat.data);
+        if from >= end {
+            return Some(seen);
+        }
+        let first = (from - fat.data) / cl + 2;
+        let last = (end - 1 - fat.data) / cl + 2;
+        if last >= fat.entries {
+            // Sectors after the last cluster: no file's.
+            seen.1 = true;
+        }
+        let w = u64::from(fat.width / 8);
+        let mask = if w == 2 { 0xFFFF } else { 0x0FFF_FFFF };
+        let per = PIECE / w;
+        let mut n = first;
+        let stop = last.min(fat.entries.saturating_sub(1));
+        while n <= stop {
+            let k = n / per;
+            let upto = stop.min((k + 1) * per - 1);
+            let table = fat.table;
+            let piece = self.unit((i, k), |read| {
+                let mut b = vec![0u8; PIECE as usize];
+                let got = r.read_at(table.checked_add(k.checked_mul(PIECE)?)?, &mut b);
+                *read += PIECE;
+                b.truncate(got);
+                Some(b)
+            })?;
+            for m in n..=upto {
+                let at = ((m - k * per) * w) as usize;
+                let e = if w == 2 {
+                    le16(piece.get(at..at + 2)?, 0)
+                } else {
+                    le32(piece.get(at..at + 4)?, 0)
+                } & mask;
+                if e != 0 {
+                    seen.0 = true;
+                } else {
+                    seen.1 = true;
+                }
+            }
+            n = upto + 1;
+        }
+        Some(seen)
+    }
+
+    fn ext(&mut self, r: &dyn ByteReader, i: usize, m: ExtMap, pos: u64, end: u64) -> Option<Seen> {
+        let first = (pos - m.start) / m.bs;
+        let last = (end - 1 - m.start) / m.bs;
+        // Before the first group (block 0 of a 1 KiB-block volume): the boot
+        // block; past the last block: no file's.
+        let mut seen = (first < m.first_data_block, last >= m.blocks);
+        let mut b = first.max(m.first_data_block);
+        let stop = last.min(m.blocks.saturating_sub(1));
+        while b <= stop {
+            let g = (b - m.first_data_block) / m.blocks_per_group;
+            let g_first = m.first_data_block + g * m.blocks_per_group;
+            let upto = stop.min(g_first + m.blocks_per_group - 1);
+            let bitmap = self.unit((i, g), |read| ext_bitmap(r, &m, g, read))?;
+            for blk in b..=upto {
+                let bit = blk - g_first;
+                // An uninitialised group's bitmap: empty (its data blocks free).
+                let set = bitmap
+                    .get((bit / 8) as usize)
+                    .is_some_and(|x| x & (1 << (bit % 8)) != 0);
+                if set {
+                    seen.0 = true;
+                } else {
+                    seen.1 = true;
+                }
+            }
+            b = upto + 1;
+        }
+        Some(seen)
+    }
+
+    fn exfat(
+        &mut self,
+        r: &dyn ByteReader,
+        i: usize,
+        m: ExFatMap,
+        pos: u64,
+        end: u64,
+    ) -> Option<Seen> {
+        // Boot region, FAT and anything before the cluster heap: the file
+        // system's own.
+        let mut seen = (pos < m.heap, false);
+        let from = pos.max(m.heap);
+        if from >= end {
+            return Some(seen);
+        }
+        let first = (from - m.heap) / m.cluster;
+        let last = (end - 1 - m.heap) / m.cluster;
+        if last >= m.clusters {
+            seen.1 = true;
+        }
+        let bits = PIECE * 8;
+        let mut c = first;
+        let stop = last.min(m.clusters.saturating_sub(1));
+        while c <= stop {
+            let k = c / bits;
+            let upto = stop.min((k + 1) * bits - 1);
+            let piece = self.unit((i, k), |read| {
+                let at = k.checked_mul(PIECE)?;
+                let len = m.bitmap_len.checked_sub(at)?.min(PIECE);
+                let mut b = vec![0u8; len as usize];
+                let got = r.read_at(m.bitmap.checked_add(at)?, &mut b);
+                *read += PIECE;
+                b.truncate(got);
+                Some(b)
+            })?;
+            for n in c..=upto {
+                let bit = n - k * bits;
+                let x = piece.get((bit / 8) as usize)?;
+                if x & (1 << (bit % 8)) != 0 {
+                    seen.0 = true;
+                } else {
+                    seen.1 = true;
+                }
+            }
+            c = upto + 1;
+        }
+        Some(seen)
+    }
+}
+
+/// The block bitmap of group `g` (empty for an uninitialised group).
+fn ext_bitmap(r: &dyn ByteReader, m: &ExtMap, g: u64, read: &mut u64) -> Option<Vec<u8>> {
+    let mut desc = [0u8; 64];
+    let d = &mut desc[..m.desc_size.min(64) as usize];
+    *read += m.bs;
+    if r.read_at(m.desc_at.checked_add(g.checked_mul(m.desc_size)?)?, d) != d.len() {
+        return None;
+    }
+    // BLOCK_UNINIT
+    if le16(d, 0x12) & 0x2 != 0 {
+        return Some(Vec::new());
+    }
+    let mut block = le32(d, 0);
+    if m.bit64 && m.desc_size >= 64 {
+        block |= le32(d, 0x20) << 32;
+    }
+    if block == 0 || block >= m.blocks {
+        return None;
+    }
+    let mut b = vec![0u8; m.bs as usize];
+    let at = m.start.checked_add(block.checked_mul(m.bs)?)?;
+    (r.read_at(at, &mut b) == b.len()).then_some(b)
+}
+
+/// How `vol` tells allocation (its superblock or boot sector read again).
+fn load(r: &dyn ByteReader, vol: &Volume) -> Map {
+    match vol.fs {
+        "FAT32" | "FAT12/16" => vol.fat.map_or(Map::None, |f| Map::Fat(f, vol.cluster)),
+        "ext2/3" | "ext4" => ext_map(r, vol).map_or(Map::None, Map::Ext),
+        "exFAT" => exfat_map(r, vol).map_or(Map::None, Map::ExFat),
+        _ => Map::None,
+    }
+}
+
+fn ext_map(r: &dyn ByteReader, vol: &Volume) -> Option<ExtMap> {
+    let s = extfs::superblock(r, vol)?;
+    // One bitmap block per group.
+    if s.blocks_per_group > s.bs * 8 {
+        return None;
+    }
+    Some(ExtMap {
+        start: vol.start,
+        bs: s.bs,
+        blocks: s.blocks,
+        first_data_block: s.first_data_block,
+        blocks_per_group: s.blocks_per_group,
+        desc_at: vol
+            .start
+            .checked_add(s.first_data_block.checked_add(1)?.checked_mul(s.bs)?)?,
+        desc_size: s.desc_size,
+        bit64: s.bit64,
+    })
+}
+
+/// Most bytes of an exFAT root directory searched for the bitmap entry.
+const MAX_ROOT_SCAN: u64 = 64 << 10;
+
+/// exFAT: the allocation bitmap, as the root directory's entry `0x81`
+/// places it (its clusters contiguous from the first, as a freshly
+/// formatted volume lays it out: the entry's cluster chain is checked).
+fn exfat_map(r: &dyn ByteReader, vol: &Volume) -> Option<ExFatMap> {
+    let mut b = [0u8; 512];
+    if r.read_at(vol.start, &mut b) != b.len() || &b[3..11] != b"EXFAT   " {
+        return None;
+    }
+    let bps = u32::from(b[108]);
+    let cluster = vol.cluster;
+    let fat = vol.start.checked_add(le32(&b, 80).checked_shl(bps)?)?;
+    let heap = vol.start.checked_add(le32(&b, 88).checked_shl(bps)?)?;
+    let clusters = le32(&b, 92);
+    let root = le32(&b, 96);
+    let at = |c: u64| -> Option<u64> {
+        (2..clusters.checked_add(2)?)
+            .contains(&c)
+            .then(|| heap.checked_add((c - 2).checked_mul(cluster)?))?
+    };
+    let mut dir = vec![0u8; cluster.min(MAX_ROOT_SCAN) as usize];
+    let got = r.read_at(at(root)?, &mut dir);
+    dir.truncate(got);
+    let e = dir
+        .chunks_exact(32)
+        .take_while(|e| e[0] != 0)
+        .find(|e| e[0] == 0x81 && e[1] & 1 == 0)?;
+    let (first, len) = (le32(e, 20), le32(e, 24) | (le32(e, 28) << 32));
+    if len < clusters.div_ceil(8) || len > clusters.div_ceil(8) + 8 {
+        return None;
+    }
+    // The bitmap's clusters must follow one another in the FAT.
+    let n = len.div_ceil(cluster);
+    for k in 0..n.min(1024) {
+        let mut x = [0u8; 4];
+        let c = first.checked_add(k)?;
+        if r.read_at(fat.checked_add(c.checked_mul(4)?)?, &mut x) != 4 {
+            return None;
+        }
+        let next = u64::from(u32::from_le_bytes(x));
+        let fine = if k + 1 == n {
+            next >= 0xFFFF_FFF8 || next == 0
+        } else {
+            next == c + 1 || next == 0
+        };
+        if !fine {
+            return None;
+        }
+    }
+    Some(ExFatMap {
+        bitmap: at(first)?,
+        bitmap_len: len,
+        heap,
+        cluster,
+        clusters,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::carve::geometry::detect;
+
+    #[test]
+    fn fat32_entries_tell_allocation() {
+        // FAT32: 512-byte clusters, 32 reserved sectors, 100-sector tables.
+        let mut img = vec![0u8; 1 << 20];
+        super::super::tests::fat32(&mut img, 0, 1, 32, 100);
+        img[32..36].copy_from_slice(&200_000u32.to_le_bytes());
+        let g = detect(&img);
+        let fat = g.volumes[0].fat.unwrap();
+        let set = |img: &mut [u8], n: u64, v: u32| {
+            let at = (fat.table + 4 * n) as usize;
+            img[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        };
+        for n in 10..20 {
+            set(&mut img, n, 0x0FFF_FFFF);
+        }
+        let off = |n: u64| fat.data + (n - 2) * 512;
+        let mut m = AllocMaps::new(&g);
+        assert_eq!(
+            m.status(&img, [(off(10), 10 * 512)]),
+            Some(Alloc::Allocated)
+        );
+        assert_eq!(m.status(&img, [(off(20), 512)]), Some(Alloc::Unallocated));
+        assert_eq!(m.status(&img, [(off(19), 1024)]), Some(Alloc::Partly));
+        assert_eq!(
+            m.status(&img, [(off(10), 100), (off(30), 100)]),
+            Some(Alloc::Partly)
+        );
+        // One byte of a cluster is the cluster.
+        assert_eq!(m.status(&img, [(off(19) + 511, 1)]), Some(Alloc::Allocated));
+        assert_eq!(m.status(&img, []), None);
+        assert!(m.bytes_read() <= 2 * PIECE);
+        // No file system: not known.
+        let raw = vec![0u8; 1 << 16];
+        let mut m = AllocMaps::new(&detect(&raw));
+        assert_eq!(m.status(&raw, [(0, 4096)]), None);
+    }
+
+    #[test]
+    fn a_hostile_fat_costs_what_the_files_cover() {
+        // A cluster count of 2^32 declared: only the pieces holding the
+        // clusters asked for are read.
+        let mut img = vec![0u8; 1 << 20];
+        super::super::tests::fat32(&mut img, 0, 1, 32, 1000);
+        img[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
+        let g = detect(&img);
+        let fat = g.volumes[0].fat.unwrap();
+        assert_eq!(fat.entries, 1000 * 512 / 4);
+        let mut m = AllocMaps::new(&g);
+        let data = fat.data;
+        assert_eq!(m.status(&img, [(data, 4096)]), Some(Alloc::Unallocated));
+        assert_eq!(m.bytes_read(), PIECE);
+        // Past the image: not known (no partition table).
+        assert_eq!(m.status(&img, [(u64::MAX - 10, 5), (data, 10)]), None);
+        assert_eq!(m.status(&img, [(u64::MAX - 10, 50)]), None);
+    }
+
+    #[test]
+    fn ext_bitmaps_tell_allocation() {
+        // ext2, 1 KiB blocks, one group of 1024 blocks; group descriptors at
+        // block 2, the block bitmap at block 5.
+        let mut img = crate::carve::geometry::tests::ext2_volume(1024, 1 << 20);
+        let sb = 1024;
+        img[sb + 4..sb + 8].copy_from_slice(&1000u32.to_le_bytes()); // blocks
+        img[sb + 0x14..sb + 0x18].copy_from_slice(&1u32.to_le_bytes()); // first data block
+        img[sb + 0x20..sb + 0x24].copy_from_slice(&8192u32.to_le_bytes()); // per group
+        img[sb + 0x28..sb + 0x2C].copy_from_slice(&128u32.to_le_bytes()); // inodes per group
+        img[2048..2052].copy_from_slice(&5u32.to_le_bytes());
+        // Blocks 1..=99 allocated (bits 0..=98).
+        for bit in 0..99usize {
+            img[5 * 1024 + bit / 8] |= 1 << (bit % 8);
+        }
+        let g = detect(&img);
+        let mut m = AllocMaps::new(&g);
+        assert_eq!(m.status(&img, [(50 * 1024, 4096)]), Some(Alloc::Allocated));
+        assert_eq!(
+            m.status(&img, [(200 * 1024, 4096)]),
+            Some(Alloc::Unallocated)
+        );
+        assert_eq!(m.status(&img, [(98 * 1024, 4096)]), Some(Alloc::Partly));
+        // Past the volume's blocks: no file's.
+        assert_eq!(
+            m.status(&img, [(1000 * 1024, 24 * 1024)]),
+            Some(Alloc::Unallocated)
+        );
+        // An uninitialised group: its data blocks free.
+        img[2048 + 0x12] = 2;
+        let mut m = AllocMaps::new(&detect(&img));
+        assert_eq!(
+            m.status(&img, [(50 * 1024, 4096)]),
+            Some(Alloc::Unallocated)
+        );
+        // A bitmap block out of the volume: not known.
+        img[2048 + 0x12] = 0;
+        img[2048..2052].copy_from_slice(&5000u32.to_le_bytes());
+        let mut m = AllocMaps::new(&detect(&img));
+        assert_eq!(m.status(&img, [(50 * 1024, 4096)]), None);
+    }
+
+    #[test]
+    fn the_exfat_bitmap_tells_allocation() {
+        // 512-byte sectors and clusters, the FAT at sector 24, the cluster
+        // heap at sector 64, 100 clusters, the root directory at cluster 4,
+        // the bitmap (13 bytes) at cluster 2.
+        let mut img = vec![0u8; 1 << 20];
+        img[3..11].copy_from_slice(b"EXFAT   ");
+        img[80..84].copy_from_slice(&24u32.to_le_bytes());
+        img[88..92].copy_from_slice(&64u32.to_le_bytes());
+        img[92..96].copy_from_slice(&100u32.to_le_bytes());
+        img[96..100].copy_from_slice(&4u32.to_le_bytes());
+        img[108] = 9;
+        img[510] = 0x55;
+        img[511] = 0xAA;
+        let (fat, heap) = (24 * 512, 64 * 512);
+        let cl = |n: usize| heap + (n - 2) * 512;
+        img[fat + 8..fat + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = cl(4);
+        img[e] = 0x81;
+        img[e + 20..e + 24].copy_from_slice(&2u32.to_le_bytes());
+        img[e + 24..e + 32].copy_from_slice(&13u64.to_le_bytes());
+        img[cl(2)] = 0xFF; // clusters 2..=9
+        let g = detect(&img);
+        assert_eq!(g.volumes[0].fs, "exFAT");
+        let mut m = AllocMaps::new(&g);
+        let at = |n: usize| cl(n) as u64;
+        assert_eq!(m.status(&img, [(at(5), 1024)]), Some(Alloc::Allocated));
+        assert_eq!(m.status(&img, [(at(20), 4096)]), Some(Alloc::Unallocated));
+        assert_eq!(m.status(&img, [(at(9), 1024)]), Some(Alloc::Partly));
+        // The bitmap's length must fit the cluster count: else not known.
+        img[e + 24..e + 32].copy_from_slice(&1000u64.to_le_bytes());
+        let mut m = AllocMaps::new(&detect(&img));
+        assert_eq!(m.status(&img, [(at(5), 1024)]), None);
+    }
+
+    #[test]
+    fn outside_the_volumes_of_a_partitioned_image() {
+        // MBR: one FAT32 partition at sector 2048 (1 MiB), 2 MiB long.
+        let mut img = vec![0u8; 4 << 20];
+        img[510] = 0x55;
+        img[511] = 0xAA;
+        img[446 + 4] = 0x0C;
+        img[446 + 8..446 + 12].copy_from_slice(&2048u32.to_le_bytes());
+        img[446 + 12..446 + 16].copy_from_slice(&4096u32.to_le_bytes());
+        super::super::tests::fat32(&mut img, 1 << 20, 1, 32, 100);
+        img[(1 << 20) + 32..(1 << 20) + 36].copy_from_slice(&200_000u32.to_le_bytes());
+        let g = detect(&img);
+        assert_eq!(g.volumes.len(), 1);
+        let mut m = AllocMaps::new(&g);
+        assert_eq!(m.status(&img, [(3 << 20, 4096)]), Some(Alloc::Unallocated));
+        assert_eq!(m.status(&img, [(4096, 4096)]), Some(Alloc::Unallocated));
+        // Across the partition's start: its first sectors are the file system's.
+        assert_eq!(
+            m.status(&img, [((1 << 20) - 512, 1024)]),
+            Some(Alloc::Partly)
+        );
+        // A second partition whose file system is not recognised: not known.
+        img[446 + 16 + 4] = 0x83;
+        img[446 + 16 + 8..446 + 16 + 12].copy_from_slice(&6144u32.to_le_bytes());
+        img[446 + 16 + 12..446 + 16 + 16].copy_from_slice(&1024u32.to_le_bytes());
+        let mut m = AllocMaps::new(&detect(&img));
+        assert_eq!(m.status(&img, [(3 << 20, 4096)]), None);
+        assert_eq!(m.status(&img, [(4096, 4096)]), Some(Alloc::Unallocated));
+    }
+}
