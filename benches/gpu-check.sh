@@ -10,7 +10,8 @@
 #            SIZE=2GiB, in OUT_DIR; put it on the disk you want to measure)
 #   OUT_DIR  where the JSON reports and the table go (default: gpu-check-out)
 # Environment: SIZE (generated image, default 2GiB), REPEAT (default 3),
-#   BLOCKS (default 8MiB,32MiB). The GPU is the best device Vulkan lists
+#   BLOCKS (default 8MiB,32MiB), KEYWORDS (keyword list sizes, default
+#   "10 1000 10000 100000"; empty: none). The GPU is the best device Vulkan lists
 #   (`gpucarve devices`; discrete first); VK_ICD_FILENAMES picks a driver.
 # Needs cargo (or BIN=path/to/gpucarve) and python3; a Vulkan driver for the GPU rows (`gpucarve
 # devices` says what is missing). Run as root to add cold-cache rows
@@ -68,6 +69,15 @@ run catalogue cpu,gpu
 # on a transfer queue; integrated GPUs and lavapipe search in place).
 GPUCARVE_GPU_UPLOAD=in-place run catalogue-in-place gpu --no-baselines
 GPUCARVE_GPU_UPLOAD=copy run catalogue-copy gpu --no-baselines
+# Keyword lists (scan --keywords): 10 to 100 000 random 6-10 byte literals.
+# PFAC's cost should not grow with the count; the CPU engine's does.
+for n in ${KEYWORDS-10 1000 10000 100000}; do
+  python3 -c "import random,sys; r=random.Random(int(sys.argv[1]))
+for _ in range(int(sys.argv[1])): print('hex:' + bytes(r.getrandbits(8) for _ in range(r.randint(6, 10))).hex())" "$n" > "$OUT/keywords-$n.txt"
+  echo "== keywords-$n"  # one backend and block size: the engines are what differs
+  "$BIN" bench "$IMG" --engines cpu,gpu --io buffered --block-sizes 32MiB --repeat "$REPEAT" \
+    --json --no-baselines --keywords "$OUT/keywords-$n.txt" > "$OUT/keywords-$n.json"
+done
 if [ "${COLD:-0}" = 1 ]; then
   run catalogue-cold cpu,gpu --drop-caches --no-baselines
 fi
@@ -96,7 +106,8 @@ def limit(r):
     name, frac = max(stages.items(), key=lambda kv: kv[1])
     return f"{name} {frac:.0%}"
 
-for name in ["one-pattern", "catalogue", "catalogue-in-place", "catalogue-copy", "catalogue-cold"]:
+for name in ["one-pattern", "catalogue", "catalogue-in-place", "catalogue-copy", "catalogue-cold"] + [
+        f"keywords-{n}" for n in (10, 1000, 10000, 100000)]:
     path = os.path.join(out, name + ".json")
     if not os.path.exists(path):
         continue

@@ -32,6 +32,16 @@ struct CatalogueArgs {
 }
 
 #[derive(clap::Args, Clone)]
+struct KeywordArgs {
+    /// Keyword list: one literal a line, text or `hex:DEADBEEF`; `#` comments, blank lines skipped, a leading `\` escapes (README). Only the keywords are searched unless --types or --signatures is also given
+    #[arg(long, value_name = "FILE")]
+    keywords: Option<PathBuf>,
+    /// Match the keywords' ASCII letters in either case
+    #[arg(long, requires = "keywords")]
+    ignore_case: bool,
+}
+
+#[derive(clap::Args, Clone)]
 struct ScanArgs {
     /// Search engine: auto (the CPU, joined by a real GPU if present for inputs of 4 GiB or more), cpu, gpu
     #[arg(long, default_value = "auto")]
@@ -64,6 +74,8 @@ enum Command {
         image: PathBuf,
         #[command(flatten)]
         catalogue: CatalogueArgs,
+        #[command(flatten)]
+        keywords: KeywordArgs,
         #[command(flatten)]
         scan: ScanArgs,
         /// Where a gzip image or standard input is spooled (default: the system temporary folder)
@@ -217,6 +229,8 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
         input: gpucarve::source::InputMode,
         #[command(flatten)]
         catalogue: CatalogueArgs,
+        #[command(flatten)]
+        keywords: KeywordArgs,
         /// Engines to compare: cpu, gpu (GPU rows say why when no device exists)
         #[arg(long, value_delimiter = ',', default_value = "cpu,gpu")]
         engines: Vec<String>,
@@ -245,7 +259,7 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
         /// Time a whole carving instead (reports only, into a temporary folder) with its work meter: bytes read per stage and type
-        #[arg(long)]
+        #[arg(long, conflicts_with = "keywords")]
         carve: bool,
     },
     /// List Vulkan devices (index, name, type, driver, memory heaps), or say why there are none
@@ -276,6 +290,21 @@ fn load_catalogue(args: &CatalogueArgs) -> Result<Catalogue, String> {
     c.select(&args.types)
 }
 
+/// The catalogue with the keyword list, if any: only the keywords unless
+/// --types or --signatures asks for catalogue types too.
+fn load_with_keywords(args: &CatalogueArgs, kw: &KeywordArgs) -> Result<Catalogue, String> {
+    let Some(path) = &kw.keywords else {
+        return load_catalogue(args);
+    };
+    let list = gpucarve::catalogue::keywords::load(path, kw.ignore_case)?;
+    let base = if args.types.is_empty() && args.signatures.is_none() {
+        Catalogue::default()
+    } else {
+        load_catalogue(args)?
+    };
+    Ok(base.with_keywords(list))
+}
+
 fn warn(msg: String) {
     eprintln!("gpucarve: warning: {msg}");
 }
@@ -297,13 +326,14 @@ fn run_scan(
     image: &Path,
     spool_dir: Option<&Path>,
     catalogue: &CatalogueArgs,
+    keywords: &KeywordArgs,
     args: &ScanArgs,
     format: &str,
     count: bool,
     output: Option<&Path>,
     quiet: bool,
 ) -> Result<bool, String> {
-    let cat = load_catalogue(catalogue)?;
+    let cat = load_with_keywords(catalogue, keywords)?;
     let set = cat.compile();
     let img = gpucarve::source::open_input(
         image,
@@ -481,7 +511,7 @@ fn run_bench_carve(
 fn run_bench(
     image: &Path,
     input: gpucarve::source::InputMode,
-    catalogue: &CatalogueArgs,
+    catalogue: &Result<Catalogue, String>,
     engines: &[String],
     io: &[String],
     block_sizes: &[usize],
@@ -495,7 +525,7 @@ fn run_bench(
     if let Some(why) = plot.and_then(|p| gpucarve::source::evidence::refuse_output(p, image)) {
         return Err(why);
     }
-    let cat = load_catalogue(catalogue)?;
+    let cat = catalogue.clone()?;
     let engines = engines
         .iter()
         .map(|e| e.parse::<EngineChoice>())
@@ -664,6 +694,7 @@ fn run(command: &Command) -> Result<batch_cli::RunEnd, String> {
         Command::Scan {
             image,
             catalogue,
+            keywords,
             scan,
             spool_dir,
             format,
@@ -674,6 +705,7 @@ fn run(command: &Command) -> Result<batch_cli::RunEnd, String> {
             image,
             spool_dir.as_deref(),
             catalogue,
+            keywords,
             scan,
             format,
             *count,
@@ -702,6 +734,7 @@ fn run(command: &Command) -> Result<batch_cli::RunEnd, String> {
             image,
             input,
             catalogue,
+            keywords,
             engines,
             io,
             block_sizes,
@@ -715,7 +748,7 @@ fn run(command: &Command) -> Result<batch_cli::RunEnd, String> {
         } => run_bench(
             image,
             *input,
-            catalogue,
+            &load_with_keywords(catalogue, keywords),
             engines,
             io,
             block_sizes,

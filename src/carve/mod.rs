@@ -565,6 +565,8 @@ impl MatchesToEvents<'_> {
                     offset: m.offset,
                     end: m.offset + sig.pattern.len() as u64,
                 }),
+                // (A keyword list is searched by `scan`, never carved.)
+                Role::Keyword => {}
             }
         }
         let through = b.offset + b.owned_len as u64;

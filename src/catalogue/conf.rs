@@ -133,6 +133,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Catalogue, CatalogueError> {
         *next += 1;
         names.insert(name.clone());
         types.push(FileType {
+            keywords: false,
             align: 1,
             name,
             description: format!("{origin} line {}", lineno + 1),

@@ -15,6 +15,7 @@
 //! belongs to. This module never reads an image.
 
 pub mod conf;
+pub mod keywords;
 pub mod toml_format;
 
 use std::fmt;
@@ -34,6 +35,8 @@ pub const BUILTIN_TOML: &str = include_str!("builtin.toml");
 pub enum Role {
     Header,
     Footer,
+    /// A keyword of a keyword list (`scan --keywords`): reported, never carved.
+    Keyword,
 }
 
 impl Role {
@@ -41,6 +44,7 @@ impl Role {
         match self {
             Role::Header => "header",
             Role::Footer => "footer",
+            Role::Keyword => "keyword",
         }
     }
 }
@@ -86,6 +90,9 @@ pub struct FileType {
     /// weak signatures (an MPEG audio frame's sync) that are everywhere
     /// inside files of their own kind.
     pub align: u64,
+    /// A keyword list ([`keywords`]): its headers are keywords, compiled
+    /// with [`Role::Keyword`].
+    pub keywords: bool,
 }
 
 impl FileType {
@@ -223,12 +230,23 @@ impl Catalogue {
         })
     }
 
+    /// This catalogue with a keyword list appended as one more type.
+    pub fn with_keywords(mut self, list: FileType) -> Catalogue {
+        self.types.push(list);
+        self
+    }
+
     /// Flattens the catalogue to engine patterns (headers then footers per type).
     pub fn compile(&self) -> CompiledSet {
         let mut patterns = Vec::new();
         let mut origins = Vec::new();
         for (type_index, t) in self.types.iter().enumerate() {
-            for (role, sigs) in [(Role::Header, &t.headers), (Role::Footer, &t.footers)] {
+            let header = if t.keywords {
+                Role::Keyword
+            } else {
+                Role::Header
+            };
+            for (role, sigs) in [(header, &t.headers), (Role::Footer, &t.footers)] {
                 for (signature_index, s) in sigs.iter().enumerate() {
                     patterns.push(s.pattern.clone());
                     origins.push(PatternOrigin {
@@ -246,7 +264,7 @@ impl Catalogue {
     pub fn signature(&self, o: PatternOrigin) -> &Signature {
         let t = &self.types[o.type_index];
         match o.role {
-            Role::Header => &t.headers[o.signature_index],
+            Role::Header | Role::Keyword => &t.headers[o.signature_index],
             Role::Footer => &t.footers[o.signature_index],
         }
     }

@@ -157,6 +157,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Catalogue, CatalogueError> {
             }
         };
         types.push(FileType {
+            keywords: false,
             align,
             description: raw.description,
             extensions: raw

@@ -53,9 +53,12 @@ impl Group {
         entries: &[(Vec<u8>, PatternId, usize)],
     ) -> Result<Group, EngineError> {
         let mut by_first_byte: Vec<Vec<(PatternId, usize)>> = vec![Vec::new(); 256];
+        // A pattern's entries (its case variants) are consecutive, so a
+        // repeat is the slot's last entry: linear in the entries (a
+        // `contains` here was quadratic in a keyword list's size).
         for (key, id, d) in entries {
             let slot = &mut by_first_byte[key[0] as usize];
-            if !slot.contains(&(*id, *d)) {
+            if slot.last() != Some(&(*id, *d)) {
                 slot.push((*id, *d));
             }
         }
@@ -245,11 +248,34 @@ fn best_exact_window(p: &Pattern) -> Option<(usize, Vec<u8>)> {
 }
 
 /// Chooses a pattern's anchor: (distance from the pattern start, key variants).
+/// The most selective window of exact bytes; but when that is weak and the
+/// pattern has case-folded letters (a case-insensitive keyword such as
+/// `john.doe@x.com`, whose exact bytes are only `.` and `@`), a longer
+/// window with its case variants, if there is one.
 fn anchor_of(p: &Pattern) -> (usize, Vec<Vec<u8>>) {
-    if let Some((start, run)) = best_exact_window(p) {
-        return (start, vec![run]);
+    let exact = best_exact_window(p);
+    let folds = p
+        .classes()
+        .iter()
+        .any(|c| matches!(c, ByteClass::Either(..)));
+    match exact {
+        Some((start, run)) if !folds || anchor_score(&run) >= WEAK_ANCHOR => (start, vec![run]),
+        exact => {
+            let (s, variants) = folded_window(p);
+            match exact {
+                Some((start, run)) if variants.first().is_none_or(|v| v.len() <= run.len()) => {
+                    (start, vec![run])
+                }
+                _ => (s, variants),
+            }
+        }
     }
-    // No exact byte: longest run of non-wildcard classes, case variants expanded.
+}
+
+/// The longest run of non-wildcard classes, from its start up to
+/// MAX_ANCHOR classes of which at most MAX_FOLDED_ANCHOR fold case, with
+/// every case variant expanded: (start, variants).
+fn folded_window(p: &Pattern) -> (usize, Vec<Vec<u8>>) {
     let classes = p.classes();
     let (mut best_start, mut best_len, mut i) = (0, 0, 0);
     while i < classes.len() {
@@ -265,9 +291,19 @@ fn anchor_of(p: &Pattern) -> (usize, Vec<Vec<u8>>) {
             (best_start, best_len) = (s, i - s);
         }
     }
-    let run = &classes[best_start..best_start + best_len.min(MAX_FOLDED_ANCHOR)];
+    let mut end = best_start;
+    let mut folded = 0;
+    while end < best_start + best_len && end - best_start < MAX_ANCHOR {
+        if matches!(classes[end], ByteClass::Either(..)) {
+            if folded == MAX_FOLDED_ANCHOR {
+                break;
+            }
+            folded += 1;
+        }
+        end += 1;
+    }
     let mut variants: Vec<Vec<u8>> = vec![Vec::new()];
-    for c in run {
+    for c in &classes[best_start..end] {
         let choices: Vec<u8> = match *c {
             ByteClass::Exact(b) => vec![b],
             ByteClass::Either(a, b) => vec![a, b],

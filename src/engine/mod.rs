@@ -204,6 +204,7 @@ pub fn build_engines(
             slot_bytes,
             slots,
             upload: gpu::UploadPath::from_env().map_err(EngineError::Build)?,
+            max_states: pfac::state_cap(patterns),
             ..gpu::GpuConfig::default()
         })
     };

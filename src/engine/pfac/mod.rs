@@ -86,6 +86,35 @@ pub const START: u32 = 0;
 /// Default cap on the number of states: 65 536 states = a 64 MiB table.
 pub const DEFAULT_MAX_STATES: usize = 1 << 16;
 
+/// Most states [`state_cap`] allows a set without wildcards (a keyword
+/// list): 2^20 states, a 1 GiB table. 100 000 random keywords of 6-10 bytes
+/// take about 650 000.
+pub const LITERAL_MAX_STATES: usize = 1 << 20;
+
+/// The state cap for `patterns`: [`DEFAULT_MAX_STATES`] for a set of at
+/// most that many bytes (every catalogue); for a larger one (a keyword
+/// list) the default plus one state per byte of its wildcard-free patterns,
+/// up to [`LITERAL_MAX_STATES`]. A literal (case-folded or not) adds at
+/// most about one state per byte: it cannot blow up the subset
+/// construction, so the extra room only bounds the table's size, while
+/// wildcard patterns keep the default's room, which stops a blow-up early.
+pub fn state_cap(patterns: &[Pattern]) -> usize {
+    let (mut total, mut literal) = (1usize, 0usize);
+    for p in patterns {
+        total = total.saturating_add(p.len());
+        if !p.classes().contains(&ByteClass::Any) {
+            literal = literal.saturating_add(p.len());
+        }
+    }
+    if total <= DEFAULT_MAX_STATES {
+        DEFAULT_MAX_STATES
+    } else {
+        DEFAULT_MAX_STATES
+            .saturating_add(literal)
+            .min(LITERAL_MAX_STATES)
+    }
+}
+
 /// The failureless automaton of a pattern set, in the flat layout the GPU
 /// shader reads (see the module documentation).
 #[derive(Clone, Debug)]
