@@ -63,6 +63,9 @@ pub struct RunMeta {
     pub write: bool,
     pub hash_unwritten: bool,
     pub keep_embedded: bool,
+    /// `--free-space-only` (a resumed carving must be one too).
+    #[serde(default)]
+    pub free_space_only: bool,
     /// The `--hash` algorithms (sha256 and md5 for carvings from before the option).
     #[serde(default)]
     pub hashes: HashChoice,
@@ -435,6 +438,17 @@ impl CarveJob {
                 self.carve.hashes
             ));
         }
+        if meta.free_space_only != self.carve.free_space_only {
+            let (was, is) = if meta.free_space_only {
+                ("carved free space only", "the whole image")
+            } else {
+                ("carved the whole image", "free space only")
+            };
+            return Err(format!(
+                "{}: the interrupted carving {was}; this one asks for {is} (--free-space-only): not resuming",
+                self.out_dir.display()
+            ));
+        }
         let (files, damage, cp) = journal::read_all(&self.out_dir)?;
         Ok(Some((meta, files, damage, cp)))
     }
@@ -491,6 +505,7 @@ impl CarveJob {
             write: self.carve.write,
             hash_unwritten: self.carve.hash_unwritten,
             keep_embedded: self.carve.keep_embedded,
+            free_space_only: self.carve.free_space_only,
             hashes: self.carve.hashes,
             image_hashes: None,
         }

@@ -128,6 +128,9 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
         /// Cluster size in bytes for fragment recovery (default: the file system's, else estimated from file starts)
         #[arg(long, value_name = "BYTES", value_parser = parse_cluster_size)]
         cluster_size: Option<u64>,
+        /// Carve only headers in unallocated clusters (free space of FAT16/32, ext2/3/4 and exFAT volumes, and space outside them); headers whose allocation is not known are kept
+        #[arg(long)]
+        free_space_only: bool,
         /// Carve into a folder that already holds a carving, overwriting its reports
         #[arg(long)]
         force: bool,
@@ -771,6 +774,7 @@ fn run(command: &Command) -> Result<batch_cli::RunEnd, String> {
             hash_unwritten,
             hashes,
             cluster_size,
+            free_space_only,
             force,
             hash_image,
             spool_dir,
@@ -793,6 +797,7 @@ fn run(command: &Command) -> Result<batch_cli::RunEnd, String> {
                 hash_unwritten: *hash_unwritten,
                 hashes: *hashes,
                 cluster_size: *cluster_size,
+                free_space_only: *free_space_only,
                 force: *force,
                 hash_image: *hash_image,
                 spool_dir: spool_dir.clone(),

@@ -53,6 +53,7 @@ pub mod bound;
 pub mod density;
 pub mod extent;
 pub mod fragments;
+pub mod free;
 pub mod geometry;
 pub mod output;
 pub mod reader;
@@ -179,6 +180,9 @@ pub struct CarveOptions {
     pub hashes: crate::hashing::HashChoice,
     /// Cluster size for bifragment recovery (`None`: estimated; see [`fragments`]).
     pub cluster_size: Option<u64>,
+    /// Carve only headers in unallocated clusters (`--free-space-only`:
+    /// [`free`]).
+    pub free_space_only: bool,
 }
 
 impl Default for CarveOptions {
@@ -190,6 +194,7 @@ impl Default for CarveOptions {
             keep_embedded: false,
             hashes: crate::hashing::HashChoice::DEFAULT,
             cluster_size: None,
+            free_space_only: false,
         }
     }
 }
@@ -221,6 +226,8 @@ pub struct CarveSummary {
     /// Files reported per allocation status (`allocated`, `unallocated`,
     /// `partly`, `not known`).
     pub alloc: BTreeMap<String, u64>,
+    /// With `--free-space-only`: what the filter dropped and kept ([`free`]).
+    pub free_space: Option<free::FreeSpaceCounts>,
     pub started: Option<SystemTime>,
     pub finished: Option<SystemTime>,
 }
@@ -360,6 +367,8 @@ pub fn carve_scoped(
     }
     let scan_opts = &scan_opts;
     let mut density = density::Density::new(catalogue.types.len());
+    let free_counts = std::sync::Mutex::new(None);
+    let free_space = opts.free_space_only.then_some(&free_counts);
     let result = std::thread::scope(|s| {
         let known_by_stage = known.clone();
         let needles_by_stage = needles.clone();
@@ -389,6 +398,7 @@ pub fn carve_scoped(
                 known: &known,
                 geo: &geo,
                 needles: needles_by_stage,
+                free_space,
             };
             stage::run(&cx, rx, vtx)
         });
@@ -466,7 +476,12 @@ pub fn carve_scoped(
         Ok::<_, CarveError>((scanned, carved))
     });
     let (scan_stats, carved) = result?;
-    Ok(summarize(summary, scan_stats, carved, &density, catalogue))
+    let mut summary = summarize(summary, scan_stats, carved, &density, catalogue);
+    summary.free_space = free_counts.into_inner().unwrap_or_else(|e| e.into_inner());
+    if summary.free_space.as_ref().is_some_and(|c| !c.mapped) {
+        warn(free::NO_MAP.to_string());
+    }
+    Ok(summary)
 }
 
 /// The furthest a header signature lies from the start of its file.

@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, channel, sync_channel};
 
 use super::ImageBytes;
+use super::free::{FreeSpaceCounts, FreeSpaceFilter};
 use super::{Event, Profile, Validated, fragments, geometry, validate_laid_out, validators};
 use crate::catalogue::Catalogue;
 use validators::{ByteReader, Limits};
@@ -68,6 +69,9 @@ pub(super) struct Context<'a> {
     pub geo: &'a geometry::Geometry,
     /// The scan's log of signature positions (the PDF validator's markers).
     pub needles: std::sync::Arc<fragments::ScanNeedles>,
+    /// With `--free-space-only`: where the filter's counts go once the
+    /// scan's batches have ended ([`super::free`]).
+    pub free_space: Option<&'a Mutex<Option<FreeSpaceCounts>>>,
 }
 
 /// Runs the stage until the scan's batches end or the carver stops taking
@@ -88,10 +92,23 @@ pub(super) fn run(cx: &Context<'_>, rx: Receiver<Vec<Event>>, vtx: SyncSender<Va
     std::thread::scope(|s| {
         let forward = msg_tx.clone();
         s.spawn(move || {
-            for batch in rx {
+            // Headers in allocated clusters go no further.
+            let mut free = cx
+                .free_space
+                .map(|_| FreeSpaceFilter::new(cx.geo, &cx.bytes));
+            for mut batch in rx {
+                if let Some(f) = free.as_mut() {
+                    batch.retain(|e| match e {
+                        Event::Header(c) => f.keep(&cx.bytes, c.start),
+                        _ => true,
+                    });
+                }
                 if tok_rx.recv().is_err() || forward.send(Msg::Batch(batch)).is_err() {
                     return;
                 }
+            }
+            if let (Some(f), Some(slot)) = (free, cx.free_space) {
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(f.finish(&cx.bytes));
             }
             let _ = forward.send(Msg::End);
         });

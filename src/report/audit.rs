@@ -74,6 +74,9 @@ pub fn render(
         let _ = writeln!(s, "file system (cluster size for fragment joins): {fs}");
     }
     volumes_lines(&mut s, summary);
+    if let Some(c) = &summary.free_space {
+        let _ = writeln!(s, "{}", crate::carve::free::audit_line(c, info.image_len));
+    }
     if let Some(e) = error {
         let _ = writeln!(
             s,

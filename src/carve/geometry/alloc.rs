@@ -137,6 +137,99 @@ impl AllocMaps {
         self.read
     }
 
+    /// True when some volume has an allocation map that can be read (its
+    /// superblock or boot sector read now).
+    pub fn any_map(&mut self, r: &dyn ByteReader) -> bool {
+        (0..self.volumes.len()).any(|i| {
+            if matches!(self.volumes[i].1, Map::Pending) {
+                self.volumes[i].1 = load(r, &self.volumes[i].0);
+            }
+            !matches!(self.volumes[i].1, Map::None)
+        })
+    }
+
+    /// Bytes the volumes with an allocation map allocate: their allocated
+    /// clusters (blocks) and the file system's own areas before them (boot
+    /// sectors, tables). `None` when a map cannot be read in full within
+    /// the carving's budget ([`MAX_MAP_BYTES`]).
+    pub fn allocated_bytes(&mut self, r: &dyn ByteReader) -> Option<u64> {
+        self.any_map(r);
+        let mut total = 0u64;
+        for i in 0..self.volumes.len() {
+            let (vol, map) = (self.volumes[i].0.clone(), self.volumes[i].1.clone());
+            let n = match map {
+                Map::Fat(fat, cl) => self.fat_allocated(r, i, &vol, fat, cl)?,
+                Map::Ext(m) => self.ext_allocated(r, i, m)?,
+                Map::ExFat(m) => self.exfat_allocated(r, i, &vol, m)?,
+                Map::Pending | Map::None => 0,
+            };
+            total = total.checked_add(n)?;
+        }
+        Some(total)
+    }
+
+    fn fat_allocated(
+        &mut self,
+        r: &dyn ByteReader,
+        i: usize,
+        vol: &Volume,
+        fat: Fat,
+        cl: u64,
+    ) -> Option<u64> {
+        let w = u64::from(fat.width / 8);
+        let mask = if w == 2 { 0xFFFF } else { 0x0FFF_FFFF };
+        let per = PIECE / w;
+        // Clusters the volume holds, however many entries the table has.
+        let end = fat
+            .entries
+            .min(vol.end.saturating_sub(fat.data) / cl.max(1) + 2);
+        let mut used = 0u64;
+        for k in 0..end.div_ceil(per) {
+            let piece = self.unit((i, k), |read| fat_piece(r, fat.table, k, read))?;
+            for n in (k * per).max(2)..end.min((k + 1) * per) {
+                let at = ((n - k * per) * w) as usize;
+                let e = if w == 2 {
+                    le16(piece.get(at..at + 2)?, 0)
+                } else {
+                    le32(piece.get(at..at + 4)?, 0)
+                } & mask;
+                used += u64::from(e != 0);
+            }
+        }
+        fat.data
+            .saturating_sub(vol.start)
+            .checked_add(used.checked_mul(cl)?)
+    }
+
+    fn ext_allocated(&mut self, r: &dyn ByteReader, i: usize, m: ExtMap) -> Option<u64> {
+        let data_blocks = m.blocks.checked_sub(m.first_data_block)?;
+        let mut used = m.first_data_block;
+        for g in 0..data_blocks.div_ceil(m.blocks_per_group.max(1)) {
+            let in_group = (data_blocks - g * m.blocks_per_group).min(m.blocks_per_group);
+            let bitmap = self.unit((i, g), |read| ext_bitmap(r, &m, g, read))?;
+            used += count_set(bitmap, 0, in_group);
+        }
+        used.checked_mul(m.bs)
+    }
+
+    fn exfat_allocated(
+        &mut self,
+        r: &dyn ByteReader,
+        i: usize,
+        vol: &Volume,
+        m: ExFatMap,
+    ) -> Option<u64> {
+        let bits = PIECE * 8;
+        let mut used = 0u64;
+        for k in 0..m.clusters.div_ceil(bits) {
+            let piece = self.unit((i, k), |read| exfat_piece(r, &m, k, read))?;
+            used += count_set(piece, 0, (m.clusters - k * bits).min(bits));
+        }
+        m.heap
+            .saturating_sub(vol.start)
+            .checked_add(used.checked_mul(m.cluster)?)
+    }
+
     /// The status of the bytes `runs` (`(image offset, length)`): `None`
     /// when not known for every one of them.
     pub fn status(
@@ -252,14 +345,7 @@ impl AllocMaps {
         while n <= stop {
             let k = n / per;
             let upto = stop.min((k + 1) * per - 1);
-            let table = fat.table;
-            let piece = self.unit((i, k), |read| {
-                let mut b = vec![0u8; PIECE as usize];
-                let got = r.read_at(table.checked_add(k.checked_mul(PIECE)?)?, &mut b);
-                *read += PIECE;
-                b.truncate(got);
-                Some(b)
-            })?;
+            let piece = self.unit((i, k), |read| fat_piece(r, fat.table, k, read))?;
             for m in n..=upto {
                 let at = ((m - k * per) * w) as usize;
                 let e = if w == 2 {
@@ -334,15 +420,7 @@ impl AllocMaps {
         while c <= stop {
             let k = c / bits;
             let upto = stop.min((k + 1) * bits - 1);
-            let piece = self.unit((i, k), |read| {
-                let at = k.checked_mul(PIECE)?;
-                let len = m.bitmap_len.checked_sub(at)?.min(PIECE);
-                let mut b = vec![0u8; len as usize];
-                let got = r.read_at(m.bitmap.checked_add(at)?, &mut b);
-                *read += PIECE;
-                b.truncate(got);
-                Some(b)
-            })?;
+            let piece = self.unit((i, k), |read| exfat_piece(r, &m, k, read))?;
             for n in c..=upto {
                 let bit = n - k * bits;
                 let x = piece.get((bit / 8) as usize)?;
@@ -356,6 +434,36 @@ impl AllocMaps {
         }
         Some(seen)
     }
+}
+
+/// Piece `k` of the FAT at `table`.
+fn fat_piece(r: &dyn ByteReader, table: u64, k: u64, read: &mut u64) -> Option<Vec<u8>> {
+    let mut b = vec![0u8; PIECE as usize];
+    let got = r.read_at(table.checked_add(k.checked_mul(PIECE)?)?, &mut b);
+    *read += PIECE;
+    b.truncate(got);
+    Some(b)
+}
+
+/// Piece `k` of an exFAT allocation bitmap.
+fn exfat_piece(r: &dyn ByteReader, m: &ExFatMap, k: u64, read: &mut u64) -> Option<Vec<u8>> {
+    let at = k.checked_mul(PIECE)?;
+    let len = m.bitmap_len.checked_sub(at)?.min(PIECE);
+    let mut b = vec![0u8; len as usize];
+    let got = r.read_at(m.bitmap.checked_add(at)?, &mut b);
+    *read += PIECE;
+    b.truncate(got);
+    Some(b)
+}
+
+/// Set bits `from..to` of `bits` (missing bytes: clear).
+fn count_set(bits: &[u8], from: u64, to: u64) -> u64 {
+    (from..to)
+        .filter(|&b| {
+            bits.get((b / 8) as usize)
+                .is_some_and(|x| x & (1 << (b % 8)) != 0)
+        })
+        .count() as u64
 }
 
 /// The block bitmap of group `g` (empty for an uninitialised group).
@@ -508,10 +616,17 @@ mod tests {
         assert_eq!(m.status(&img, [(off(19) + 511, 1)]), Some(Alloc::Allocated));
         assert_eq!(m.status(&img, []), None);
         assert!(m.bytes_read() <= 2 * PIECE);
+        // Clusters 10..20 and the area before cluster 2 (the table is read
+        // in full, within the volume's clusters).
+        assert!(m.any_map(&img));
+        let before = fat.data;
+        assert_eq!(m.allocated_bytes(&img), Some(before + 10 * 512));
         // No file system: not known.
         let raw = vec![0u8; 1 << 16];
         let mut m = AllocMaps::new(&detect(&raw));
         assert_eq!(m.status(&raw, [(0, 4096)]), None);
+        assert!(!m.any_map(&raw));
+        assert_eq!(m.allocated_bytes(&raw), Some(0));
     }
 
     #[test]
@@ -556,6 +671,8 @@ mod tests {
             Some(Alloc::Unallocated)
         );
         assert_eq!(m.status(&img, [(98 * 1024, 4096)]), Some(Alloc::Partly));
+        // Block 0 (before the first group) and blocks 1..=99.
+        assert_eq!(m.allocated_bytes(&img), Some(100 * 1024));
         // Past the volume's blocks: no file's.
         assert_eq!(
             m.status(&img, [(1000 * 1024, 24 * 1024)]),
@@ -604,6 +721,7 @@ mod tests {
         assert_eq!(m.status(&img, [(at(5), 1024)]), Some(Alloc::Allocated));
         assert_eq!(m.status(&img, [(at(20), 4096)]), Some(Alloc::Unallocated));
         assert_eq!(m.status(&img, [(at(9), 1024)]), Some(Alloc::Partly));
+        assert_eq!(m.allocated_bytes(&img), Some(heap as u64 + 8 * 512));
         // The bitmap's length must fit the cluster count: else not known.
         img[e + 24..e + 32].copy_from_slice(&1000u64.to_le_bytes());
         let mut m = AllocMaps::new(&detect(&img));
