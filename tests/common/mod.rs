@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod badfs;
+pub mod source_tree;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
