@@ -60,6 +60,10 @@ const OTHER_TARGETS: &[Target] = &[
         run: fs_alloc,
     },
     Target {
+        name: "fs_names",
+        run: fs_names,
+    },
+    Target {
         name: "catalogue_toml",
         run: catalogue_toml,
     },
@@ -425,6 +429,36 @@ fn fs_alloc(data: &[u8]) {
         assert_eq!(all, None);
     }
     assert!(maps.bytes_read() <= alloc::MAX_MAP_BYTES + (1 << 16));
+}
+
+/// Original names (`carve::geometry::names`): the FAT directory trees of
+/// the volumes found, looked up at each volume's first clusters and at
+/// offsets the input's last bytes pick. A name is a path from the root, of
+/// a FAT volume holding the offset; no file system, no name.
+fn fs_names(data: &[u8]) {
+    use gpucarve::carve::geometry::{self, names};
+    let image = Slice(data);
+    let g = geometry::detect(&image);
+    let mut maps = names::NameMaps::new(&g);
+    let mut at: Vec<u64> = Vec::new();
+    for v in &g.volumes {
+        let data_at = v.fat.map_or(v.start, |f| f.data);
+        for k in 0..64 {
+            at.push(data_at + k * v.cluster);
+        }
+        at.push(v.start);
+    }
+    for w in data.rchunks_exact(2).take(16) {
+        at.push(u64::from(u16::from_le_bytes([w[0], w[1]])) * 32);
+    }
+    at.push(u64::MAX);
+    for a in at {
+        if let Some(n) = maps.lookup(&image, a) {
+            assert!(n.path.starts_with('/'), "{n:?}");
+            let v = g.at(a).expect("a name outside every volume");
+            assert!(v.fat.is_some() && v.start == n.volume, "{n:?}");
+        }
+    }
 }
 
 /// The file systems' layouts (`carve::geometry`, `carve::geometry::extfs`): volume

@@ -84,6 +84,7 @@ mod tests {
             family: ty.into(),
             status: "complete".into(),
             alloc: None,
+            original_name: None,
             offset: runs.first().map_or(0, |r| r.0),
             length: runs.iter().map(|r| r.1).sum(),
             byte_runs: runs

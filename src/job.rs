@@ -211,6 +211,9 @@ fn count_files(summary: &mut CarveSummary, files: &[CarvedFile]) {
         e.1 += f.length;
         let status = f.alloc.map_or("not known", |a| a.as_str());
         *summary.alloc.entry(status.to_string()).or_insert(0) += 1;
+        if let Some(n) = &f.original_name {
+            *summary.names.entry(n.volume).or_insert(0) += 1;
+        }
     }
 }
 

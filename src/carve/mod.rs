@@ -125,6 +125,10 @@ pub struct CarvedFile {
     /// in ([`geometry::alloc`]); absent when not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alloc: Option<geometry::alloc::Alloc>,
+    /// The name and path of the directory entry that points at the file's
+    /// first cluster ([`geometry::names`]); absent when none does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_name: Option<geometry::names::OriginalName>,
     pub offset: u64,
     pub length: u64,
     pub byte_runs: Vec<ByteRun>,
@@ -228,6 +232,8 @@ pub struct CarveSummary {
     pub alloc: BTreeMap<String, u64>,
     /// With `--free-space-only`: what the filter dropped and kept ([`free`]).
     pub free_space: Option<free::FreeSpaceCounts>,
+    /// Files given an original name, per volume (its image offset).
+    pub names: BTreeMap<u64, u64>,
     pub started: Option<SystemTime>,
     pub finished: Option<SystemTime>,
 }
@@ -622,6 +628,7 @@ fn summarize(
     summary.file_systems = carved.file_systems;
     summary.volumes = carved.volumes;
     summary.alloc = carved.alloc;
+    summary.names = carved.names;
     summary.finished = Some(SystemTime::now());
     summary
 }
@@ -809,6 +816,8 @@ struct CarverTotals {
     volumes: Vec<String>,
     /// Files reported per allocation status.
     alloc: BTreeMap<String, u64>,
+    /// Files given an original name, per volume.
+    names: BTreeMap<u64, u64>,
     counts: BTreeMap<(String, String), (u64, u64)>,
     found: u64,
     written: u64,
@@ -1043,6 +1052,7 @@ fn carve_events(
         totals.bytes_written = emitted.bytes_written;
         totals.counts = emitted.counts;
         totals.alloc = emitted.alloc;
+        totals.names = emitted.names;
         totals.volumes = geo.describe();
         totals.profile.merge(&emitted.profile);
         Ok(totals)
@@ -1137,6 +1147,10 @@ fn emit_loop(
         // are reported (bounded: [`geometry::alloc`]).
         let mut alloc = geometry::alloc::AllocMaps::new(geo);
         let mut alloc_clock = (0u64, 0.0f64);
+        // The directory entries pointing at each file's first cluster
+        // (bounded: [`geometry::names`]).
+        let mut names = geometry::names::NameMaps::new(geo);
+        let mut names_clock = (0u64, 0.0f64);
         let r = (|| {
             for msg in rx {
                 match msg {
@@ -1147,6 +1161,14 @@ fn emit_loop(
                             p.file.alloc = alloc.status(&bytes, runs);
                             alloc_clock.0 += 1;
                             alloc_clock.1 += t0.secs();
+                            if p.file.parent.is_none() && !names.is_empty() {
+                                let t0 = CpuClock::start();
+                                let first = p.file.byte_runs.first();
+                                let at = first.map_or(p.file.offset, |r| r.img_offset);
+                                p.file.original_name = names.lookup(&bytes, at);
+                                names_clock.0 += 1;
+                                names_clock.1 += t0.secs();
+                            }
                             // (A bounded number of files in flight.)
                             while order.waiting() >= EMIT_AHEAD {
                                 let Ok(d) = done_rx.recv() else { break };
@@ -1193,6 +1215,10 @@ fn emit_loop(
         if alloc_clock.0 > 0 {
             let stage = "allocation status";
             totals.profile.add(stage, "", alloc_clock.0, alloc_clock.1);
+        }
+        if names_clock.0 > 0 {
+            let stage = "original names";
+            totals.profile.add(stage, "", names_clock.0, names_clock.1);
         }
         Ok(totals)
     })
@@ -1324,6 +1350,9 @@ impl InOrder {
         e.1 += p.file.length;
         let status = p.file.alloc.map_or("not known", |a| a.as_str());
         *totals.alloc.entry(status.to_string()).or_insert(0) += 1;
+        if let Some(n) = &p.file.original_name {
+            *totals.names.entry(n.volume).or_insert(0) += 1;
+        }
         report.file(&p.file).map_err(CarveError::Report)
     }
 }
@@ -2105,6 +2134,7 @@ fn plan(
         family: t.name.clone(),
         status: ext.status.as_str().to_string(),
         alloc: None,
+        original_name: None,
         offset: c.start,
         length: ext.length,
         byte_runs: runs,

@@ -77,6 +77,7 @@ pub fn render(
     if let Some(c) = &summary.free_space {
         let _ = writeln!(s, "{}", crate::carve::free::audit_line(c, info.image_len));
     }
+    names_lines(&mut s, summary);
     if let Some(e) = error {
         let _ = writeln!(
             s,
@@ -138,6 +139,27 @@ fn volumes_lines(s: &mut String, summary: &CarveSummary) {
             counts.join(", ")
         );
     }
+}
+
+/// The files given an original name (FAT directory entries:
+/// [`crate::carve::geometry::names`]), per volume.
+fn names_lines(s: &mut String, summary: &CarveSummary) {
+    if summary.names.is_empty() && !summary.volumes.iter().any(|v| v.starts_with("FAT")) {
+        return;
+    }
+    let named: u64 = summary.names.values().sum();
+    let files: u64 = summary.alloc.values().sum();
+    let per: Vec<String> = summary
+        .names
+        .iter()
+        .map(|(v, n)| format!("{n} in the volume at offset {v}"))
+        .collect();
+    let _ = writeln!(
+        s,
+        "original names (a directory entry points at the file's first cluster): {named} of {files} files reported{}{}",
+        if per.is_empty() { "" } else { ": " },
+        per.join(", ")
+    );
 }
 
 /// `image:`, `image size:`, the image's digests and the file hash line (also

@@ -23,6 +23,7 @@
 //!     <gc:type>jpeg</gc:type> <gc:family>..</gc:family> <gc:status>complete</gc:status>
 //!     <gc:parent>..</gc:parent> <gc:validator>..</gc:validator> <gc:note>..</gc:note>
 //!     <gc:alloc>partly</gc:alloc>                      (some clusters allocated, some not)
+//!     <gc:original_name path='/DCIM/A.JPG' deleted='0' size='..' volume='..'/>  (see below)
 //!   </fileobject>
 //!   <rusage>(getrusage: utime, stime, maxrss, ...)<clocktime>..</clocktime></rusage>
 //!   <gc:incomplete>..</gc:incomplete>                  (when the run stopped early)
@@ -45,6 +46,11 @@
 //! not known has neither. Volumes (the schema places them after the disk
 //! image object, before the top-level file objects) carry the volume's
 //! offset, cluster size, file system and length.
+//! A file whose first cluster a directory entry points at
+//! ([`crate::carve::geometry::names`]) has `<gc:original_name>` (its path
+//! from the volume's root, whether deleted, the entry's size, the volume's
+//! offset: `filename` stays the written file's path) and the entry's times
+//! as `mtime`, `atime`, `crtime` (FAT's local times, written without a zone).
 
 use std::io::Write;
 
@@ -213,6 +219,9 @@ impl<W: Write> CarveReport for DfxmlReport<W> {
             Some(Alloc::Unallocated) => writeln!(o, "    <alloc>0</alloc>")?,
             _ => {}
         }
+        if let Some(n) = &f.original_name {
+            times(o, n)?;
+        }
         writeln!(o, "    <byte_runs>")?;
         for r in &f.byte_runs {
             writeln!(
@@ -252,8 +261,36 @@ impl<W: Write> CarveReport for DfxmlReport<W> {
         if f.alloc == Some(Alloc::Partly) {
             writeln!(o, "    <gc:alloc>partly</gc:alloc>")?;
         }
+        if let Some(n) = &f.original_name {
+            writeln!(
+                o,
+                "    <gc:original_name path='{}' deleted='{}' size='{}' volume='{}'/>",
+                escape(&n.path),
+                u8::from(n.deleted),
+                n.size,
+                n.volume
+            )?;
+        }
         writeln!(o, "  </fileobject>")
     }
+}
+
+/// The original entry's times: DFXML's `mtime`, `atime`, `crtime` (in the
+/// schema's order; `prec` in seconds: FAT keeps 2 s, a day, 10 ms).
+fn times(
+    o: &mut impl Write,
+    n: &crate::carve::geometry::names::OriginalName,
+) -> std::io::Result<()> {
+    if let Some(t) = &n.modified {
+        writeln!(o, "    <mtime prec='2'>{}</mtime>", escape(t))?;
+    }
+    if let Some(d) = &n.accessed {
+        writeln!(o, "    <atime prec='86400'>{}T00:00:00</atime>", escape(d))?;
+    }
+    if let Some(t) = &n.created {
+        writeln!(o, "    <crtime>{}</crtime>", escape(t))?;
+    }
+    Ok(())
 }
 
 /// `uname(2)`; empty strings where it fails.
@@ -365,6 +402,15 @@ mod tests {
                 family: "png".into(),
                 status: "complete".into(),
                 alloc,
+                original_name: (id == 3).then(|| crate::carve::geometry::names::OriginalName {
+                    path: "/DCIM/A&B.JPG".into(),
+                    deleted: true,
+                    size: 99,
+                    modified: Some("2021-03-04T05:06:08".into()),
+                    created: Some("2021-03-04T05:06:07.50".into()),
+                    accessed: Some("2021-03-05".into()),
+                    volume: 1 << 20,
+                }),
                 offset: 512,
                 length: 100,
                 byte_runs: vec![],
@@ -413,6 +459,24 @@ mod tests {
         assert_eq!(files[1].last(), Some(&"alloc"));
         assert_eq!(text.matches("<alloc>").count(), 1);
         assert!(!files[2].contains(&"alloc"));
+        // The original name: DFXML times before byte_runs, gc:original_name last.
+        assert_eq!(
+            files[2],
+            [
+                "id",
+                "filesize",
+                "mtime",
+                "atime",
+                "crtime",
+                "byte_runs",
+                "type",
+                "family",
+                "status",
+                "original_name"
+            ]
+        );
+        assert!(text.contains("path='/DCIM/A&amp;B.JPG' deleted='1' size='99'"));
+        assert!(text.contains("<atime prec='86400'>2021-03-05T00:00:00</atime>"));
         assert!(text.contains("<alloc>1</alloc>") && text.contains("<gc:alloc>partly</gc:alloc>"));
     }
 
@@ -425,6 +489,7 @@ mod tests {
             family: "png".into(),
             status: "complete".into(),
             alloc: None,
+            original_name: None,
             offset: 512,
             length: 100,
             byte_runs: vec![ByteRun {

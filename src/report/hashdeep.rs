@@ -132,6 +132,7 @@ mod tests {
             family: "jpeg".into(),
             status: "complete".into(),
             alloc: None,
+            original_name: None,
             offset: 0,
             length: 3,
             byte_runs: vec![ByteRun {

@@ -2,7 +2,12 @@
 //!
 //! Fields: `id`, `type`, `family`, `status`, `alloc` (`allocated`,
 //! `unallocated` or `partly`: whether the file system still allocates the
-//! clusters the file's bytes lie in; absent when not known), `offset`, `length`,
+//! clusters the file's bytes lie in; absent when not known), `original_name`
+//! (the directory entry pointing at the file's first cluster: `path` from the
+//! volume's root, `deleted`, the entry's `size`, `modified`, `created`
+//! (local times without a zone, as FAT keeps them), `accessed` (a date),
+//! `volume` (the volume's image offset); absent when no entry is known:
+//! [`crate::carve::geometry::names`]), `offset`, `length`,
 //! `byte_runs` (`file_offset`, `img_offset`, `len`), then one key per hash
 //! chosen with `--hash` (`sha256`, `md5`, `sha1`; null where the file was not
 //! hashed, absent when not chosen), `parent`, `path` (relative to the output
@@ -66,6 +71,8 @@ struct Line<'a> {
     status: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     alloc: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    original_name: Option<&'a crate::carve::geometry::names::OriginalName>,
     offset: u64,
     length: u64,
     byte_runs: &'a [ByteRun],
@@ -96,6 +103,7 @@ impl<W: Write> CarveReport for JsonlReport<W> {
             family: &f.family,
             status: &f.status,
             alloc: f.alloc.map(|a| a.as_str()),
+            original_name: f.original_name.as_ref(),
             offset: f.offset,
             length: f.length,
             byte_runs: &f.byte_runs,
@@ -178,6 +186,7 @@ mod tests {
             family: "png".into(),
             status: "complete".into(),
             alloc: None,
+            original_name: None,
             offset: 4096,
             length: 10,
             byte_runs: vec![ByteRun {

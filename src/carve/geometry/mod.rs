@@ -26,6 +26,7 @@
 
 pub mod alloc;
 pub mod extfs;
+pub mod names;
 
 use crate::carve::reader::{ByteReader, le16, le32};
 

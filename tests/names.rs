@@ -1,0 +1,196 @@
+//! Original names: on FAT32 images built by `corpora/mkimage.py`, every
+//! file recovered exactly (its report.jsonl sha256 the truth's, at the
+//! truth's offset) whose directory entry survives (status `allocated`, or
+//! `deleted`: `mdel` marks its entries `0xE5`) has `original_name`: the
+//! truth's path for allocated files, and for deleted ones the same path
+//! where a long name survives, else the 8.3 name with its first character
+//! lost (compared without it, case-insensitively). No name is given to a
+//! file unless a truth file (allocated or deleted) starts where it does
+//! and has that name. report.xml stays valid DFXML; audit.txt counts them.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn carve(img: &Path, out: &Path) {
+    let o = common::carve_cmd(img, out)
+        .args(["--engine", "cpu"])
+        .output()
+        .expect("gpucarve");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn jsonl(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("report.jsonl"))
+        .expect("report.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .filter(|v: &Value| v.get("record").is_none())
+        .collect()
+}
+
+/// The name `got` (a path) is the truth's `want` (a path from the root):
+/// whole, or (deleted) all but the first character of its last component.
+fn same(got: &str, want: &str, deleted: bool) -> bool {
+    let got = got.strip_prefix('/').unwrap_or(got);
+    if got == want {
+        return true;
+    }
+    let (gd, gb) = got.rsplit_once('/').unwrap_or(("", got));
+    let (wd, wb) = want.rsplit_once('/').unwrap_or(("", want));
+    deleted
+        && gd.eq_ignore_ascii_case(wd)
+        && gb.len() == wb.len()
+        && gb
+            .get(1..)
+            .zip(wb.get(1..))
+            .is_some_and(|(a, b)| a.eq_ignore_ascii_case(b))
+}
+
+/// (allocated named right, allocated exact, deleted named right, deleted exact)
+fn check(seed: u32) -> Option<(usize, usize, usize, usize)> {
+    let d = tempfile::tempdir().unwrap();
+    let seed_s = seed.to_string();
+    let img = common::mkimage(
+        d.path(),
+        "disk.img",
+        &["--fs", "fat32", "--size", "64MiB", "--seed", &seed_s],
+    )?;
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(d.path().join("disk.img.truth.json")).expect("truth"),
+    )
+    .expect("truth json");
+    let out = d.path().join("out");
+    carve(&img, &out);
+    let files = jsonl(&out);
+    let tfiles = truth["files"].as_array().expect("files");
+    let mut n = [0usize; 4];
+    let mut wrong = Vec::new();
+    for t in tfiles {
+        let start = t["fragments"][0][0].as_u64().expect("fragment");
+        let Some(f) = files
+            .iter()
+            .find(|f| f["sha256"] == t["sha256"] && f["offset"].as_u64() == Some(start))
+        else {
+            continue;
+        };
+        let status = t["status"].as_str().expect("status");
+        let want = t["name"].as_str().expect("name");
+        let i = match status {
+            "allocated" => 0,
+            "deleted" => 2,
+            _ => continue,
+        };
+        n[i + 1] += 1;
+        let name = &f["original_name"];
+        let ok = name["path"].as_str().is_some_and(|p| same(p, want, i == 2))
+            && name["deleted"] == (i == 2)
+            && name["size"] == t["size"];
+        if ok {
+            n[i] += 1;
+        } else {
+            wrong.push(format!("{want} ({status}): {name}"));
+        }
+    }
+    // Every name given is a real entry's: a truth file in the file system
+    // starts there and has that name.
+    for f in files.iter().filter(|f| f.get("original_name").is_some()) {
+        let name = &f["original_name"];
+        let path = name["path"].as_str().expect("path");
+        let t = tfiles.iter().find(|t| {
+            t["fragments"][0][0] == f["offset"] && t["status"].as_str() != Some("unallocated")
+        });
+        let deleted = name["deleted"] == true;
+        assert!(
+            t.is_some_and(|t| same(path, t["name"].as_str().unwrap_or(""), deleted)),
+            "seed {seed}: file {} at {} named {path}: no such entry in the truth",
+            f["id"],
+            f["offset"]
+        );
+    }
+    eprintln!(
+        "FAT32 64 MiB seed {seed}: {}/{} allocated and {}/{} deleted exact files named",
+        n[0], n[1], n[2], n[3]
+    );
+    assert!(
+        n[1] >= 10 && n[3] >= 3,
+        "seed {seed}: too few exact files {n:?}"
+    );
+    assert_eq!(
+        n[0], n[1],
+        "seed {seed}: allocated files misnamed: {wrong:#?}"
+    );
+    assert!(
+        n[2] * 10 >= n[3] * 9,
+        "seed {seed}: deleted files misnamed: {wrong:#?}"
+    );
+    let audit = std::fs::read_to_string(out.join("audit.txt")).expect("audit");
+    let named = files
+        .iter()
+        .filter(|f| f.get("original_name").is_some())
+        .count();
+    assert!(
+        audit.contains(&format!(
+            "original names (a directory entry points at the file's first cluster): {named} of {} files reported: {named} in the volume at offset 0\n",
+            files.len()
+        )),
+        "{audit}"
+    );
+    let xml = std::fs::read_to_string(out.join("report.xml")).expect("report.xml");
+    assert_eq!(xml.matches("<gc:original_name ").count(), named);
+    assert!(xml.contains("<mtime prec='2'>"));
+    assert_valid_dfxml(&out.join("report.xml"));
+    Some((n[0], n[1], n[2], n[3]))
+}
+
+fn assert_valid_dfxml(file: &Path) {
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dfxml_schema/dfxml.xsd");
+    match Command::new("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(&schema)
+        .arg(file)
+        .output()
+    {
+        Ok(o) => assert!(
+            o.status.success(),
+            "{} does not validate:\n{}",
+            file.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => {
+            assert!(
+                !common::required("GPUCARVE_REQUIRE_TOOLS"),
+                "GPUCARVE_REQUIRE_TOOLS=1 but xmllint is missing: {e}"
+            );
+            eprintln!("note: xmllint is not installed; report.xml not validated");
+        }
+    }
+}
+
+#[test]
+fn fat32_seed_3_names() {
+    check(3);
+}
+
+#[test]
+fn fat32_seed_7_names() {
+    check(7);
+}
+
+#[test]
+fn no_file_system_no_names() {
+    let d = tempfile::tempdir().unwrap();
+    let Some(img) = common::raw_image(d.path(), "disk.img", "16MiB", 7) else {
+        return;
+    };
+    let out = d.path().join("out");
+    carve(&img, &out);
+    let files = jsonl(&out);
+    assert!(files.iter().all(|f| f.get("original_name").is_none()));
+    let audit = std::fs::read_to_string(out.join("audit.txt")).expect("audit");
+    assert!(!audit.contains("original names ("), "{audit}");
+}
