@@ -20,8 +20,8 @@
 //!   and/or `unvalidated` files under their own folders.
 //!
 //! Memory is bounded: candidates travel through bounded queues (pieces of at
-//! most 16 Ki events, 4 pieces between scan and validation, 2 between
-//! validation and the carver), footer-rule candidates wait at most until the
+//! most 16 Ki events, 16 pieces between scan and validation, 12 validated
+//! pieces between validation and the carver), footer-rule candidates wait at most until the
 //! scan passes their maximum size, and file bytes are streamed through fixed
 //! buffers.
 //!
@@ -31,7 +31,7 @@
 //! boundary, one fragment search. Reporting and hashing are proportional to
 //! what is written (unvalidated guesses that are not kept are counted, not
 //! reported or hashed). A validation reads only the structure it walks (first
-//! reads of 4 KiB, not the candidate's maximum size), and each search is
+//! reads of 256 bytes, doubling, not the candidate's maximum size), and each search is
 //! capped by [`fragments::FragLimits`]; signature positions the searches need
 //! (ZIP EOCDs, JPEG SOIs) are indexed once per carving and the entropy test of
 //! a cluster is memoised, so overlapping searches do not re-read the image
