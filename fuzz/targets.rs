@@ -431,10 +431,11 @@ fn fs_alloc(data: &[u8]) {
     assert!(maps.bytes_read() <= alloc::MAX_MAP_BYTES + (1 << 16));
 }
 
-/// Original names (`carve::geometry::names`): the FAT directory trees of
-/// the volumes found, looked up at each volume's first clusters and at
-/// offsets the input's last bytes pick. A name is a path from the root, of
-/// a FAT volume holding the offset; no file system, no name.
+/// Original names (`carve::geometry::names`): the FAT and ext2/3/4
+/// directory trees of the volumes found, looked up at each volume's first
+/// clusters and at offsets the input's last bytes pick. A name is a path
+/// from the root, of a FAT or ext volume holding the offset; no file
+/// system, no name.
 fn fs_names(data: &[u8]) {
     use gpucarve::carve::geometry::{self, names};
     let image = Slice(data);
@@ -456,7 +457,8 @@ fn fs_names(data: &[u8]) {
         if let Some(n) = maps.lookup(&image, a) {
             assert!(n.path.starts_with('/'), "{n:?}");
             let v = g.at(a).expect("a name outside every volume");
-            assert!(v.fat.is_some() && v.start == n.volume, "{n:?}");
+            let named_fs = v.fat.is_some() || matches!(v.fs, "ext2/3" | "ext4");
+            assert!(named_fs && v.start == n.volume, "{n:?}");
         }
     }
 }

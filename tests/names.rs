@@ -1,4 +1,6 @@
-//! Original names: on FAT32 images built by `corpora/mkimage.py`, every
+//! Original names: on ext4 and ext2 images (live directory entries only:
+//! at least 90% of the allocated exact files named, with UTC inode times;
+//! deleted files unnamed) and on FAT32 images built by `corpora/mkimage.py`, every
 //! file recovered exactly (its report.jsonl sha256 the truth's, at the
 //! truth's offset) whose directory entry survives (status `allocated`, or
 //! `deleted`: `mdel` marks its entries `0xE5`) has `original_name`: the
@@ -52,12 +54,20 @@ fn same(got: &str, want: &str, deleted: bool) -> bool {
 
 /// (allocated named right, allocated exact, deleted named right, deleted exact)
 fn check(seed: u32) -> Option<(usize, usize, usize, usize)> {
+    check_fs("fat32", seed)
+}
+
+/// [`check`] on a `fs` volume (`fat32`, `ext2`, `ext4`). On ext2/3/4 only
+/// live entries are read: at least 90% of the allocated exact files are
+/// named (inode times in UTC), deleted ones never.
+fn check_fs(fs: &str, seed: u32) -> Option<(usize, usize, usize, usize)> {
+    let ext = fs != "fat32";
     let d = tempfile::tempdir().unwrap();
     let seed_s = seed.to_string();
     let img = common::mkimage(
         d.path(),
         "disk.img",
-        &["--fs", "fat32", "--size", "64MiB", "--seed", &seed_s],
+        &["--fs", fs, "--size", "64MiB", "--seed", &seed_s],
     )?;
     let truth: Value = serde_json::from_str(
         &std::fs::read_to_string(d.path().join("disk.img.truth.json")).expect("truth"),
@@ -112,13 +122,17 @@ fn check(seed: u32) -> Option<(usize, usize, usize, usize)> {
         );
     }
     eprintln!(
-        "FAT32 64 MiB seed {seed}: {}/{} allocated and {}/{} deleted exact files named",
+        "{fs} 64 MiB seed {seed}: {}/{} allocated and {}/{} deleted exact files named",
         n[0], n[1], n[2], n[3]
     );
     assert!(
-        n[1] >= 10 && n[3] >= 3,
+        n[1] >= 10 && (ext || n[3] >= 3),
         "seed {seed}: too few exact files {n:?}"
     );
+    if ext {
+        ext_names_check(&files, &out, seed, n);
+        return Some((n[0], n[1], n[2], n[3]));
+    }
     assert_eq!(
         n[0], n[1],
         "seed {seed}: allocated files misnamed: {wrong:#?}"
@@ -144,6 +158,37 @@ fn check(seed: u32) -> Option<(usize, usize, usize, usize)> {
     assert!(xml.contains("<mtime prec='2'>"));
     assert_valid_dfxml(&out.join("report.xml"));
     Some((n[0], n[1], n[2], n[3]))
+}
+
+/// The ext2/3/4 half of [`check_fs`]: ≥ 90% of allocated exact files
+/// named, no deleted one, times in UTC, report.xml valid.
+fn ext_names_check(files: &[Value], out: &Path, seed: u32, n: [usize; 4]) {
+    assert!(n[0] * 10 >= n[1] * 9, "seed {seed}: too few named {n:?}");
+    assert_eq!(n[2], 0, "seed {seed}: a deleted ext file named {n:?}");
+    let named: Vec<&Value> = files
+        .iter()
+        .filter(|f| f.get("original_name").is_some())
+        .collect();
+    for f in &named {
+        let name = &f["original_name"];
+        assert_eq!(name["deleted"], false, "{name}");
+        let t = name["modified"].as_str().expect("mtime");
+        assert!(t.len() == 20 && t.ends_with('Z'), "{name}");
+    }
+    let audit = std::fs::read_to_string(out.join("audit.txt")).expect("audit");
+    assert!(
+        audit.contains(&format!(
+            "original names (a directory entry points at the file's first cluster): {} of {} files reported: {} in the volume at offset 0\n",
+            named.len(),
+            files.len(),
+            named.len()
+        )),
+        "{audit}"
+    );
+    let xml = std::fs::read_to_string(out.join("report.xml")).expect("report.xml");
+    assert_eq!(xml.matches("<gc:original_name ").count(), named.len());
+    assert!(xml.contains("<mtime>") && xml.contains("Z</mtime>"));
+    assert_valid_dfxml(&out.join("report.xml"));
 }
 
 fn assert_valid_dfxml(file: &Path) {
@@ -179,6 +224,16 @@ fn fat32_seed_3_names() {
 #[test]
 fn fat32_seed_7_names() {
     check(7);
+}
+
+#[test]
+fn ext4_seed_3_names() {
+    check_fs("ext4", 3);
+}
+
+#[test]
+fn ext2_seed_5_names() {
+    check_fs("ext2", 5);
 }
 
 #[test]

@@ -276,11 +276,27 @@ impl<W: Write> CarveReport for DfxmlReport<W> {
 }
 
 /// The original entry's times: DFXML's `mtime`, `atime`, `crtime` (in the
-/// schema's order; `prec` in seconds: FAT keeps 2 s, a day, 10 ms).
+/// schema's order; `prec` in seconds: FAT keeps 2 s, a day, 10 ms; ext2/3/4
+/// times, UTC with `Z`, are whole seconds as read).
 fn times(
     o: &mut impl Write,
     n: &crate::carve::geometry::names::OriginalName,
 ) -> std::io::Result<()> {
+    let utc = [&n.modified, &n.accessed, &n.created]
+        .iter()
+        .any(|t| t.as_deref().is_some_and(|t| t.ends_with('Z')));
+    if utc {
+        for (tag, t) in [
+            ("mtime", &n.modified),
+            ("atime", &n.accessed),
+            ("crtime", &n.created),
+        ] {
+            if let Some(t) = t {
+                writeln!(o, "    <{tag}>{}</{tag}>", escape(t))?;
+            }
+        }
+        return Ok(());
+    }
     if let Some(t) = &n.modified {
         writeln!(o, "    <mtime prec='2'>{}</mtime>", escape(t))?;
     }

@@ -66,8 +66,8 @@ pub(super) struct Super {
     pub(super) blocks: u64,
     pub(super) first_data_block: u64,
     pub(super) blocks_per_group: u64,
-    inodes_per_group: u64,
-    inode_size: u64,
+    pub(super) inodes_per_group: u64,
+    pub(super) inode_size: u64,
     pub(super) desc_size: u64,
     pub(super) bit64: bool,
 }
@@ -118,14 +118,36 @@ pub fn read(r: &dyn ByteReader, vol: &Volume) -> Option<FileMap> {
         return None;
     }
     let s = superblock(r, vol)?;
+    let mut files = BTreeMap::new();
+    let mut reads = 0u64;
+    let inodes = each_inode(r, vol, &s, |_, inode| {
+        if files.len() >= MAX_FILES || reads > MAX_META_READS {
+            return false;
+        }
+        if let Some(f) = file_runs(r, vol, &s, inode, &mut reads) {
+            files.entry(f.runs[0].0).or_insert(f);
+        }
+        true
+    });
+    Some(FileMap { files, inodes })
+}
+
+/// Calls `f(inode number, inode)` for every inode of the volume's tables (at
+/// most [`MAX_INODES`], read in pieces of at most 1 MiB) until it returns
+/// `false`; returns the number of inodes visited.
+pub(super) fn each_inode(
+    r: &dyn ByteReader,
+    vol: &Volume,
+    s: &Super,
+    mut f: impl FnMut(u64, &[u8]) -> bool,
+) -> u64 {
     let groups = s.blocks.div_ceil(s.blocks_per_group);
     let desc_at = vol.start + (s.first_data_block + 1) * s.bs;
-    let mut map = FileMap::default();
+    let mut count = 0u64;
     let mut table = Vec::new();
     let mut desc = vec![0u8; s.desc_size as usize];
-    let mut reads = 0u64;
     for g in 0..groups {
-        if map.inodes >= MAX_INODES {
+        if count >= MAX_INODES {
             break;
         }
         if r.read_at(desc_at + g * s.desc_size, &mut desc) != desc.len() {
@@ -140,29 +162,49 @@ pub fn read(r: &dyn ByteReader, vol: &Volume) -> Option<FileMap> {
         }
         let bytes = s.inodes_per_group * s.inode_size;
         let mut done = 0;
-        while done < bytes && map.inodes < MAX_INODES {
+        while done < bytes && count < MAX_INODES {
             let n = (bytes - done).min(PIECE);
             table.resize(n as usize, 0);
             let at = vol.start + itable * s.bs + done;
             if r.read_at(at, &mut table) != table.len() {
                 break;
             }
-            for inode in table.chunks_exact(s.inode_size as usize) {
-                map.inodes += 1;
-                if map.files.len() >= MAX_FILES {
+            let first = g * s.inodes_per_group + done / s.inode_size + 1;
+            for (i, inode) in table.chunks_exact(s.inode_size as usize).enumerate() {
+                count += 1;
+                if !f(first + i as u64, inode) {
                     break;
-                }
-                if reads > MAX_META_READS {
-                    break;
-                }
-                if let Some(f) = file_runs(r, vol, &s, inode, &mut reads) {
-                    map.files.entry(f.runs[0].0).or_insert(f);
                 }
             }
             done += n;
         }
     }
-    Some(map)
+    count
+}
+
+/// The image runs `(offset, length)` of the first `size` bytes of an
+/// inode's data (block map or extent tree), when every block is found;
+/// metadata reads counted in `reads` against [`MAX_META_READS`].
+pub(super) fn image_runs(
+    r: &dyn ByteReader,
+    vol: &Volume,
+    s: &Super,
+    inode: &[u8],
+    size: u64,
+    reads: &mut u64,
+) -> Option<Vec<(u64, u64)>> {
+    let nblocks = size.div_ceil(s.bs);
+    if size == 0 || nblocks > MAX_BLOCKS {
+        return None;
+    }
+    let iblock = inode.get(0x28..0x28 + 60)?;
+    let mut blocks = Blocks::new(s, nblocks, reads);
+    if le32(inode, 0x20) & 0x80000 != 0 {
+        extents(r, vol, s, iblock, &mut blocks, 0, &mut 0)?;
+    } else {
+        block_map(r, vol, s, iblock, &mut blocks)?;
+    }
+    blocks.finish(vol, s, size)
 }
 
 /// The runs of a regular file's inode, when it has at least two.
@@ -177,18 +219,7 @@ fn file_runs(
         return None;
     }
     let size = le32(inode, 0x04) | (le32(inode, 0x6C) << 32);
-    let nblocks = size.div_ceil(s.bs);
-    if size == 0 || nblocks > MAX_BLOCKS {
-        return None;
-    }
-    let iblock = inode.get(0x28..0x28 + 60)?;
-    let mut blocks = Blocks::new(s, nblocks, reads);
-    if le32(inode, 0x20) & 0x80000 != 0 {
-        extents(r, vol, s, iblock, &mut blocks, 0, &mut 0)?;
-    } else {
-        block_map(r, vol, s, iblock, &mut blocks)?;
-    }
-    let runs = blocks.finish(vol, s, size)?;
+    let runs = image_runs(r, vol, s, inode, size, reads)?;
     (runs.len() >= 2).then_some(FileRuns { runs, size })
 }
 

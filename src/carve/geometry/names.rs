@@ -21,6 +21,11 @@
 //! * the timestamps are FAT's: local time, no zone (written without one):
 //!   modification (2 s), creation (10 ms), access (a date).
 //!
+//! ext2/3/4 ([`ext`]): the live directory tree from the root inode, each
+//! regular file named by the first entry found for its inode, with the
+//! inode's size and times (UTC, written with `Z`); deleted names are not
+//! read.
+//!
 //! A file's entry is found by the image offset of its first cluster; a
 //! live entry wins over a deleted one for the same cluster (the cluster was
 //! reused). Bounded whatever the volume says: at most [`MAX_DIRS`]
@@ -29,6 +34,8 @@
 //! volume's read, every cluster number range-checked and each cluster
 //! read once (a chain that loops or joins another ends there). Read once per
 //! carving, when the first file in the volume is reported.
+
+mod ext;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -55,12 +62,13 @@ pub struct OriginalName {
     pub deleted: bool,
     /// The entry's file size.
     pub size: u64,
-    /// Local times, no zone: `YYYY-MM-DDTHH:MM:SS`.
+    /// FAT: local times, no zone: `YYYY-MM-DDTHH:MM:SS`; ext2/3/4: UTC,
+    /// `YYYY-MM-DDTHH:MM:SSZ`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<String>,
-    /// A date: `YYYY-MM-DD`.
+    /// FAT: a date, `YYYY-MM-DD`; ext2/3/4: a UTC time as above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accessed: Option<String>,
     /// Image offset of the volume.
@@ -68,28 +76,47 @@ pub struct OriginalName {
 }
 
 /// One directory found: its parent's index, its name, whether deleted.
-struct Dir {
-    parent: u32,
-    name: String,
-    deleted: bool,
+pub(super) struct Dir {
+    pub(super) parent: u32,
+    pub(super) name: String,
+    pub(super) deleted: bool,
 }
 
-/// One file's entry: its directory, name, the raw entry, whether deleted.
-struct Entry {
-    dir: u32,
-    name: String,
-    raw: [u8; 32],
-    deleted: bool,
+/// One file's entry: its directory, name, what the file system keeps of
+/// it, whether deleted.
+pub(super) struct Entry {
+    pub(super) dir: u32,
+    pub(super) name: String,
+    pub(super) meta: Meta,
+    pub(super) deleted: bool,
+}
+
+/// A file's size and times as its file system keeps them.
+pub(super) enum Meta {
+    /// FAT: the raw 32-byte directory entry.
+    Fat([u8; 32]),
+    /// ext2/3/4: the inode's.
+    Ext(ExtMeta),
+}
+
+/// An ext2/3/4 inode's size and times (seconds since 1970, UTC).
+#[derive(Clone, Copy)]
+pub(super) struct ExtMeta {
+    pub(super) size: u64,
+    pub(super) mtime: Option<i64>,
+    pub(super) atime: Option<i64>,
+    pub(super) crtime: Option<i64>,
 }
 
 /// A volume's names by the image offset of their first cluster.
 #[derive(Default)]
-struct VolNames {
-    dirs: Vec<Dir>,
-    files: HashMap<u64, Entry>,
+pub(super) struct VolNames {
+    pub(super) dirs: Vec<Dir>,
+    pub(super) files: HashMap<u64, Entry>,
 }
 
-/// The directory trees of an image's FAT volumes, read on demand.
+/// The directory trees of an image's FAT16/32 and ext2/3/4 volumes, read on
+/// demand.
 #[derive(Default)]
 pub struct NameMaps {
     volumes: Vec<(Volume, Option<Option<VolNames>>)>,
@@ -101,13 +128,13 @@ impl NameMaps {
             volumes: geo
                 .volumes
                 .iter()
-                .filter(|v| v.fat.is_some())
+                .filter(|v| v.fat.is_some() || is_ext(v))
                 .map(|v| (v.clone(), None))
                 .collect(),
         }
     }
 
-    /// No FAT volume: no names.
+    /// No FAT16/32 or ext2/3/4 volume: no names.
     pub fn is_empty(&self) -> bool {
         self.volumes.is_empty()
     }
@@ -118,7 +145,15 @@ impl NameMaps {
             .volumes
             .iter_mut()
             .find(|(v, _)| v.start <= at && at < v.end)?;
-        let names = names.get_or_insert_with(|| walk(r, vol)).as_ref()?;
+        let names = names
+            .get_or_insert_with(|| {
+                if is_ext(vol) {
+                    ext::walk(r, vol)
+                } else {
+                    walk(r, vol)
+                }
+            })
+            .as_ref()?;
         let e = names.files.get(&at)?;
         let mut parts = vec![e.name.as_str()];
         let mut deleted = e.deleted;
@@ -131,9 +166,23 @@ impl NameMaps {
             d = dir.parent as usize;
         }
         parts.reverse();
-        let raw = &e.raw;
+        let path = format!("/{}", parts.join("/"));
+        let raw = match &e.meta {
+            Meta::Fat(raw) => raw,
+            Meta::Ext(m) => {
+                return Some(OriginalName {
+                    path,
+                    deleted,
+                    size: m.size,
+                    modified: m.mtime.map(rfc3339_secs),
+                    created: m.crtime.map(rfc3339_secs),
+                    accessed: m.atime.map(rfc3339_secs),
+                    volume: vol.start,
+                });
+            }
+        };
         Some(OriginalName {
-            path: format!("/{}", parts.join("/")),
+            path,
             deleted,
             size: le32(raw, 28),
             modified: date(le16(raw, 24))
@@ -146,6 +195,33 @@ impl NameMaps {
             volume: vol.start,
         })
     }
+}
+
+/// An ext2/3/4 volume.
+fn is_ext(v: &Volume) -> bool {
+    matches!(v.fs, "ext2/3" | "ext4")
+}
+
+/// Seconds since 1970 as an RFC 3339 UTC time, `YYYY-MM-DDTHH:MM:SSZ`
+/// (civil-from-days, Howard Hinnant's algorithm).
+pub fn rfc3339_secs(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// A FAT date: `YYYY-MM-DD` (none when zero or out of range).
@@ -324,7 +400,7 @@ impl Walker<'_> {
             let entry = Entry {
                 dir: d,
                 name,
-                raw,
+                meta: Meta::Fat(raw),
                 deleted,
             };
             let full = self.names.files.len() >= MAX_ENTRIES;
@@ -376,7 +452,7 @@ fn short_name(e: &[u8]) -> String {
 }
 
 /// A name fit for a path: `/` and control characters replaced.
-fn clean(s: &str) -> String {
+pub(super) fn clean(s: &str) -> String {
     s.chars()
         .map(|c| if c == '/' || c.is_control() { '_' } else { c })
         .collect()
