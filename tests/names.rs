@@ -13,24 +13,21 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
+use common::assert_valid_dfxml;
+
+/// `gpucarve carve IMG -o OUT -q --engine cpu`, which must succeed.
 fn carve(img: &Path, out: &Path) {
-    let o = common::carve_cmd(img, out)
-        .args(["--engine", "cpu"])
-        .output()
-        .expect("gpucarve");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    common::carve_ok(img, out, &["--engine", "cpu"]);
 }
 
+/// The report's file records.
 fn jsonl(out: &Path) -> Vec<Value> {
-    std::fs::read_to_string(out.join("report.jsonl"))
-        .expect("report.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json"))
-        .filter(|v: &Value| v.get("record").is_none())
+    common::report_records(out)
+        .into_iter()
+        .filter(|v| v.get("record").is_none())
         .collect()
 }
 
@@ -189,31 +186,6 @@ fn ext_names_check(files: &[Value], out: &Path, seed: u32, n: [usize; 4]) {
     assert_eq!(xml.matches("<gc:original_name ").count(), named.len());
     assert!(xml.contains("<mtime>") && xml.contains("Z</mtime>"));
     assert_valid_dfxml(&out.join("report.xml"));
-}
-
-fn assert_valid_dfxml(file: &Path) {
-    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dfxml_schema/dfxml.xsd");
-    match Command::new("xmllint")
-        .arg("--noout")
-        .arg("--schema")
-        .arg(&schema)
-        .arg(file)
-        .output()
-    {
-        Ok(o) => assert!(
-            o.status.success(),
-            "{} does not validate:\n{}",
-            file.display(),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(e) => {
-            assert!(
-                !common::required("GPUCARVE_REQUIRE_TOOLS"),
-                "GPUCARVE_REQUIRE_TOOLS=1 but xmllint is missing: {e}"
-            );
-            eprintln!("note: xmllint is not installed; report.xml not validated");
-        }
-    }
 }
 
 #[test]

@@ -244,3 +244,30 @@ pub fn ewfacquire(args: &str, dir: &Path) -> bool {
     eprintln!("SKIPPED (not run): ewfacquire unavailable or failed: {args}");
     false
 }
+
+/// report.xml (or any DFXML file) against the DFXML working group's schema,
+/// when `xmllint` is installed (required with `GPUCARVE_REQUIRE_TOOLS=1`).
+pub fn assert_valid_dfxml(file: &Path) {
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dfxml_schema/dfxml.xsd");
+    match Command::new("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(&schema)
+        .arg(file)
+        .output()
+    {
+        Ok(o) => assert!(
+            o.status.success(),
+            "{} does not validate:\n{}",
+            file.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => {
+            assert!(
+                !required("GPUCARVE_REQUIRE_TOOLS"),
+                "GPUCARVE_REQUIRE_TOOLS=1 but xmllint is missing: {e}"
+            );
+            eprintln!("note: xmllint is not installed; report.xml not validated");
+        }
+    }
+}
