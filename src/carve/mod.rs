@@ -901,6 +901,11 @@ fn validate_laid_out(
     else {
         return contiguous();
     };
+    // A file system's entry starts a file here: its size decides, when the
+    // validator proves that much.
+    if let Some(v) = fragments::fs_entry_verdict(validator, bytes, vol, (start, max_len), shared) {
+        return Some(v);
+    }
     let listed = vol
         .ext_files
         .as_ref()

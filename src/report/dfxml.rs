@@ -86,6 +86,28 @@ pub fn escape(s: &str) -> String {
     o
 }
 
+/// What report.xml says of a volume: where it lies, its cluster size and
+/// file system. Kept in each carving's run.json, so that `merge` writes
+/// the volumes its shards found.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct VolumeHead {
+    pub start: u64,
+    pub end: u64,
+    pub cluster: u64,
+    pub fs: String,
+}
+
+impl From<&crate::carve::geometry::Volume> for VolumeHead {
+    fn from(v: &crate::carve::geometry::Volume) -> Self {
+        VolumeHead {
+            start: v.start,
+            end: v.end,
+            cluster: v.cluster,
+            fs: v.fs.to_string(),
+        }
+    }
+}
+
 /// Streams a DFXML document.
 pub struct DfxmlReport<W: Write> {
     out: W,
@@ -143,9 +165,9 @@ xmlns:gc='{XMLNS_GC}'\n  version='1.2.0'>\n  \
     }
 
     /// The volumes found in the image (before any file).
-    pub fn volumes(&mut self, vols: &[crate::carve::geometry::Volume]) -> std::io::Result<()> {
+    pub fn volumes(&mut self, vols: &[VolumeHead]) -> std::io::Result<()> {
         for v in vols {
-            let len = v.end - v.start;
+            let len = v.end.saturating_sub(v.start);
             writeln!(
                 self.out,
                 "  <volume offset='{0}'>\n    <partition_offset>{0}</partition_offset>\n    \
@@ -153,7 +175,7 @@ xmlns:gc='{XMLNS_GC}'\n  version='1.2.0'>\n  \
 <block_count>{3}</block_count>\n    <gc:length>{len}</gc:length>\n  </volume>",
                 v.start,
                 v.cluster,
-                escape(v.fs),
+                escape(&v.fs),
                 len / v.cluster.max(1)
             )?;
         }
@@ -405,8 +427,9 @@ mod tests {
             fs: "ext4",
             fat: None,
             ext_files: None,
+            fat_files: None,
         };
-        r.volumes(&[vol]).unwrap();
+        r.volumes(&[VolumeHead::from(&vol)]).unwrap();
         for (id, alloc) in [
             (1, Some(Alloc::Allocated)),
             (2, Some(Alloc::Partly)),

@@ -1,6 +1,7 @@
 //! A file laid out by its file system ([`fs_layout_verdict`]): the runs an
 //! ext inode, an ext2/3 block map or a FAT chain gives a file, proven by the
-//! file's validator over them (no search).
+//! file's validator over them (no search); and a file ended where its file
+//! system's entry says ([`fs_entry_verdict`]).
 
 use super::runs::{MAX_RUNS, TwoRuns};
 use crate::carve::geometry;
@@ -39,12 +40,21 @@ pub fn fs_layout_verdict(
             &view,
             0,
             Limits {
-                max_len: view.len(),
+                max_len: view.len().min(f.size),
             },
             cx,
         )?;
-        if v.status != Status::Complete || v.length != f.size || v.length > max_len {
+        if v.status != Status::Complete || v.length > f.size || f.size > max_len || v.length == 0 {
             return None;
+        }
+        if v.length < f.size {
+            // (A live inode: what follows the structure is the file's too.)
+            v.notes.push(format!(
+                "the structure ends at {}, the {} bytes after it up to the inode's size are the file's",
+                v.length,
+                f.size - v.length
+            ));
+            v.length = f.size;
         }
         v.notes.push(format!(
             "ext inode: the file system lists this file's blocks ({} runs, {} bytes); carved along them",
@@ -110,5 +120,140 @@ pub fn fs_layout_verdict(
     ));
     v.forget_break();
     v.runs = Some(runs);
+    Some(v)
+}
+
+/// What a file system's entry says of the file starting at a cluster.
+struct EntryLayout {
+    /// Image runs `(offset, length)`, adding up to `size`.
+    runs: Vec<(u64, u64)>,
+    size: u64,
+    deleted: bool,
+    /// What says so, for the verdict's note.
+    what: &'static str,
+}
+
+/// Where the file system says the file at `start` lies, when an entry
+/// starts there.
+///
+/// * ext2/3/4: a live inode whose blocks are one run (the fragmented ones
+///   are [`fs_layout_verdict`]'s);
+/// * FAT16/32, a live directory entry: its cluster chain, cut to the size
+///   (the chain must hold exactly the clusters the size needs);
+/// * FAT16/32, a deleted entry: its chain is freed, so the clusters from
+///   its first, contiguous, when every one of them is still free.
+fn entry_layout(r: &dyn ByteReader, vol: &geometry::Volume, start: u64) -> Option<EntryLayout> {
+    if let Some(&size) = vol
+        .ext_files
+        .as_ref()
+        .and_then(|m| m.contiguous.get(&start))
+    {
+        return Some(EntryLayout {
+            runs: vec![(start, size)],
+            size,
+            deleted: false,
+            what: "ext inode",
+        });
+    }
+    let f = *vol.fat_files.as_ref()?.files.get(&start)?;
+    let cl = vol.cluster;
+    if f.deleted {
+        return geometry::fat_free(r, vol, start, f.size).then(|| EntryLayout {
+            runs: vec![(start, f.size)],
+            size: f.size,
+            deleted: true,
+            what: "deleted FAT directory entry (its clusters still free)",
+        });
+    }
+    let chain = geometry::fat_chain_runs(r, vol, start, f.size, MAX_RUNS)?;
+    let total: u64 = chain.iter().map(|r| r.1).sum();
+    if total.div_ceil(cl) != f.size.div_ceil(cl) || total < f.size {
+        return None;
+    }
+    let mut left = f.size;
+    let runs = chain
+        .into_iter()
+        .map(|(o, n)| {
+            let len = n.min(left);
+            left -= len;
+            (o, len)
+        })
+        .filter(|r| r.1 > 0)
+        .collect();
+    Some(EntryLayout {
+        runs,
+        size: f.size,
+        deleted: false,
+        what: "FAT directory entry and cluster chain",
+    })
+}
+
+/// The verdict of `validator` over the file at `start` as long as the file
+/// system's entry for it says ([`entry_layout`]), when the validator calls
+/// that much of it `Complete`:
+///
+/// * ending exactly at the entry's size: the file as the file system has it
+///   (a structure that would go on, an MP3 whose next file's frames follow
+///   in the next cluster, ends where the entry ends);
+/// * ending before it: what follows the structure up to the entry's size is
+///   the file's too (padding after a JPEG's EOI, free sectors after an OLE2
+///   file's last used one, a second image): carved to the entry's size; a
+///   deleted entry only when that tail lies in the same last cluster (its
+///   other clusters could be another file's since);
+/// * a live entry whose every byte checks out but whose structure would go
+///   on past its size (`Partial` at exactly the size): the file as its
+///   file system holds it.
+///
+/// Anything else: `None` (the carver goes on as without the entry).
+pub fn fs_entry_verdict(
+    validator: &str,
+    r: &dyn ByteReader,
+    vol: &geometry::Volume,
+    (start, max_len): (u64, u64),
+    cx: &validators::Context,
+) -> Option<Verdict> {
+    let EntryLayout {
+        runs,
+        size,
+        deleted,
+        what,
+    } = entry_layout(r, vol, start)?;
+    if size > max_len {
+        return None;
+    }
+    let view = RunsView::new(r, &runs);
+    let mut v = validators::validate(validator, &view, 0, Limits { max_len: size }, cx)?;
+    if v.status == Status::Partial && v.length == size && !deleted {
+        // Every byte the live entry gives checks out, and the structure
+        // would go on past them (a TIFF whose strip counts overstate its
+        // strips): the file is what its file system holds.
+        v.notes.push(format!(
+            "{what}: {size} bytes, all of which check out; the structure goes on past them (the file as its file system holds it)"
+        ));
+        v.status = Status::Complete;
+        v.forget_break();
+        v.runs = (runs.len() >= 2).then_some(runs);
+        return Some(v);
+    }
+    if v.status != Status::Complete || v.length > size || v.length == 0 {
+        return None;
+    }
+    if v.length < size {
+        let cl = vol.cluster;
+        if deleted && v.length.div_ceil(cl) != size.div_ceil(cl) {
+            return None;
+        }
+        v.notes.push(format!(
+            "{what}: {size} bytes; the structure ends at {}, the {} bytes after it are the file's",
+            v.length,
+            size - v.length
+        ));
+        v.length = size;
+    } else {
+        v.notes
+            .push(format!("{what}: {size} bytes, where the structure ends"));
+    }
+    v.forget_break();
+    v.runs = (runs.len() >= 2).then_some(runs);
     Some(v)
 }

@@ -139,7 +139,7 @@ pub use carver::{Fragments, estimate_cluster};
 pub use claims::{Asked, Claims, ClaimsSeen};
 pub use jpeg::trail_spec as jpeg_trail_spec;
 pub use known::KnownJpegs;
-pub use layout::fs_layout_verdict;
+pub use layout::{fs_entry_verdict, fs_layout_verdict};
 pub use memory::SearchMemory;
 pub use needles::{NEEDLES, ScanNeedles};
 pub use runs::{MAX_RUNS, TwoRuns};

@@ -31,6 +31,8 @@ use crate::carve::reader::{ByteReader, le16, le32};
 pub const MAX_INODES: u64 = 1 << 22;
 /// Most fragmented files kept per volume.
 pub const MAX_FILES: usize = 1 << 16;
+/// Most contiguous files' sizes kept per volume.
+pub const MAX_CONTIGUOUS: usize = 1 << 18;
 /// Most runs per file.
 pub const MAX_RUNS: usize = 4096;
 /// Most blocks per file (4 GiB of 4 KiB blocks).
@@ -56,6 +58,9 @@ pub struct FileRuns {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileMap {
     pub files: BTreeMap<u64, FileRuns>,
+    /// The size of every regular file stored in one run, by the image
+    /// offset of its first block (at most [`MAX_CONTIGUOUS`]).
+    pub contiguous: BTreeMap<u64, u64>,
     /// Inodes read, for the audit.
     pub inodes: u64,
 }
@@ -119,17 +124,28 @@ pub fn read(r: &dyn ByteReader, vol: &Volume) -> Option<FileMap> {
     }
     let s = superblock(r, vol)?;
     let mut files = BTreeMap::new();
+    let mut contiguous = BTreeMap::new();
     let mut reads = 0u64;
     let inodes = each_inode(r, vol, &s, |_, inode| {
         if files.len() >= MAX_FILES || reads > MAX_META_READS {
             return false;
         }
-        if let Some(f) = file_runs(r, vol, &s, inode, &mut reads) {
-            files.entry(f.runs[0].0).or_insert(f);
+        match file_runs(r, vol, &s, inode, &mut reads) {
+            Some(f) if f.runs.len() >= 2 => {
+                files.entry(f.runs[0].0).or_insert(f);
+            }
+            Some(f) if contiguous.len() < MAX_CONTIGUOUS && f.size > 0 => {
+                contiguous.entry(f.runs[0].0).or_insert(f.size);
+            }
+            _ => {}
         }
         true
     });
-    Some(FileMap { files, inodes })
+    Some(FileMap {
+        files,
+        contiguous,
+        inodes,
+    })
 }
 
 /// Calls `f(inode number, inode)` for every inode of the volume's tables (at
@@ -207,7 +223,7 @@ pub(super) fn image_runs(
     blocks.finish(vol, s, size)
 }
 
-/// The runs of a regular file's inode, when it has at least two.
+/// The runs of a regular file's inode.
 fn file_runs(
     r: &dyn ByteReader,
     vol: &Volume,
@@ -220,7 +236,7 @@ fn file_runs(
     }
     let size = le32(inode, 0x04) | (le32(inode, 0x6C) << 32);
     let runs = image_runs(r, vol, s, inode, size, reads)?;
-    (runs.len() >= 2).then_some(FileRuns { runs, size })
+    (!runs.is_empty()).then_some(FileRuns { runs, size })
 }
 
 /// A file's blocks in logical order, merged into runs of physical blocks.

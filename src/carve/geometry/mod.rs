@@ -52,6 +52,10 @@ pub struct Volume {
     /// ext2/3/4: the fragmented files its inodes list
     /// ([`extfs`], read by [`detect_with_files`]).
     pub ext_files: Option<std::sync::Arc<extfs::FileMap>>,
+    /// FAT16/32: the size of every file a directory entry (live or
+    /// deleted) starts at a cluster ([`names::fat_files`], read by
+    /// [`detect_with_files`]).
+    pub fat_files: Option<std::sync::Arc<names::FatFiles>>,
 }
 
 /// A FAT16 or FAT32 volume's first allocation table: cluster `n` (from 2)
@@ -233,6 +237,7 @@ pub fn detect_with_files(r: &dyn ByteReader) -> Geometry {
     let mut g = detect(r);
     for v in &mut g.volumes {
         v.ext_files = extfs::read(r, v).map(std::sync::Arc::new);
+        v.fat_files = names::fat_files(r, v).map(std::sync::Arc::new);
     }
     g
 }
@@ -282,6 +287,7 @@ fn volume(r: &dyn ByteReader, start: u64, end: u64) -> Option<Volume> {
         fs,
         fat,
         ext_files: None,
+        fat_files: None,
     })
 }
 
@@ -375,39 +381,87 @@ pub fn fat_chain(
     max_len: u64,
     max_runs: usize,
 ) -> Option<Vec<(u64, u64)>> {
+    fat_chain_runs(r, vol, start, max_len, max_runs).filter(|runs| runs.len() >= 2)
+}
+
+/// Reads FAT entries `n` of `fat` (`width` 16 or 32 bits, masked), a piece
+/// of the table at a time: a chain's links are mostly consecutive entries.
+struct FatEntries<'a> {
+    r: &'a dyn ByteReader,
+    fat: Fat,
+    piece: Vec<u8>,
+    piece_at: u64,
+}
+
+impl<'a> FatEntries<'a> {
+    fn new(r: &'a dyn ByteReader, fat: Fat) -> Self {
+        FatEntries {
+            r,
+            fat,
+            piece: vec![0u8; FAT_PIECE as usize],
+            piece_at: u64::MAX,
+        }
+    }
+
+    /// Entry `n` (masked to 28 bits on FAT32), or `None` past the table's
+    /// readable bytes.
+    fn get(&mut self, n: u64) -> Option<u64> {
+        let w = u64::from(self.fat.width / 8);
+        let at = self.fat.table.checked_add(n.checked_mul(w)?)?;
+        let base = at - at % FAT_PIECE;
+        if base != self.piece_at {
+            self.piece.resize(FAT_PIECE as usize, 0);
+            let got = self.r.read_at(base, &mut self.piece);
+            self.piece.truncate(got);
+            self.piece_at = base;
+        }
+        let i = (at - base) as usize;
+        let b = self.piece.get(i..i + w as usize)?;
+        Some(match w {
+            2 => u64::from(u16::from_le_bytes([b[0], b[1]])),
+            _ => le32(b, 0) & 0x0FFF_FFFF,
+        })
+    }
+}
+
+/// True when every cluster of `[start, start + len)` (image offsets, `start`
+/// a cluster start of FAT volume `vol`, at most [`MAX_FAT_LINKS`]
+/// clusters) lies in the volume and is free in its table: where a deleted
+/// file's clusters are, when nothing has taken them since.
+pub fn fat_free(r: &dyn ByteReader, vol: &Volume, start: u64, len: u64) -> bool {
+    let Some(fat) = vol.fat else { return false };
+    let cl = vol.cluster;
+    if start < fat.data || !(start - fat.data).is_multiple_of(cl) || len == 0 {
+        return false;
+    }
+    let first = (start - fat.data) / cl + 2;
+    let n = len.div_ceil(cl);
+    if n > MAX_FAT_LINKS || first + n > fat.entries || start.saturating_add(len) > vol.end {
+        return false;
+    }
+    let mut entries = FatEntries::new(r, fat);
+    (first..first + n).all(|c| entries.get(c) == Some(0))
+}
+
+/// [`fat_chain`] of any number of runs (one: a contiguous file).
+pub fn fat_chain_runs(
+    r: &dyn ByteReader,
+    vol: &Volume,
+    start: u64,
+    max_len: u64,
+    max_runs: usize,
+) -> Option<Vec<(u64, u64)>> {
     let fat = vol.fat?;
     let cl = vol.cluster;
     if start < fat.data || !(start - fat.data).is_multiple_of(cl) {
         return None;
     }
     let first = (start - fat.data) / cl + 2;
-    let (mask, eoc) = match fat.width {
-        16 => (0xFFFF, 0xFFF8),
-        _ => (0x0FFF_FFFF, 0x0FFF_FFF8),
+    let eoc = match fat.width {
+        16 => 0xFFF8,
+        _ => 0x0FFF_FFF8,
     };
-    // The table read a piece at a time: a chain's links are mostly
-    // consecutive entries.
-    let w = u64::from(fat.width / 8);
-    let mut piece = vec![0u8; FAT_PIECE as usize];
-    let mut piece_at = u64::MAX;
-    let mut entry = |n: u64| -> Option<u64> {
-        let at = fat.table.checked_add(n.checked_mul(w)?)?;
-        let base = at - at % FAT_PIECE;
-        if base != piece_at {
-            piece.resize(FAT_PIECE as usize, 0);
-            let got = r.read_at(base, &mut piece);
-            piece.truncate(got);
-            piece_at = base;
-        }
-        let i = (at - base) as usize;
-        let b = piece.get(i..i + w as usize)?;
-        Some(
-            match w {
-                2 => u64::from(u16::from_le_bytes([b[0], b[1]])),
-                _ => le32(b, 0),
-            } & mask,
-        )
-    };
+    let mut entries = FatEntries::new(r, fat);
     // Bounded whatever the table holds: a constant per candidate.
     let most = max_len.div_ceil(cl).clamp(1, MAX_FAT_LINKS);
     let mut runs: Vec<(u64, u64)> = Vec::new();
@@ -426,9 +480,9 @@ pub fn fat_chain(
                 runs.push((off, cl));
             }
         }
-        let next = entry(n)?;
+        let next = entries.get(n)?;
         if next >= eoc {
-            return (runs.len() >= 2).then_some(runs);
+            return Some(runs);
         }
         if next < 2 || next == eoc - 1 {
             return None;
@@ -584,6 +638,20 @@ pub(crate) mod tests {
         assert_eq!(fat_chain(&img, &vol, off(10) + 100, 1 << 20, 4), None);
         // Contiguous (one run): nothing to add.
         assert_eq!(fat_chain(&img, &vol, off(40), 1 << 20, 4), None);
+        // ... but its runs, for a file system entry's size.
+        assert_eq!(
+            super::fat_chain_runs(&img, &vol, off(40), 1 << 20, 4),
+            Some(vec![(off(40), 2 * 512)])
+        );
+        // Free clusters (a deleted file's): 13 to 39 are, 12 is not; past
+        // the volume's clusters or not on a cluster start: not free.
+        assert!(super::fat_free(&img, &vol, off(13), 27 * 512));
+        assert!(super::fat_free(&img, &vol, off(13), 26 * 512 + 1));
+        assert!(!super::fat_free(&img, &vol, off(13), 27 * 512 + 1));
+        assert!(!super::fat_free(&img, &vol, off(12), 512));
+        assert!(!super::fat_free(&img, &vol, off(13) + 1, 512));
+        assert!(!super::fat_free(&img, &vol, off(13), 0));
+        assert!(!super::fat_free(&img, &vol, off(13), 1 << 40));
         // A free entry (deleted file), a bad cluster, a link out of range, a loop.
         for (n, v) in [(12u64, 0u32), (12, 0x0FFF_FFF7), (12, 1 << 20), (41, 10)] {
             let mut bad = img.clone();

@@ -197,6 +197,46 @@ impl NameMaps {
     }
 }
 
+/// What a FAT16/32 volume's directory entries say of the files that start
+/// at a cluster: size and whether the entry (or a directory above it) is
+/// deleted, by the image offset of the first cluster (a live entry wins
+/// over a deleted one). Entries of size 0 are left out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FatFiles {
+    pub files: std::collections::BTreeMap<u64, FatFile>,
+}
+
+/// One FAT directory entry's file: its size, and whether it is deleted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FatFile {
+    pub size: u64,
+    pub deleted: bool,
+}
+
+/// The sizes of the files `vol`'s directories name (`None`: not a FAT16/32
+/// volume whose boot sector reads). Bounded as the names are.
+pub fn fat_files(r: &dyn ByteReader, vol: &Volume) -> Option<FatFiles> {
+    let names = walk(r, vol)?;
+    let files = names
+        .files
+        .iter()
+        .filter_map(|(&at, e)| {
+            let Meta::Fat(raw) = &e.meta else { return None };
+            let mut deleted = e.deleted;
+            let mut d = e.dir as usize;
+            // Parents come before their children: at most `dirs` steps.
+            while d != 0 {
+                let dir = names.dirs.get(d)?;
+                deleted |= dir.deleted;
+                d = dir.parent as usize;
+            }
+            let size = le32(raw, 28);
+            (size > 0).then_some((at, FatFile { size, deleted }))
+        })
+        .collect();
+    Some(FatFiles { files })
+}
+
 /// An ext2/3/4 volume.
 fn is_ext(v: &Volume) -> bool {
     matches!(v.fs, "ext2/3" | "ext4")
@@ -619,5 +659,14 @@ mod tests {
             n.modified.as_deref().is_some_and(|t| t.len() == 19),
             "{n:?}"
         );
+        // The sizes the carver ends files with: the same entries, a file in
+        // a deleted directory deleted.
+        let f = fat_files(&r, &g.volumes[0]).unwrap();
+        let got = |at: u64| f.files.get(&at).map(|f| (f.size, f.deleted));
+        assert_eq!(got(43520), Some((3000, false)));
+        assert_eq!(got(46592), Some((6, false)));
+        assert_eq!(got(43008), Some((6, true)));
+        assert_eq!(got(47104), Some((3000, true)));
+        assert_eq!(got(43521), None);
     }
 }
