@@ -16,7 +16,7 @@ use crate::engine::{EngineChoice, build_engines};
 use crate::hashing::{Digests, HashChoice, Hasher};
 use crate::journal::{self, Journal};
 use crate::report::CarveReport;
-use crate::report::dfxml::DfxmlReport;
+use crate::report::dfxml::{DfxmlReport, VolumeHead};
 use crate::report::hashdeep::{HASHES, HashdeepList};
 use crate::report::jsonl::JsonlReport;
 use crate::report::{Fanout, RunInfo, audit, rfc3339};
@@ -72,6 +72,10 @@ pub struct RunMeta {
     /// The whole image's digests, with `--hash-image` (recorded when the carving ends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_hashes: Option<Digests>,
+    /// The volumes found in the image, for `merge`'s report.xml (none in
+    /// carvings from before they were recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<VolumeHead>,
 }
 
 pub const RUN_META: &str = "run.json";
@@ -305,17 +309,25 @@ impl CarveJob {
             .map_err(|e| e.to_string())?;
         let started = SystemTime::now();
         let info = self.run_info(&image, resumed.as_ref(), started);
+        // The volumes, for report.xml's head and run.json (a few small
+        // reads; the carving reads them again with the rest of the file
+        // systems).
+        let volumes: Vec<VolumeHead> =
+            crate::carve::geometry::detect(&crate::carve::ImageBytes::new(&image))
+                .volumes
+                .iter()
+                .map(VolumeHead::from)
+                .collect();
         let mut meta = match &resumed {
             Some((m, _, _, _)) => m.clone(),
-            None => self.new_meta(&info, &image, &outcome.container),
+            None => RunMeta {
+                volumes: volumes.clone(),
+                ..self.new_meta(&info, &image, &outcome.container)
+            },
         };
         if resumed.is_none() {
             meta.write(&self.out_dir)?;
         }
-        // The volumes, for report.xml's head (a few small reads; the carving
-        // reads them again with the rest of the file systems).
-        let volumes =
-            crate::carve::geometry::detect(&crate::carve::ImageBytes::new(&image)).volumes;
         let mut reports = Reports::open(&out, &info, &self.out_dir, &volumes)?;
         let audit_file = out.create_report("audit.txt").map_err(|e| e.to_string())?;
         // Reserve room for the audit now, so that it can still be written if
@@ -511,6 +523,7 @@ impl CarveJob {
             free_space_only: self.carve.free_space_only,
             hashes: self.carve.hashes,
             image_hashes: None,
+            volumes: Vec::new(),
         }
     }
 
@@ -640,7 +653,7 @@ impl Reports {
         out: &OutputDir,
         info: &RunInfo,
         out_dir: &Path,
-        volumes: &[crate::carve::geometry::Volume],
+        volumes: &[VolumeHead],
     ) -> Result<Reports, String> {
         let open = |name: &str| -> Result<BufWriter<File>, String> {
             out.create_report(name)

@@ -61,6 +61,10 @@ pub fn merge(shards: &[PathBuf], out: &Path, force: bool) -> Result<u64, String>
     };
     let mut jsonl = JsonlReport::new(create("report.jsonl")?, info.hashes);
     let mut dfxml = DfxmlReport::new(create("report.xml")?, &info).map_err(|e| e.to_string())?;
+    // Every shard found the same volumes (each reads the whole image's).
+    dfxml
+        .volumes(&first.volumes)
+        .map_err(|e| format!("report.xml: {e}"))?;
     let mut hashlist = HashdeepList::new(create(HASHES)?, out, info.hashes, &info.command_line)
         .map_err(|e| format!("{HASHES}: {e}"))?;
     let mut parents: Vec<(u64, u64, u64)> = Vec::new(); // (start, end, id)

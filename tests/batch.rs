@@ -485,7 +485,29 @@ fn shards_merged_nest_joined_files_like_one_run() {
 fn four_shards_merged_equal_one_run() {
     let d = tempfile::tempdir().unwrap();
     let img = image(d.path(), "img.dd", "32MiB", 11);
-    let single = d.path().join("single");
+    shards_merged_equal_one_run(d.path(), &img);
+}
+
+/// On a FAT32 volume: the merged report.xml lists the volume too.
+#[test]
+fn four_shards_of_a_fat32_image_merged_equal_one_run() {
+    let d = tempfile::tempdir().unwrap();
+    let img = common::mkimage(
+        d.path(),
+        "fat.img",
+        &["--fs", "fat32", "--size", "40MiB", "--seed", "12"],
+    )
+    .expect("corpora/mkimage.py");
+    shards_merged_equal_one_run(d.path(), &img);
+    let xml = std::fs::read_to_string(d.path().join("merged/report.xml")).unwrap();
+    assert!(xml.contains("<ftype_str>FAT32</ftype_str>"), "{xml}");
+    common::assert_valid_dfxml(&d.path().join("merged/report.xml"));
+}
+
+/// Carves `img` once and in four shards, merges them: the same reports.
+fn shards_merged_equal_one_run(dir: &Path, img: &Path) {
+    let d = dir;
+    let single = d.join("single");
     let common = [
         "--engine",
         "cpu",
@@ -505,7 +527,7 @@ fn four_shards_merged_equal_one_run() {
     carve(&a);
     let mut parts = Vec::new();
     for i in 1..=4 {
-        let out = d.path().join(format!("part{i}"));
+        let out = d.join(format!("part{i}"));
         let shard = format!("{i}/4");
         let mut a = vec![
             "carve",
@@ -519,7 +541,7 @@ fn four_shards_merged_equal_one_run() {
         carve(&a);
         parts.push(out);
     }
-    let merged = d.path().join("merged");
+    let merged = d.join("merged");
     let mut a: Vec<&str> = vec!["merge"];
     a.extend(parts.iter().map(|p| p.to_str().unwrap()));
     a.extend(["-o", merged.to_str().unwrap()]);
