@@ -110,21 +110,34 @@ def read_ranges(f, ranges):
 # samples and well-formed modifications
 # ---------------------------------------------------------------------------
 
-def load_samples(folder):
-    """Read MANIFEST.tsv; return a list of dicts with name, type, data."""
-    path = os.path.join(folder, "MANIFEST.tsv")
-    if not os.path.exists(path):
-        raise BuildError(f"no MANIFEST.tsv in {folder}")
-    samples = []
-    with open(path) as f:
-        header = f.readline().rstrip("\n").split("\t")
-        for line in f:
-            row = dict(zip(header, line.rstrip("\n").split("\t")))
-            with open(os.path.join(folder, row["file"]), "rb") as g:
-                data = g.read()
-            if sha256(data) != row["sha256"]:
-                raise BuildError(f"sample {row['file']} does not match MANIFEST.tsv")
-            samples.append({"name": row["file"], "type": row["type"], "data": data})
+def load_samples(folders):
+    """Read each folder's MANIFEST.tsv; return a list of dicts with name,
+    type, data. A file whose bytes another folder already gave is left out
+    (one plant per sha256); a name already taken gets a numbered suffix."""
+    samples, seen, names = [], set(), set()
+    for folder in folders:
+        path = os.path.join(folder, "MANIFEST.tsv")
+        if not os.path.exists(path):
+            raise BuildError(f"no MANIFEST.tsv in {folder}")
+        with open(path) as f:
+            header = f.readline().rstrip("\n").split("\t")
+            for line in f:
+                row = dict(zip(header, line.rstrip("\n").split("\t")))
+                with open(os.path.join(folder, row["file"]), "rb") as g:
+                    data = g.read()
+                digest = sha256(data)
+                if digest != row["sha256"]:
+                    raise BuildError(f"sample {row['file']} does not match MANIFEST.tsv")
+                if digest in seen:
+                    continue
+                seen.add(digest)
+                name, n = row["file"], 1
+                while name in names:
+                    n += 1
+                    stem, ext = os.path.splitext(row["file"])
+                    name = f"{stem}-{n}{ext}"
+                names.add(name)
+                samples.append({"name": name, "type": row["type"], "data": data})
     return samples
 
 
@@ -864,8 +877,9 @@ def ext_free_runs(img_path):
 # main build
 # ---------------------------------------------------------------------------
 
-def choose_plants(samples, rng, budget):
-    """Pick originals, then modified copies, until about `budget` bytes.
+def choose_plants(samples, rng, budget, copies_allowed=True):
+    """Pick originals, then modified copies (unless `copies_allowed` is
+    false), until about `budget` bytes.
 
     Every chosen file has a distinct sha256."""
     plants, seen, used = [], set(), 0
@@ -878,7 +892,7 @@ def choose_plants(samples, rng, budget):
             used += len(s["data"])
     copies = {}
     tries = 0
-    while used < budget and tries < 20 * len(samples):
+    while copies_allowed and used < budget and tries < 20 * len(samples):
         tries += 1
         s = rng.choice(samples)
         if used + len(s["data"]) > budget * 1.02:
@@ -955,7 +969,7 @@ def build(args):
     del img
 
     cluster_guess = args.cluster_size or (512 if args.fs == "fat32" else 4096)
-    plants = choose_plants(samples, rng, int(size * args.fill))
+    plants = choose_plants(samples, rng, int(size * args.fill), not args.originals_only)
     assign_names_and_status(plants, rng, args, cluster_guess)
     fs_plants = [p for p in plants if p["status"] in ("allocated", "deleted")]
     raw_plants = [p for p in plants if p["status"] == "unallocated"]
@@ -1070,7 +1084,10 @@ def main(argv=None):
     ap.add_argument("--size", type=parse_size, default=parse_size("64MiB"), help="image size, e.g. 64MiB (default)")
     ap.add_argument("--out", required=True, help="image path; the truth goes to OUT.truth.json")
     ap.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
-    ap.add_argument("--samples", default=os.path.join(HERE, "samples"), help="samples folder with MANIFEST.tsv")
+    ap.add_argument("--samples", action="append", default=None,
+                    help="samples folder with MANIFEST.tsv; may be given several times (default: corpora/samples)")
+    ap.add_argument("--originals-only", action="store_true",
+                    help="plant each sample once, no modified copies (with a --fill large enough, every sample)")
     ap.add_argument("--fill", type=float, default=0.15, help="fraction of the image taken by planted files (default: %(default)s)")
     ap.add_argument("--fragmented-fraction", type=float, default=0.15,
                     help="fraction of files split into 2-3 fragments: on fat32 half of them inside the "
@@ -1086,6 +1103,7 @@ def main(argv=None):
                     help="bytes per cluster/block (fat32: mkfs.vfat's choice; ext: 4096; raw: 4096)")
     ap.add_argument("--quiet", action="store_true", help="print nothing on success")
     args = ap.parse_args(argv)
+    args.samples = args.samples or [os.path.join(HERE, "samples")]
     if args.fs == "fat32":
         need = 65525 * (args.cluster_size or 512) + (2 << 20)  # FAT32's minimum cluster count
         if args.size < need:

@@ -769,3 +769,161 @@ fn dense_header_images_carve_in_linear_time() {
         );
     }
 }
+
+/// Every folder of the wild corpus (`corpora/wild/*`, other projects' test
+/// data) and `corpora/samples`, each file planted once, contiguous, in a
+/// FAT32 or ext4 image (`mkimage.py --originals-only`: live, deleted and
+/// unallocated files), carved with every type enabled.
+fn wild_corpus_image(dir: &Path, fs: &str, seed: u32) -> Option<(PathBuf, Value)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora");
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(root.join("wild"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("MANIFEST.tsv").is_file())
+        .collect();
+    folders.sort();
+    folders.insert(0, root.join("samples"));
+    let mut extra = vec![
+        "--originals-only",
+        "--fill",
+        "0.6",
+        "--fragmented-fraction",
+        "0",
+    ];
+    let owned: Vec<String> = folders.iter().map(|f| f.display().to_string()).collect();
+    for f in &owned {
+        extra.push("--samples");
+        extra.push(f);
+    }
+    let seed_s = seed.to_string();
+    let args = [
+        &["--fs", fs, "--size", "160MiB", "--seed", &seed_s],
+        &extra[..],
+    ]
+    .concat();
+    let img = common::mkimage(dir, &format!("wild-{fs}-{seed}.img"), &args)?;
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(img.with_extension("img.truth.json")).ok()?)
+            .ok()?;
+    Some((img, truth))
+}
+
+/// Per type: (exact, planted) of the truth's files among the written ones.
+fn exact_by_type(truth: &Value, out: &Path) -> std::collections::BTreeMap<String, (usize, usize)> {
+    let written: HashSet<String> = common::files_under(out)
+        .iter()
+        .map(|p| common::sha256(&std::fs::read(p).unwrap()))
+        .collect();
+    let mut by = std::collections::BTreeMap::new();
+    for f in truth["files"].as_array().unwrap() {
+        let e: &mut (usize, usize) = by
+            .entry(f["type"].as_str().unwrap().to_string())
+            .or_default();
+        e.1 += 1;
+        if written.contains(f["sha256"].as_str().unwrap()) {
+            e.0 += 1;
+        }
+    }
+    by
+}
+
+/// The wild corpus in a file system: each type's floor of exact files (what
+/// was exact when the floor was set; the files short of it are broken or cut
+/// short on purpose by their suites, see tests/wild.rs), every type of the
+/// image has a floor, and every written file is a planted one or inside one.
+fn check_wild_corpus(fs: &str, seed: u32, floors: &[(&str, usize)]) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((img, truth)) = wild_corpus_image(dir.path(), fs, seed) else {
+        return;
+    };
+    let out = dir.path().join("out");
+    common::carve_ok(&img, &out, &[]);
+    let by = exact_by_type(&truth, &out);
+    eprintln!("{fs} seed {seed}: exact by type {by:?}");
+    for (ty, (exact, planted)) in &by {
+        let floor = floors.iter().find(|f| f.0 == ty).map(|f| f.1);
+        let Some(floor) = floor else {
+            panic!("{ty}: {exact} of {planted} exact, and no floor set for it");
+        };
+        assert!(
+            exact >= &floor,
+            "{ty}: {exact} of {planted} exact, floor {floor}"
+        );
+    }
+    // corpora/score.py classes every other output: nothing unmatched (every
+    // written file is a planted file, a piece of one or inside one), and
+    // wrong lengths (partial, overlong, decoys) stay rare.
+    let json = dir.path().join("score.json");
+    let st = std::process::Command::new("python3")
+        .arg("corpora/score.py")
+        .arg(img.with_extension("img.truth.json"))
+        .arg(&out)
+        .arg("--json")
+        .arg(&json)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{st:?}");
+    let score: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let all = &score["overall"];
+    eprintln!("{fs}: {all}");
+    assert_eq!(all["out_unmatched"], 0, "{all}");
+    assert!(all["precision"].as_f64().unwrap() >= 0.97, "{all}");
+}
+
+/// FAT32 (512-byte clusters: files back to back, cluster after cluster).
+#[test]
+fn wild_corpus_on_fat32_per_type_floors() {
+    check_wild_corpus("fat32", 3, WILD_FLOORS_FAT32);
+}
+
+/// ext4 (4 KiB blocks).
+#[test]
+fn wild_corpus_on_ext4_per_type_floors() {
+    check_wild_corpus("ext4", 4, WILD_FLOORS_EXT4);
+}
+
+/// Floors of [`wild_corpus_on_fat32_per_type_floors`]: exact files per type
+/// on 2026-11-28.
+const WILD_FLOORS_FAT32: &[(&str, usize)] = &[
+    ("bmp", 10),
+    ("docx", 2),
+    ("elf", 2),
+    ("flac", 2),
+    ("gif", 39),
+    ("gzip", 2),
+    ("jpeg", 52),
+    ("mp3", 31),
+    ("odt", 2),
+    ("ogg", 2),
+    ("ole2", 46),
+    ("pdf", 4),
+    ("png", 253),
+    ("sqlite", 1),
+    ("tiff", 76),
+    ("wav", 2),
+    ("xlsx", 2),
+    ("zip", 2),
+];
+
+/// Floors of [`wild_corpus_on_ext4_per_type_floors`], as above.
+const WILD_FLOORS_EXT4: &[(&str, usize)] = &[
+    ("bmp", 10),
+    ("docx", 2),
+    ("elf", 2),
+    ("flac", 2),
+    ("gif", 39),
+    ("gzip", 2),
+    ("jpeg", 53),
+    ("mp3", 38),
+    ("odt", 2),
+    ("ogg", 2),
+    ("ole2", 48),
+    ("pdf", 4),
+    ("png", 254),
+    ("sqlite", 1),
+    ("tiff", 78),
+    ("wav", 2),
+    ("xlsx", 2),
+    ("zip", 2),
+];
