@@ -82,6 +82,17 @@ if [ "${COLD:-0}" = 1 ]; then
   run catalogue-cold cpu,gpu --drop-caches --no-baselines
 fi
 
+# Whole scans, and how --engine auto shared the blocks (GPUCARVE_AUTO_GPU=1:
+# a GPU beside the CPU engine at any image size) with the figures it measured.
+echo "== scan end to end: cpu, gpu, auto (its engine split)"
+for e in cpu gpu auto; do
+  start=$(date +%s%N)
+  GPUCARVE_AUTO_GPU=1 "$BIN" scan "$IMG" --engine "$e" --count > /dev/null 2> "$OUT/scan-$e.err" || true
+  end=$(date +%s%N)
+  echo "scan --engine $e: $(( (end - start) / 1000000 )) ms"
+  grep -h "engine split" "$OUT/scan-$e.err" || true
+done | tee "$OUT/scan-engines.txt"
+
 python3 - "$OUT" <<'EOF' | tee "$OUT/table.md"
 import json, os, sys
 

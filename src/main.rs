@@ -19,6 +19,9 @@ use gpucarve::source::IoMode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Neither read nor write the GPU pipeline cache (~/.cache/gpucarve; also GPUCARVE_NO_GPU_CACHE=1)
+    #[arg(long, global = true)]
+    no_gpu_cache: bool,
 }
 
 #[derive(clap::Args, Clone)]
@@ -398,7 +401,10 @@ fn run_scan(
             d.reason
         ));
     }
-    result.map_err(|e| e.to_string())?;
+    let stats = result.map_err(|e| e.to_string())?;
+    if !quiet && let Some(split) = &stats.engine_split {
+        eprintln!("gpucarve: engine split: {split}");
+    }
     writer
         .finish()
         .map_err(|e| format!("writing output: {e}"))?;
@@ -678,6 +684,9 @@ const EXIT_UNREAD: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.no_gpu_cache {
+        gpucarve::engine::gpu::disable_pipeline_cache();
+    }
     match run(&cli.command) {
         Ok(batch_cli::RunEnd::Clean) => ExitCode::SUCCESS,
         Ok(batch_cli::RunEnd::Unread) => ExitCode::from(EXIT_UNREAD),

@@ -117,6 +117,8 @@ pub struct ScanStats {
     pub sink: Duration,
     pub io_backend: String,
     pub engine: String,
+    /// How the blocks were shared between engines, and why (`--engine auto`).
+    pub engine_split: Option<String>,
     pub threads: usize,
     pub block_size: usize,
     pub pool_bytes: usize,
@@ -288,8 +290,14 @@ pub fn scan_range(
     // No more buffers than blocks: a staging pool pins each one as it is
     // made (a 64 KiB image took 35 imported 8 MiB buffers on an H200).
     let buffers = usize::try_from(plan.len()).map_or(usize::MAX, |n| n.max(1));
+    // A GPU's ring: what its slots keep in flight, within a memory budget,
+    // not threads × queue (issue 38: 35 pinned 64 MiB buffers on 16 cores).
+    let ring = engines
+        .primary
+        .buffers_in_flight(plan.buffer_capacity())
+        .unwrap_or(usize::MAX);
     let pool = block_pool(
-        (threads + queue + 2).min(buffers),
+        (threads + queue + 2).min(buffers).min(ring).max(1),
         plan.buffer_capacity(),
         delivery,
         engines.primary,
@@ -424,6 +432,7 @@ pub fn scan_range(
     outcome?;
     // (At the end: `--engine auto`'s name says whether a GPU joined.)
     stats.engine = engines.primary.name();
+    stats.engine_split = engines.primary.work_split();
     stats.search = Duration::from_nanos(search_nanos.load(Ordering::Relaxed));
     stats.fallback_blocks = fallback_blocks.load(Ordering::Relaxed);
     stats.stages = clock.times();

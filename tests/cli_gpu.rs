@@ -242,3 +242,91 @@ fn gpu_carve_equals_cpu_carve_on_real_and_generated_images() {
         }
     }
 }
+
+/// The `N blocks` counts of `engine split: cpu N blocks (..), gpu M blocks (..)`.
+fn split_counts(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.contains("engine split: "))?;
+    let count = |engine: &str| -> Option<u64> {
+        let at = line.find(&format!("{engine} "))? + engine.len() + 1;
+        line[at..].split(' ').next()?.parse().ok()
+    };
+    Some((count("cpu")?, count("gpu")?))
+}
+
+/// `--engine auto` with lavapipe beside the CPU engine (`GPUCARVE_AUTO_GPU=wait`:
+/// any size, software allowed, set-up awaited): the match stream equals the
+/// CPU engine's; `scan`'s summary and audit.txt say how many blocks each
+/// engine took (summing to the blocks scanned) and the figures that decided;
+/// the GPU took its calibration blocks, and the CPU engine, far faster than
+/// a software device, the rest but for the probes.
+#[test]
+fn auto_splits_blocks_by_measurement_and_says_so() {
+    if !gpu_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = Vec::new();
+    let sigs: [&[u8]; 4] = [b"\xff\xd8\xff\xe0", b"%PDF-1.7", b"PK\x03\x04", b"GIF89a"];
+    for i in 0..3000usize {
+        data.resize(i * 1399 + (i % 7), (i % 251) as u8);
+        data.extend_from_slice(sigs[i % sigs.len()]);
+    }
+    data.resize(6 << 20, 0x42);
+    let img = dir.path().join("auto.dd");
+    std::fs::write(&img, &data).unwrap();
+    let block = 64usize << 10;
+    let blocks = data.len().div_ceil(block) as u64;
+    let p = img.to_str().unwrap();
+    let args = ["scan", p, "--block-size", "64KiB", "--threads", "2"];
+    let cpu = common::bin()
+        .args(args)
+        .args(["--engine", "cpu"])
+        .output()
+        .unwrap();
+    let auto = common::bin()
+        .args(args)
+        .args(["--engine", "auto"])
+        .env("GPUCARVE_AUTO_GPU", "wait")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&auto.stderr);
+    assert!(cpu.status.success() && auto.status.success(), "{err}");
+    assert!(cpu.stdout.len() > 100_000, "{} bytes", cpu.stdout.len());
+    assert!(
+        cpu.stdout == auto.stdout,
+        "auto and cpu match streams differ"
+    );
+    let (on_cpu, on_gpu) = split_counts(&err).unwrap_or_else(|| panic!("no split: {err}"));
+    assert_eq!(on_cpu + on_gpu, blocks, "{err}");
+    assert!(on_gpu >= 2, "the GPU was not calibrated: {err}");
+    assert!(
+        on_cpu > 3 * on_gpu,
+        "lavapipe should lose nearly all: {err}"
+    );
+    assert!(
+        err.contains("ns/byte") && err.contains("measured on this image"),
+        "{err}"
+    );
+    // Without the split there is no line (one engine).
+    let e = String::from_utf8_lossy(&cpu.stderr);
+    assert!(split_counts(&e).is_none(), "{e}");
+
+    let out = dir.path().join("carved");
+    let o = common::carve_cmd(&img, &out)
+        .args([
+            "--engine",
+            "auto",
+            "--block-size",
+            "64KiB",
+            "--threads",
+            "2",
+        ])
+        .env("GPUCARVE_AUTO_GPU", "wait")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let audit = std::fs::read_to_string(out.join("audit.txt")).unwrap();
+    let (on_cpu, on_gpu) = split_counts(&audit).unwrap_or_else(|| panic!("{audit}"));
+    assert_eq!(on_cpu + on_gpu, blocks, "{audit}");
+    assert!(on_gpu >= 2 && on_cpu > on_gpu, "{audit}");
+}

@@ -756,3 +756,93 @@ fn auto_engine_shares_a_scan_between_the_gpu_and_the_cpu() {
         stats.engine
     );
 }
+
+/// The pipeline cache on disk: a first set-up writes the device's file, a
+/// second finds it and starts the driver's cache from it; a corrupt or
+/// foreign file is ignored (the engine is still built and exact) and
+/// replaced by a good one; `None` reads and writes nothing.
+#[test]
+fn pipeline_cache_is_saved_found_and_a_bad_file_ignored() {
+    use gpucarve::engine::gpu::CacheState;
+    let p = signatures();
+    let dir = tempfile::tempdir().unwrap();
+    let with_cache = |dir: Option<&std::path::Path>| GpuConfig {
+        pipeline_cache: dir.map(|d| d.to_path_buf()),
+        ..test_config()
+    };
+    let Some(first) = gpu_with(&p, with_cache(Some(dir.path()))) else {
+        return;
+    };
+    assert_eq!(first.pipeline_cache(), &CacheState::Cold);
+    assert!(
+        first
+            .setup_steps()
+            .iter()
+            .any(|(s, _)| *s == "pipeline (cold cache)"),
+        "{:?}",
+        first.setup_steps()
+    );
+    drop(first);
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "one file, no temporary left: {files:?}");
+    let file = files[0].clone();
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("pipeline-") && name.ends_with(".bin"),
+        "{name}"
+    );
+    let good = std::fs::read(&file).unwrap();
+    assert!(good.len() >= 32, "{} bytes", good.len());
+
+    let second = gpu_with(&p, with_cache(Some(dir.path()))).unwrap();
+    assert_eq!(second.pipeline_cache(), &CacheState::Loaded(good.len()));
+    assert!(
+        second
+            .setup_steps()
+            .iter()
+            .any(|(s, _)| *s == "pipeline (warm cache)")
+    );
+    let hay = planted(&mut Rng(0xCAC4E), &p, 1 << 20, 200);
+    check(&second, &p, &hay, false);
+    drop(second);
+
+    // Corrupt: same header, garbage after it, then garbage everywhere,
+    // then another device's header.
+    let mut corrupt = good.clone();
+    corrupt.truncate(32);
+    corrupt.extend(std::iter::repeat_n(0xA5, 4096));
+    let mut foreign = good.clone();
+    foreign[12] ^= 0xFF;
+    for (what, bad) in [
+        ("garbage body", corrupt),
+        ("garbage", vec![0x5A; 100]),
+        ("empty", Vec::new()),
+        ("foreign", foreign),
+    ] {
+        std::fs::write(&file, &bad).unwrap();
+        let g = gpu_with(&p, with_cache(Some(dir.path()))).unwrap();
+        match (what, g.pipeline_cache()) {
+            // The driver sees a header of this device and discards the rest.
+            ("garbage body", CacheState::Loaded(_)) => {}
+            (_, CacheState::Ignored(_)) => {}
+            (w, s) => panic!("{w}: {s:?}"),
+        }
+        check(&g, &p, &hay, false);
+        drop(g);
+        let now = std::fs::read(&file).unwrap();
+        assert!(
+            now.len() >= 32 && now[..32] == good[..32],
+            "{what}: a good file is written back"
+        );
+    }
+
+    // Off: nothing read or written (the garbage stays).
+    std::fs::write(&file, b"garbage").unwrap();
+    let g = gpu_with(&p, with_cache(None)).unwrap();
+    assert_eq!(g.pipeline_cache(), &CacheState::Off);
+    drop(g);
+    assert_eq!(std::fs::read(&file).unwrap(), b"garbage");
+}

@@ -1,6 +1,26 @@
 //! `--engine auto` on a machine with a GPU: the CPU engine searches from the
 //! first block while the GPU is set up on a thread of its own, and once the
-//! GPU is ready each block goes to whichever engine is free.
+//! GPU is ready each block goes to whichever engine is expected to finish
+//! it sooner, by measurement ([`Split`]).
+//!
+//! **Calibration.** Every block the CPU engine searches gives its time per
+//! byte on this image (the first blocks, before the GPU is ready, calibrate
+//! it). Once the GPU has joined, its first [`CALIBRATION_BLOCKS`] blocks
+//! (whenever a slot is free) calibrate it: the time of each search divided
+//! by the bytes the device had to get through (the block, and the bytes of
+//! the searches already in flight before it). A figure is the lowest of its
+//! calibration samples (the first dispatch pays for lazy allocations), then
+//! follows the blocks the engine takes (a moving average).
+//!
+//! **Decision.** A later block of `n` bytes goes to the GPU when
+//! `(queued + n) × gpu_ns_per_byte < n × cpu_ns_per_byte` (`queued`: bytes
+//! the GPU has in flight), else to the CPU engine on the worker's own
+//! thread; the GPU also takes nothing while all its slots are busy. One
+//! block in [`PROBE_EVERY`] goes to the engine predicted slower, so that its
+//! figure follows the image and the machine's load (a carving's validators
+//! share the cores). On lavapipe (a software device) the CPU engine takes
+//! all but a few blocks. The split and the figures are in audit.txt and
+//! `scan`'s summary ([`Engine::work_split`]).
 //!
 //! Setting up Vulkan on a real GPU takes a third of a second before the
 //! first block can be searched (NVIDIA H100 and H200, session 16: the
@@ -10,10 +30,9 @@
 //! auto` did until then) made `carve` of such an image 2.3× slower than
 //! with the CPU engine, and of 4 GiB 1.8× slower. Here the set-up is
 //! off the critical path: the CPU engine starts at once, and the GPU takes
-//! a block whenever one of its few slots is free (a worker that finds them
-//! all in flight searches on the CPU instead), so the GPU adds throughput
-//! and, on a machine with few cores, gives the carving back the CPU time
-//! the scan would have taken. Every block is searched by exactly one
+//! the blocks the measurement above gives it while one of its few slots is
+//! free (a worker that finds them all in flight searches on the CPU
+//! instead). Every block is searched by exactly one
 //! engine, both exact, so the match stream is the same whichever took it.
 //!
 //! Blocks are read into heap buffers until the GPU is set up, then into its
@@ -34,8 +53,9 @@
 //! [`build_engines`]: super::build_engines
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use super::{Engine, EngineError, Hit, StageClock};
 use crate::source::{AlignedBuf, BlockMemory, BufferProvider};
@@ -68,6 +88,104 @@ impl Joined {
     }
 }
 
+/// GPU blocks that calibrate it once it has joined.
+pub const CALIBRATION_BLOCKS: u32 = 2;
+/// One decided block in this many goes to the engine predicted slower.
+pub const PROBE_EVERY: u64 = 64;
+
+/// One engine's share and figure.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Share {
+    /// Blocks and bytes it searched.
+    pub blocks: u64,
+    pub bytes: u64,
+    /// Samples taken (each block it searched).
+    pub samples: u32,
+    /// Its time per byte (ns), once it has a sample.
+    pub ns_per_byte: Option<f64>,
+}
+
+impl Share {
+    fn record(&mut self, bytes: usize, ns_per_byte: f64) {
+        self.blocks += 1;
+        self.bytes += bytes as u64;
+        self.samples = self.samples.saturating_add(1);
+        self.ns_per_byte = Some(match self.ns_per_byte {
+            None => ns_per_byte,
+            Some(r) if self.samples <= CALIBRATION_BLOCKS => r.min(ns_per_byte),
+            Some(r) => r + (ns_per_byte - r) / 8.0,
+        });
+    }
+}
+
+/// Which engine a block goes to, and what the engines have done.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Split {
+    pub cpu: Share,
+    pub gpu: Share,
+    /// Bytes and searches in flight on the GPU now.
+    queued: u64,
+    in_flight: u32,
+    /// Blocks decided by the figures (for the probes).
+    decided: u64,
+}
+
+/// Where a block should go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    Cpu,
+    Gpu,
+}
+
+impl Split {
+    /// The engine for a block of `len` bytes, the GPU being set up.
+    fn choose(&mut self, len: usize) -> Choice {
+        // Calibration: no more GPU blocks than samples still wanted (a
+        // slow device must not take every block while it is measured).
+        if self.gpu.samples < CALIBRATION_BLOCKS {
+            return if self.gpu.samples + self.in_flight < CALIBRATION_BLOCKS {
+                Choice::Gpu
+            } else {
+                Choice::Cpu
+            };
+        }
+        let (Some(cpu), Some(gpu)) = (self.cpu.ns_per_byte, self.gpu.ns_per_byte) else {
+            return Choice::Cpu;
+        };
+        let n = len as f64;
+        let faster = if (self.queued as f64 + n) * gpu < n * cpu {
+            Choice::Gpu
+        } else {
+            Choice::Cpu
+        };
+        self.decided += 1;
+        if self.decided.is_multiple_of(PROBE_EVERY) {
+            return match faster {
+                Choice::Gpu => Choice::Cpu,
+                Choice::Cpu => Choice::Gpu,
+            };
+        }
+        faster
+    }
+}
+
+/// `12.0 MiB`.
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+/// `0.31 ns/byte (3.0 GiB/s)`, or `not measured`.
+fn figure(s: &Share) -> String {
+    match s.ns_per_byte {
+        Some(r) if r > 0.0 => format!(
+            "{r:.3} ns/byte ({:.2} GiB/s)",
+            1e9 / r / (1u64 << 30) as f64
+        ),
+        Some(_) => "under the clock's resolution".into(),
+        None => "not measured".into(),
+    }
+}
+
 /// The CPU engine, joined by a GPU engine once it is set up.
 pub struct AutoEngine {
     cpu: Box<dyn Engine>,
@@ -77,6 +195,7 @@ pub struct AutoEngine {
     block_size: usize,
     gpu_blocks: AtomicU64,
     blocks: AtomicU64,
+    split: Mutex<Split>,
 }
 
 impl AutoEngine {
@@ -117,7 +236,18 @@ impl AutoEngine {
             block_size,
             gpu_blocks: AtomicU64::new(0),
             blocks: AtomicU64::new(0),
+            split: Mutex::default(),
         }
+    }
+
+    fn split_lock(&self) -> MutexGuard<'_, Split> {
+        // Plain numbers: a panicking holder leaves them usable.
+        self.split.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Each engine's blocks, bytes and figure so far.
+    pub fn split(&self) -> Split {
+        *self.split_lock()
     }
 
     /// The GPU engine, once set up.
@@ -225,21 +355,75 @@ impl Engine for AutoEngine {
         clock: &StageClock,
     ) -> Result<(), EngineError> {
         self.blocks.fetch_add(1, Ordering::Relaxed);
+        let len = haystack.len();
         if let Some(g) = self.gpu() {
-            let first = out.len();
-            match g.try_search_profiled(haystack, out, clock) {
-                Some(Ok(())) => {
-                    self.gpu_blocks.fetch_add(1, Ordering::Relaxed);
-                    return Ok(());
+            let ahead = {
+                let mut split = self.split_lock();
+                match split.choose(len) {
+                    Choice::Gpu => {
+                        let ahead = split.queued;
+                        split.queued += len as u64;
+                        split.in_flight += 1;
+                        Some(ahead)
+                    }
+                    Choice::Cpu => None,
                 }
-                Some(Err(e)) => {
-                    out.truncate(first);
-                    return Err(e);
+            };
+            if let Some(ahead) = ahead {
+                let first = out.len();
+                let started = Instant::now();
+                let r = g.try_search_profiled(haystack, out, clock);
+                let ns = started.elapsed().as_nanos() as f64;
+                let mut split = self.split_lock();
+                split.queued = split.queued.saturating_sub(len as u64);
+                split.in_flight = split.in_flight.saturating_sub(1);
+                match r {
+                    Some(Ok(())) => {
+                        split
+                            .gpu
+                            .record(len, ns / (ahead + len as u64).max(1) as f64);
+                        self.gpu_blocks.fetch_add(1, Ordering::Relaxed);
+                        return Ok(());
+                    }
+                    Some(Err(e)) => {
+                        out.truncate(first);
+                        return Err(e);
+                    }
+                    // Every slot busy: the CPU engine, here and now.
+                    None => {}
                 }
-                None => {}
             }
         }
-        self.cpu.search_profiled(haystack, out, clock)
+        let started = Instant::now();
+        self.cpu.search_profiled(haystack, out, clock)?;
+        let ns = started.elapsed().as_nanos() as f64;
+        self.split_lock().cpu.record(len, ns / len.max(1) as f64);
+        Ok(())
+    }
+
+    /// `cpu 61 blocks (244.0 MiB), gpu 3 blocks (12.0 MiB); calibrated on
+    /// this image: cpu 0.310 ns/byte (3.00 GiB/s), gpu ...; each block to
+    /// the engine expected to finish it sooner`.
+    fn work_split(&self) -> Option<String> {
+        let s = self.split();
+        let shares = format!(
+            "cpu {} blocks ({}), gpu {} blocks ({})",
+            s.cpu.blocks,
+            mib(s.cpu.bytes),
+            s.gpu.blocks,
+            mib(s.gpu.bytes)
+        );
+        if self.gpu().is_none() {
+            return Some(format!(
+                "{shares}: no GPU joined; cpu measured {}",
+                figure(&s.cpu)
+            ));
+        }
+        Some(format!(
+            "{shares}; measured on this image: cpu {}, gpu {}; each block to the engine expected to finish it sooner (the GPU's queued bytes counted), 1 in {PROBE_EVERY} to the other to re-measure it",
+            figure(&s.cpu),
+            figure(&s.gpu)
+        ))
     }
 
     fn closing_note(&self) -> Option<String> {
@@ -255,6 +439,12 @@ impl Engine for AutoEngine {
 
     fn default_block_size(&self) -> usize {
         self.block_size
+    }
+
+    /// Enough for every thread, within the staging budget (the buffers
+    /// become the GPU's pinned staging memory once it is set up).
+    fn buffers_in_flight(&self, buffer_bytes: usize) -> Option<usize> {
+        Some(super::ring_buffers(usize::MAX, buffer_bytes))
     }
 
     fn buffer_provider(&self) -> Option<Arc<dyn BufferProvider>> {
@@ -391,6 +581,46 @@ mod tests {
             "{}",
             auto.name()
         );
+    }
+
+    #[test]
+    fn the_split_calibrates_then_sends_each_block_to_the_sooner_engine() {
+        let mut s = Split::default();
+        // The GPU's calibration blocks first (no more in flight than
+        // samples wanted), then the CPU's.
+        assert_eq!(s.choose(1000), Choice::Gpu);
+        s.in_flight = 2;
+        assert_eq!(s.choose(1000), Choice::Cpu, "two calibrating already");
+        s.in_flight = 0;
+        s.gpu.record(1000, 4.0);
+        assert_eq!(s.choose(1000), Choice::Gpu);
+        s.gpu.record(1000, 2.0);
+        assert_eq!(s.choose(1000), Choice::Cpu, "the CPU is not measured yet");
+        s.cpu.record(1000, 1.0);
+        // The lowest calibration sample counts: GPU 2 ns/byte, CPU 1.
+        assert_eq!(s.gpu.ns_per_byte, Some(2.0));
+        assert_eq!(s.choose(1000), Choice::Cpu);
+        // A faster GPU wins while its queue is short, not behind a long one.
+        s.gpu.ns_per_byte = Some(0.25);
+        assert_eq!(s.choose(1000), Choice::Gpu);
+        s.queued = 3000;
+        assert_eq!(s.choose(1000), Choice::Cpu);
+        s.queued = 0;
+        // One decided block in PROBE_EVERY goes to the slower engine.
+        let mut to_cpu = 0;
+        for _ in 0..PROBE_EVERY * 4 {
+            if s.choose(1000) == Choice::Cpu {
+                to_cpu += 1;
+            }
+        }
+        assert_eq!(to_cpu, 4);
+        // The lowest of the calibration samples, then a moving average: one
+        // slow block moves it by 1/8.
+        s.cpu.record(1000, 9.0);
+        assert_eq!(s.cpu.ns_per_byte, Some(1.0));
+        s.cpu.record(1000, 9.0);
+        assert_eq!(s.cpu.ns_per_byte, Some(2.0));
+        assert_eq!((s.cpu.blocks, s.cpu.bytes), (3, 3000));
     }
 
     /// A GPU whose staging memory hands out marked heap buffers, or refuses.

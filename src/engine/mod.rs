@@ -131,7 +131,39 @@ pub trait Engine: Send + Sync {
     fn buffer_provider(&self) -> Option<Arc<dyn BufferProvider>> {
         None
     }
+
+    /// How many block buffers of `buffer_bytes` the pipeline's pool should
+    /// hold at most for this engine: a GPU's ring (what its slots keep in
+    /// flight, plus the blocks being read), within [`STAGING_BUDGET`].
+    /// `None`: as many as the threads can use (the CPU engine).
+    fn buffers_in_flight(&self, buffer_bytes: usize) -> Option<usize> {
+        let _ = buffer_bytes;
+        None
+    }
+
+    /// How the blocks were shared between engines and why (`--engine
+    /// auto`: each engine's blocks and bytes, and the figures measured on
+    /// the image that decided), for audit.txt and `scan`'s summary.
+    /// Default: nothing (one engine searched every block).
+    fn work_split(&self) -> Option<String> {
+        None
+    }
 }
+
+/// The most block-buffer memory a GPU's ring (or `--engine auto`'s pool)
+/// holds, whatever the block size and thread count (issue 38: peak RSS with
+/// the GPU ≤ 512 MiB); a block larger than half of it still gets one buffer.
+pub const STAGING_BUDGET: usize = 512 << 20;
+
+/// Buffers of `buffer_bytes` a ring of `wanted` holds within [`STAGING_BUDGET`]
+/// (at least one).
+pub fn ring_buffers(wanted: usize, buffer_bytes: usize) -> usize {
+    wanted.min(STAGING_BUDGET / buffer_bytes.max(1)).max(1)
+}
+
+/// Searches in flight on a GPU under `--engine gpu`: enough to keep it busy
+/// (one uploading, one computing, one being read back), not one per thread.
+pub const GPU_SLOTS: usize = 3;
 
 /// Longest pattern length; the pipeline's block overlap is this minus one.
 pub fn max_pattern_len(patterns: &[Pattern]) -> usize {
@@ -185,6 +217,17 @@ pub const AUTO_GPU_MIN_BYTES: u64 = 4 << 30;
 /// auto`: a worker that finds them all busy searches on the CPU.
 pub const AUTO_GPU_SLOTS: usize = 4;
 
+/// `GPUCARVE_AUTO_GPU=1`: `--engine auto` sets up a GPU for any input size
+/// and accepts a software device (lavapipe): how CI and `bench` exercise
+/// the measured split without a GPU machine. `=wait`: the same, and the
+/// scan waits for the set-up (so the GPU is calibrated even on a small
+/// image; tests).
+pub const AUTO_GPU_ENV: &str = "GPUCARVE_AUTO_GPU";
+
+fn auto_gpu_forced() -> bool {
+    std::env::var(AUTO_GPU_ENV).is_ok_and(|v| v == "1" || v == "wait")
+}
+
 /// Builds the engines for `choice`. `haystack_len` is the largest haystack
 /// the pipeline will pass (block + overlap): GPU buffers are sized to it.
 /// `input_len` is how many bytes the scan will search (`--engine auto`
@@ -215,7 +258,9 @@ pub fn build_engines(
         }),
         // A small input, done before a GPU would be ready; or no GPU device
         // node: the CPU engine, without loading Vulkan.
-        EngineChoice::Auto if input_len < AUTO_GPU_MIN_BYTES || !gpu::may_have_gpu() => {
+        EngineChoice::Auto
+            if !auto_gpu_forced() && (input_len < AUTO_GPU_MIN_BYTES || !gpu::may_have_gpu()) =>
+        {
             Ok(EngineSet {
                 primary: cpu()?,
                 fallback: None,
@@ -224,8 +269,10 @@ pub fn build_engines(
         EngineChoice::Auto => {
             let config = gpu_config(AUTO_GPU_SLOTS)?;
             let owned = patterns.to_vec();
+            let software = auto_gpu_forced();
             let auto = auto::AutoEngine::start(cpu()?, slot_bytes, DEFAULT_BLOCK_SIZE, move || {
-                match gpu::GpuEngine::with_config(&owned, gpu::DeviceChoice::Auto, false, config) {
+                match gpu::GpuEngine::with_config(&owned, gpu::DeviceChoice::Auto, software, config)
+                {
                     Ok(g) => Ok(Box::new(g) as Box<dyn Engine>),
                     // No loader, no driver, no device or only a software
                     // rasteriser: the CPU engine is the expected choice.
@@ -238,6 +285,9 @@ pub fn build_engines(
                     Err(e) => Err(auto::SetupFailure::Failed(e.to_string())),
                 }
             });
+            if std::env::var(AUTO_GPU_ENV).is_ok_and(|v| v == "wait") {
+                auto.wait_for_setup();
+            }
             Ok(EngineSet {
                 primary: Box::new(auto),
                 fallback: Some(cpu()?),
@@ -251,7 +301,7 @@ pub fn build_engines(
                     Err(_) => gpu::DeviceChoice::NameContains(s.to_string()),
                 },
             };
-            let slots = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
+            let slots = GPU_SLOTS;
             // (Errors, that of the environment's upload path too, as device failures.)
             let config = gpu_config(slots).map_err(|e| EngineError::Device(e.to_string()))?;
             let g = gpu::GpuEngine::with_config(patterns, d, true, config)
@@ -260,6 +310,23 @@ pub fn build_engines(
                 primary: Box::new(g),
                 fallback: Some(cpu()?),
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ring_stays_within_the_staging_budget() {
+        assert_eq!(ring_buffers(5, 8 << 20), 5);
+        assert_eq!(ring_buffers(5, 128 << 20), 4);
+        assert_eq!(ring_buffers(5, 256 << 20), 2);
+        assert_eq!(ring_buffers(5, 1 << 30), 1, "one buffer, whatever its size");
+        assert_eq!(ring_buffers(usize::MAX, 64 << 20), 8);
+        for bytes in [1 << 20, 8 << 20, 64 << 20, 200 << 20, 512 << 20] {
+            assert!(ring_buffers(usize::MAX, bytes) * bytes <= STAGING_BUDGET);
         }
     }
 }

@@ -28,6 +28,9 @@ pub fn render(
         "engine: {}  io: {}  threads: {}  block size: {} bytes",
         st.engine, st.io_backend, st.threads, st.block_size
     );
+    if let Some(split) = &st.engine_split {
+        let _ = writeln!(s, "engine split: {split}");
+    }
     if st.fallback_blocks > 0 {
         let _ = writeln!(
             s,

@@ -20,6 +20,7 @@ use vulkano::device::{
     Device, DeviceCreateInfo, DeviceExtensions, Queue, QueueCreateInfo, QueueFlags,
 };
 use vulkano::memory::allocator::{AllocationCreateInfo, MemoryTypeFilter, StandardMemoryAllocator};
+use vulkano::pipeline::cache::{PipelineCache, PipelineCacheCreateInfo};
 use vulkano::pipeline::compute::ComputePipelineCreateInfo;
 use vulkano::pipeline::layout::PipelineDescriptorSetLayoutCreateInfo;
 use vulkano::pipeline::{
@@ -31,6 +32,7 @@ use vulkano::sync::fence::{Fence, FenceCreateInfo};
 use vulkano::sync::semaphore::{Semaphore, SemaphoreCreateInfo};
 use vulkano::sync::{self, GpuFuture, PipelineStage, PipelineStages, Sharing};
 
+use super::cache::{CacheKey, CacheState, PipelineCacheFile};
 use super::staging::StagingMemory;
 use super::{Chosen, DeviceChoice, DeviceInfo, GpuError, choose, one_line, open_instance};
 use crate::engine::pfac::PfacTable;
@@ -129,6 +131,9 @@ pub struct GpuConfig {
     pub max_states: usize,
     /// How haystacks reach the shader.
     pub upload: UploadPath,
+    /// Folder of the pipeline cache file (`None`: no cache); the default
+    /// is [`default_cache_dir`](super::cache::default_cache_dir).
+    pub pipeline_cache: Option<std::path::PathBuf>,
 }
 
 impl Default for GpuConfig {
@@ -140,6 +145,7 @@ impl Default for GpuConfig {
             max_hit_capacity: usize::MAX,
             max_states: crate::engine::pfac::DEFAULT_MAX_STATES,
             upload: UploadPath::Auto,
+            pipeline_cache: super::cache::default_cache_dir(),
         }
     }
 }
@@ -376,6 +382,10 @@ pub struct GpuEngine {
     /// Largest results buffer, in records.
     max_capacity: u64,
     max_groups: u32,
+    /// What became of the pipeline cache file in the set-up.
+    pipeline_cache: CacheState,
+    /// Slots in the pool (searches in flight at most).
+    slots: usize,
 }
 
 /// The valid bits of the timestamps `family` writes, if it writes any.
@@ -673,8 +683,23 @@ impl GpuEngine {
         );
 
         steps.lap("staging memory");
-        let pipeline = create_pipeline(&device)?;
-        steps.lap("pipeline");
+        let cache_file = config.pipeline_cache.as_deref().map(|dir| {
+            PipelineCacheFile::new(
+                dir,
+                CacheKey {
+                    vendor_id: props.vendor_id,
+                    device_id: props.device_id,
+                    driver_version: props.driver_version,
+                    uuid: props.pipeline_cache_uuid,
+                },
+            )
+        });
+        let (pipeline, pipeline_cache) = create_pipeline(&device, cache_file.as_ref())?;
+        steps.lap(match pipeline_cache {
+            CacheState::Loaded(_) => "pipeline (warm cache)",
+            CacheState::Off => "pipeline (no cache)",
+            CacheState::Cold | CacheState::Ignored(_) => "pipeline (cold cache)",
+        });
         let memory = Arc::new(StandardMemoryAllocator::new_default(device.clone()));
         let descriptors = Arc::new(StandardDescriptorSetAllocator::new(
             device.clone(),
@@ -729,6 +754,8 @@ impl GpuEngine {
             patterns: patterns.len(),
             max_capacity: sizes.max_capacity,
             max_groups: sizes.max_groups,
+            pipeline_cache,
+            slots: config.slots.max(1),
         };
         engine.fill_pool(&config)?;
         steps.lap("slots");
@@ -750,6 +777,12 @@ impl GpuEngine {
         }
         self.pool.free = Mutex::new(slots);
         Ok(())
+    }
+
+    /// What became of the pipeline cache file in the set-up: off, cold
+    /// (compiled), loaded, or ignored (and why).
+    pub fn pipeline_cache(&self) -> &CacheState {
+        &self.pipeline_cache
     }
 
     /// The device the engine runs on.
@@ -1322,6 +1355,12 @@ impl Engine for GpuEngine {
             .as_ref()
             .map(|s| Arc::clone(s) as Arc<dyn BufferProvider>)
     }
+
+    /// The ring: a buffer for each slot's search in flight, and two more
+    /// for the blocks being read meanwhile, within the staging budget.
+    fn buffers_in_flight(&self, buffer_bytes: usize) -> Option<usize> {
+        Some(crate::engine::ring_buffers(self.slots + 2, buffer_bytes))
+    }
 }
 
 impl GpuEngine {
@@ -1383,8 +1422,39 @@ impl std::fmt::Debug for GpuEngine {
     }
 }
 
-/// Loads the SPIR-V and builds the compute pipeline (layout reflected from it).
-fn create_pipeline(device: &Arc<Device>) -> Result<Arc<ComputePipeline>, GpuError> {
+/// Loads the SPIR-V and builds the compute pipeline (layout reflected from
+/// it), through the driver's pipeline cache started from `cache`'s file;
+/// saves the cache's data back when it changed. Nothing about the cache
+/// fails the set-up.
+fn create_pipeline(
+    device: &Arc<Device>,
+    cache: Option<&PipelineCacheFile>,
+) -> Result<(Arc<ComputePipeline>, CacheState), GpuError> {
+    let (initial_data, mut state) = match cache {
+        Some(c) => c.load(),
+        None => (Vec::new(), CacheState::Off),
+    };
+    let driver_cache = match cache {
+        None => None,
+        Some(_) => {
+            let info = PipelineCacheCreateInfo {
+                initial_data: initial_data.clone(),
+                ..Default::default()
+            };
+            // SAFETY: the data is empty, or a file whose header names this
+            // device, driver and pipeline cache UUID (checked by `load`);
+            // Vulkan requires drivers to validate the rest and to ignore
+            // data they cannot use (vkCreatePipelineCache, "If
+            // pInitialData is not compatible ... the cache is empty").
+            match unsafe { PipelineCache::new(device.clone(), info) } {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    state = CacheState::Ignored(format!("driver refused it: {}", one_line(e)));
+                    None
+                }
+            }
+        }
+    };
     let words = vulkano::shader::spirv::bytes_to_words(PFAC_SPIRV)
         .map_err(init_err("corrupt PFAC SPIR-V"))?;
     // SAFETY: the code is `shaders/pfac.comp` compiled by glslc or
@@ -1402,12 +1472,18 @@ fn create_pipeline(device: &Arc<Device>) -> Result<Arc<ComputePipeline>, GpuErro
         .map_err(|e| GpuError::Init(format!("PFAC pipeline layout: {}", one_line(e.error))))?;
     let layout = PipelineLayout::new(device.clone(), layout_info)
         .map_err(init_err("PFAC pipeline layout"))?;
-    ComputePipeline::new(
+    let pipeline = ComputePipeline::new(
         device.clone(),
-        None,
+        driver_cache.clone(),
         ComputePipelineCreateInfo::stage_layout(stage, layout),
     )
-    .map_err(init_err("cannot create the PFAC pipeline"))
+    .map_err(init_err("cannot create the PFAC pipeline"))?;
+    if let (Some(file), Some(driver_cache)) = (cache, &driver_cache)
+        && let Ok(data) = driver_cache.get_data()
+    {
+        file.save(&data, &initial_data);
+    }
+    Ok((pipeline, state))
 }
 
 /// Copies the table arrays into device-local buffers through staging buffers.

@@ -21,9 +21,14 @@
 //! device-copy uploads), the slots that let several worker threads keep the
 //! device busy, and the handling of result overflow.
 
+mod cache;
 mod engine;
 mod staging;
 
+pub use cache::{
+    CacheKey, CacheState, MAX_CACHE_BYTES, NO_CACHE_ENV, PipelineCacheFile, default_cache_dir,
+    disable_pipeline_cache,
+};
 pub use engine::{GpuConfig, GpuEngine, UploadPath};
 
 use std::fmt;
