@@ -11,7 +11,10 @@
 //! * `ole2/`: olefile's and oletools' compound files (Word, Excel, PowerPoint
 //!   97-2016 and Excel 5 documents and templates, with macros, embedded
 //!   objects and links, and password-encrypted OOXML, which is stored in a
-//!   compound file).
+//!   compound file);
+//! * `exec/`: ELF, PE and Mach-O from Go's and pyelftools' test data,
+//!   launchers, EFI and MinGW binaries and macOS wheels, and qcow/qcow2 and
+//!   VMDK images written by qemu-img and VMDKstream.
 //!
 //! Each file is planted whole at a 4 KiB boundary of a raw image between
 //! random and zero filler; the carving must write at least each type's
@@ -178,4 +181,38 @@ fn compound_files_from_olefile_oletools_and_libreoffice() {
     let c = plant_and_carve("ole2", 0x6f6c_6532_0000_0003);
     assert_eq!(c.files.len(), 51);
     c.check(&[("ole2", 44)]);
+}
+
+/// 127 executables and virtual disks (`exec/`): ELF from Go's and
+/// pyelftools' test data (gcc, clang, Sun cc; x86, ARM, MIPS, SPARC, PowerPC,
+/// RISC-V, s390x, LoongArch; objects, executables, shared objects), Debian's
+/// `hello` and GRUB modules; PE from Go's test data (MinGW gcc), distlib's
+/// and setuptools' launchers (MSVC, x86/x64/ARM64), shim's EFI fallback and
+/// MinGW runtime DLLs; Mach-O from Go's test data (Apple gcc and clang,
+/// objects, a universal file) and macOS wheels (x86_64, arm64, universal2);
+/// qcow/qcow2 images written by qemu-img (versions 1-3, clusters of 512 B to
+/// 64 KiB, compression zlib and zstd, snapshots, bitmaps, extended L2,
+/// backing files, refcount widths 1-64) and VMDK sparse and stream-optimized
+/// extents written by qemu-img and VMDKstream. Broken on purpose by their
+/// suites: `go-pe-vmlinuz-4.15.0-47-generic` (a PE header cut after 474
+/// bytes), pyelftools' `section_header_bogus_size`, `corrupt_sh` and
+/// `section_link_to_self` (section tables that point past the file) and
+/// `trailing_null_dies` (hand-made: its section 0 is not the null section
+/// the gABI requires). On 2026-11-28: elf 55 of 59, pe 16 of 17, macho 16
+/// of 16, qcow 20 of 20, vmdk 15 of 15 exact, every intact file; main
+/// before the macho, qcow and vmdk validators: 55, 16, 0, 0, 0. PhotoRec
+/// 7.1 on the same image: elf 0, pe 10, macho 0, qcow 0, vmdk 0 (its ELF,
+/// qcow and VMDK files are cut at a block or at its size guess, not at the
+/// file's end).
+#[test]
+fn executables_and_disks_from_go_pyelftools_launchers_wheels_and_qemu() {
+    let c = plant_and_carve("exec", 0x6578_6563_0000_0005);
+    assert_eq!(c.files.len(), 127);
+    c.check(&[
+        ("elf", 0),
+        ("pe", 0),
+        ("macho", 0),
+        ("qcow", 0),
+        ("vmdk", 0),
+    ]);
 }

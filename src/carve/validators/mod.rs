@@ -13,7 +13,7 @@
 //! Entry point: [`validate`] by name (see [`VALIDATORS`]); one module per
 //! format (`jpeg`, `png`, `gif`, `bmp`, `tiff`, `pdf`, `zip`, `sqlite`,
 //! `ole2`, `riff`, `mp4`, `mpeg`, `mp3`, `ogg`, `flac`, `gzip`, `elf`, `pe`,
-//! `text`), each
+//! `text`, `macho`, `qcow`, `vmdk`), each
 //! documenting its structure, checks and verdicts. Shared conventions:
 //!
 //! * a validator sees the image through [`read::Src`], the window
@@ -293,6 +293,7 @@ pub mod flac;
 pub mod gif;
 pub mod gzip;
 pub mod jpeg;
+pub mod macho;
 pub mod mp3;
 pub mod mp4;
 pub mod mpeg;
@@ -301,10 +302,12 @@ pub mod ole2;
 pub mod pdf;
 pub mod pe;
 pub mod png;
+pub mod qcow;
 pub mod riff;
 pub mod sqlite;
 pub mod text;
 pub mod tiff;
+pub mod vmdk;
 pub mod zip;
 
 use read::Src;
@@ -335,6 +338,9 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("elf", elf::validate),
     ("pe", pe::validate),
     ("text", text::validate),
+    ("macho", macho::validate),
+    ("qcow", qcow::validate),
+    ("vmdk", vmdk::validate),
 ];
 
 /// True for the validators whose `Complete` verdict checks the file's
@@ -361,7 +367,7 @@ pub fn stands_alone(validator: &str) -> bool {
 /// The names [`validate`] accepts.
 pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
-    "mp3", "mpa", "ogg", "flac", "gzip", "elf", "pe", "text",
+    "mp3", "mpa", "ogg", "flac", "gzip", "elf", "pe", "text", "macho", "qcow", "vmdk",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -740,6 +746,19 @@ mod props {
             ],
         ),
         ("pe", &[b"MZ", b"MZ\x90\x00"]),
+        (
+            "macho",
+            &[
+                b"\xCF\xFA\xED\xFE",
+                b"\xCE\xFA\xED\xFE",
+                b"\xCA\xFE\xBA\xBE\x00\x00\x00",
+            ],
+        ),
+        (
+            "qcow",
+            &[b"QFI\xFB\x00\x00\x00\x03", b"QFI\xFB\x00\x00\x00\x01"],
+        ),
+        ("vmdk", &[b"KDMV\x01\x00\x00\x00", b"KDMV\x03\x00\x00\x00"]),
     ];
 
     fn seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -761,6 +780,9 @@ mod props {
             ("gzip", gzip::tests::seed()),
             ("elf", elf::tests::seed()),
             ("pe", pe::tests::seed()),
+            ("macho", macho::tests::seed()),
+            ("qcow", qcow::tests::seed()),
+            ("vmdk", vmdk::tests::seed()),
             ("jpeg", jpeg::tests::progressive()),
             ("zip", zip::tests::zip64_sample()),
         ]
