@@ -214,6 +214,8 @@ fn executables_and_disks_from_go_pyelftools_launchers_wheels_and_qemu() {
         ("macho", 16),
         ("qcow", 20),
         ("vmdk", 15),
+    ]);
+}
 
 /// 232 images from producers other than Pillow (`images/`): CPython's,
 /// gdk-pixbuf's (with the GIF test suite), SDL2_image's, scikit-image's,
