@@ -175,9 +175,14 @@ pub fn read_mapped(r: &dyn ByteReader, ext: &[Extent], at: u64, buf: &mut [u8]) 
     let mut done = 0usize;
     while done < buf.len() {
         let pos = at + done as u64;
-        let Some(e) = ext.iter().find(|e| e.file <= pos && pos - e.file < e.len) else {
+        // Extents come in file order: the last one starting at or before `pos`.
+        let i = ext.partition_point(|e| e.file <= pos);
+        let Some(e) = i.checked_sub(1).and_then(|i| ext.get(i)) else {
             break;
         };
+        if pos - e.file >= e.len {
+            break;
+        }
         let n = ((e.len - (pos - e.file)) as usize).min(buf.len() - done);
         let got = r.read_at(e.image + (pos - e.file), &mut buf[done..done + n]);
         done += got;
