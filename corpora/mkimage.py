@@ -9,7 +9,10 @@ same bytes, same sha256):
    of real sample files ("decoys": a JPEG/PNG/ZIP/... cut part-way; these are
    listed in the truth as decoys, never as recoverable files).
 2. A file system is created on top (fat32 with mkfs.vfat + mtools, ext2/ext4
-   with mke2fs -d + debugfs; nothing is mounted), or none (raw).
+   with mke2fs -d + debugfs, ntfs with mkntfs + ntfscp; nothing is mounted),
+   or none (raw). NTFS images are not byte-for-byte reproducible (mkntfs and
+   ntfscp stamp the current time and a random serial number); their files,
+   placement and truth are.
 3. Sample files (corpora/samples, see MANIFEST.tsv) are copied in: originals,
    then modified copies (a well-formed change such as a JPEG comment segment,
    a PNG tEXt chunk, a ZIP archive comment, so that hashes differ).
@@ -23,7 +26,8 @@ same bytes, same sha256):
 
 Output: IMAGE and IMAGE.truth.json (see corpora/README.md for the format).
 Tools: mkfs.vfat (dosfstools), mmd/mcopy/mdel (mtools), mke2fs/debugfs/
-dumpe2fs (e2fsprogs); fsck.vfat / e2fsck are run read-only as a sanity check.
+dumpe2fs (e2fsprogs), mkntfs/ntfscp/ntfsinfo (ntfs-3g); fsck.vfat / e2fsck
+are run read-only as a sanity check.
 """
 
 import argparse
@@ -41,6 +45,8 @@ import random
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Files smaller than this may stay resident in a 1 KiB NTFS MFT record.
+NTFS_RESIDENT = 1024
 FIXED_EPOCH = 1600000000  # 2020-09-13T12:26:40Z, used for every FS timestamp
 FIXED_UUID = "6770752d-6361-7276-652d-636f72706f72"  # "gpu-carve-corpor"
 TYPE_DIRS = {
@@ -874,6 +880,140 @@ def ext_free_runs(img_path):
 
 
 # ---------------------------------------------------------------------------
+# NTFS
+# ---------------------------------------------------------------------------
+
+RUNLIST_LINE = re.compile(r"^\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s*$")
+
+
+def ntfs_data(img_path, which):
+    """(inode, [(lcn, clusters)], data size) of the unnamed $DATA of the
+    record `ntfsinfo -v` dumps for `which` (["-F", path] or ["-i", n])."""
+    text = run(["ntfsinfo", "-v"] + which + [img_path])
+    m = re.search(r"Dumping Inode (\d+)", text)
+    if not m:
+        raise BuildError(f"ntfsinfo {which}: no inode")
+    inode = int(m.group(1))
+    sections = re.split(r"Dumping attribute ", text)
+    data = [t for t in sections if t.startswith("$DATA (0x80)") and re.search(r"Name length:\s+0 ", t)]
+    if not data or not re.search(r"Resident:\s+No", data[0]):
+        raise BuildError(f"ntfsinfo {which}: no non-resident unnamed $DATA")
+    size = int(re.search(r"Data size:\s+(\d+)", data[0]).group(1))
+    runs = []
+    for line in data[0].split("Runlist:", 1)[-1].splitlines()[1:]:
+        m = RUNLIST_LINE.match(line)
+        if not m:
+            break
+        runs.append((int(m.group(2), 16), int(m.group(3), 16)))
+    return inode, runs, size
+
+
+def runs_to_ranges(runs, cluster, size):
+    """Byte ranges [offset, length] of the first `size` bytes of cluster runs."""
+    out, left = [], size
+    for lcn, n in runs:
+        if left <= 0:
+            break
+        ln = min(n * cluster, left)
+        out.append([lcn * cluster, ln])
+        left -= ln
+    if left > 0:
+        raise BuildError("NTFS run list shorter than the file")
+    return merge_ranges(out)
+
+
+def ntfs_read(f, runs, cluster, at, n):
+    """`n` bytes at `at` of the data that cluster runs map."""
+    out = bytearray()
+    pos = 0
+    for lcn, count in runs:
+        ln = count * cluster
+        lo, hi = max(at, pos), min(at + n, pos + ln)
+        if lo < hi:
+            f.seek(lcn * cluster + lo - pos)
+            out += f.read(hi - lo)
+        pos += ln
+    return out
+
+
+def build_ntfs(img_path, fs_plants, cluster_size, rng):
+    """mkntfs, ntfscp every plant into the root directory, then delete those
+    with status 'deleted' by patching the image as NTFS deletes: the MFT
+    record's in-use flag cleared (its sequence number counted up) and the
+    file's clusters cleared in $Bitmap; the record keeps its $FILE_NAME and
+    run list, the root index its entry (no ntfs-3g tool deletes without a
+    mount). Sets each plant's fragments from ntfsinfo's run lists; returns
+    (FreeSpace, cluster size)."""
+    cluster = cluster_size or 4096
+    run(["mkntfs", "-F", "-Q", "-q", "-c", str(cluster), "-s", "512", "-L", "GPUCARVE", img_path])
+    with tempfile.TemporaryDirectory() as tmp:
+        for p in fs_plants:
+            local = os.path.join(tmp, "f")
+            with open(local, "wb") as f:
+                f.write(p["data"])
+            os.utime(local, (p["mtime"], p["mtime"]))
+            run(["ntfscp", "-q", img_path, local, "/" + p["name"]])
+    inodes = {}
+    for p in fs_plants:
+        inode, runs, size = ntfs_data(img_path, ["-F", "/" + p["name"]])
+        if size != len(p["data"]):
+            raise BuildError(f"{p['name']}: $DATA size {size} != {len(p['data'])}")
+        inodes[p["name"]] = inode
+        p["fragments"] = runs_to_ranges(runs, cluster, size)
+    _, mft_runs, _ = ntfs_data(img_path, ["-i", "0"])
+    _, bitmap_runs, bitmap_len = ntfs_data(img_path, ["-i", "6"])
+    deleted = [p for p in fs_plants if p["status"] == "deleted"]
+    with open(img_path, "r+b") as f:
+        f.seek(0)
+        boot = f.read(512)
+        rec_size = boot[0x40] * cluster if boot[0x40] < 0x80 else 1 << (256 - boot[0x40])
+        total = struct.unpack_from("<Q", boot, 0x28)[0] * 512 // cluster
+        bitmap = ntfs_read(f, bitmap_runs, cluster, 0, bitmap_len)
+        for p in deleted:
+            at = None
+            pos = inodes[p["name"]] * rec_size
+            for lcn, count in mft_runs:
+                if pos < count * cluster:
+                    at = lcn * cluster + pos
+                    break
+                pos -= count * cluster
+            f.seek(at)
+            rec = bytearray(f.read(rec_size))
+            if rec[:4] != b"FILE":
+                raise BuildError(f"{p['name']}: MFT record not found")
+            flags, seq = struct.unpack_from("<H", rec, 0x16)[0], struct.unpack_from("<H", rec, 0x10)[0]
+            struct.pack_into("<H", rec, 0x16, flags & ~1)
+            struct.pack_into("<H", rec, 0x10, (seq + 1) & 0xFFFF or 1)
+            f.seek(at)
+            f.write(rec)
+            for off, ln in p["fragments"]:
+                for c in range(off // cluster, (off + ln - 1) // cluster + 1):
+                    bitmap[c // 8] &= ~(1 << (c % 8)) & 0xFF
+        pos = 0
+        for lcn, count in bitmap_runs:
+            part = bitmap[pos:pos + count * cluster]
+            f.seek(lcn * cluster)
+            f.write(part)
+            pos += count * cluster
+            if pos >= len(bitmap):
+                break
+    free, c = [], 0
+    while c < total:
+        if bitmap[c // 8] & (1 << (c % 8)):
+            c += 1
+            continue
+        s = c
+        while c < total and not bitmap[c // 8] & (1 << (c % 8)):
+            c += 1
+        free.append((s, c - s))
+    space = FreeSpace(0, cluster, free)
+    for p in deleted:
+        for off, ln in p["fragments"]:
+            space.exclude(off, ln)
+    return space, cluster
+
+
+# ---------------------------------------------------------------------------
 # main build
 # ---------------------------------------------------------------------------
 
@@ -937,6 +1077,8 @@ def assign_names_and_status(plants, rng, args, cluster_guess):
         stem, ext = os.path.splitext(p["sample"])
         base = stem if p["variant"] == "original" else f"{stem}_copy{p['variant'].split()[-1]}"
         folder = TYPE_DIRS.get(p["type"], "misc") if rng.random() < 0.75 else ""
+        if args.fs == "ntfs":
+            folder = ""  # ntfscp cannot make directories
         p["name"] = (folder + "/" if folder else "") + base + ext
         p["mtime"] = FIXED_EPOCH - rng.randrange(3 * 365 * 86400)
     rng.shuffle(plants)
@@ -971,11 +1113,19 @@ def build(args):
     cluster_guess = args.cluster_size or (512 if args.fs == "fat32" else 4096)
     plants = choose_plants(samples, rng, int(size * args.fill), not args.originals_only)
     assign_names_and_status(plants, rng, args, cluster_guess)
+    if args.fs == "ntfs":
+        # NTFS keeps small files inside their MFT record (resident data,
+        # no cluster of their own): those are written to free space instead.
+        for p in plants:
+            if len(p["data"]) < NTFS_RESIDENT:
+                p["status"] = "unallocated"
     fs_plants = [p for p in plants if p["status"] in ("allocated", "deleted")]
     raw_plants = [p for p in plants if p["status"] == "unallocated"]
 
     if args.fs == "fat32":
         space, cluster = build_fat32(args.out, fs_plants, args.cluster_size, rng)
+    elif args.fs == "ntfs":
+        space, cluster = build_ntfs(args.out, fs_plants, args.cluster_size, rng)
     elif args.fs in ("ext2", "ext4"):
         space, cluster = build_ext(args.out, fs_plants, args.fs, args.cluster_size, rng)
     else:
@@ -1055,6 +1205,8 @@ def fsck(args):
         cmd = ["fsck.vfat", "-n", args.out]
     elif args.fs in ("ext2", "ext4"):
         cmd = ["e2fsck", "-fn", args.out]
+    elif args.fs == "ntfs":
+        cmd = ["ntfsfix", "-n", args.out]
     else:
         return
     p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
@@ -1080,7 +1232,7 @@ def main(argv=None):
     """Command-line entry point."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="Example: corpora/mkimage.py --fs fat32 --size 64MiB --seed 1 --out /tmp/fat.img")
-    ap.add_argument("--fs", choices=["fat32", "ext2", "ext4", "raw"], default="fat32", help="file system (default: %(default)s)")
+    ap.add_argument("--fs", choices=["fat32", "ext2", "ext4", "ntfs", "raw"], default="fat32", help="file system (default: %(default)s)")
     ap.add_argument("--size", type=parse_size, default=parse_size("64MiB"), help="image size, e.g. 64MiB (default)")
     ap.add_argument("--out", required=True, help="image path; the truth goes to OUT.truth.json")
     ap.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
@@ -1100,7 +1252,7 @@ def main(argv=None):
                     help="fraction of files written contiguously to unallocated space (default: %(default)s)")
     ap.add_argument("--decoys", type=int, default=None, help="number of truncated remnants (default: 1 per 8 MiB, at least 4)")
     ap.add_argument("--cluster-size", type=int, default=None,
-                    help="bytes per cluster/block (fat32: mkfs.vfat's choice; ext: 4096; raw: 4096)")
+                    help="bytes per cluster/block (fat32: mkfs.vfat's choice; ext, ntfs, raw: 4096)")
     ap.add_argument("--quiet", action="store_true", help="print nothing on success")
     args = ap.parse_args(argv)
     args.samples = args.samples or [os.path.join(HERE, "samples")]
@@ -1115,9 +1267,10 @@ def main(argv=None):
         ap.error("--cluster-size must be a power of two >= 512")
     for tool in {"fat32": ["mkfs.vfat", "mcopy", "mdel", "mmd", "fsck.vfat"],
                  "ext2": ["mke2fs", "debugfs", "dumpe2fs", "e2fsck"],
-                 "ext4": ["mke2fs", "debugfs", "dumpe2fs", "e2fsck"], "raw": []}[args.fs]:
+                 "ext4": ["mke2fs", "debugfs", "dumpe2fs", "e2fsck"],
+                 "ntfs": ["mkntfs", "ntfscp", "ntfsinfo", "ntfsfix"], "raw": []}[args.fs]:
         if not shutil.which(tool):
-            ap.error(f"{tool} not found (apt-get install mtools dosfstools e2fsprogs)")
+            ap.error(f"{tool} not found (apt-get install mtools dosfstools e2fsprogs ntfs-3g)")
     try:
         truth, seconds = build(args)
     except BuildError as e:

@@ -65,6 +65,10 @@ const OTHER_TARGETS: &[Target] = &[
         run: fs_names,
     },
     Target {
+        name: "fs_ntfs",
+        run: fs_ntfs,
+    },
+    Target {
         name: "catalogue_toml",
         run: catalogue_toml,
     },
@@ -458,10 +462,54 @@ fn fs_names(data: &[u8]) {
         if let Some(n) = maps.lookup(&image, a) {
             assert!(n.path.starts_with('/'), "{n:?}");
             let v = g.at(a).expect("a name outside every volume");
-            let named_fs = v.fat.is_some() || matches!(v.fs, "ext2/3" | "ext4");
+            let named_fs = v.fat.is_some() || matches!(v.fs, "ext2/3" | "ext4" | "NTFS");
             assert!(named_fs && v.start == n.volume, "{n:?}");
         }
     }
+}
+
+/// NTFS (`carve::geometry::ntfs`): the input is a volume's `$MFT` from
+/// cluster 2 on, behind a boot sector of 512-byte clusters and 1 KiB
+/// records (or a whole volume when it starts with a boot sector). Each
+/// 1 KiB of it is also read as a record: update sequence, attribute walk,
+/// run lists, `$FILE_NAME`s. Then the allocation of every cluster and the
+/// name at every cluster start: names are paths from the root of the
+/// volume, attributes stay in their record, run lists within their bound,
+/// maps within their budget.
+fn fs_ntfs(data: &[u8]) {
+    use gpucarve::carve::geometry::{self, alloc, names, ntfs};
+    for c in data.chunks(1024) {
+        let mut rec = c.to_vec();
+        if !ntfs::fixup(&mut rec) {
+            continue;
+        }
+        for a in ntfs::attrs(&rec) {
+            assert!(a.bytes.len() >= 16 && a.bytes.len() <= rec.len());
+            if let Some(r) = a.runs().and_then(|b| ntfs::runs(b, ntfs::MAX_RUNS)) {
+                assert!(r.len() <= ntfs::MAX_RUNS);
+            }
+            if let Some(f) = a.value().and_then(ntfs::file_name) {
+                assert!(f.name.chars().count() <= 255);
+            }
+        }
+    }
+    let img = ntfs::with_boot_sector(data);
+    let image = Slice(&img);
+    let g = geometry::detect(&image);
+    let mut maps = alloc::AllocMaps::new(&g);
+    let mut names = names::NameMaps::new(&g);
+    for v in &g.volumes {
+        for c in 0..((v.end - v.start) / v.cluster).min(4096) {
+            let at = v.start + c * v.cluster;
+            let _ = maps.status(&image, [(at, v.cluster)]);
+            if let Some(n) = names.lookup(&image, at) {
+                assert!(n.path.starts_with('/') && n.volume == v.start, "{n:?}");
+            }
+        }
+        let _ = maps.status(&image, [(v.start, v.end - v.start)]);
+    }
+    let _ = maps.allocated_bytes(&image);
+    assert!(maps.bytes_read() <= alloc::MAX_MAP_BYTES + (1 << 16));
 }
 
 /// The file systems' layouts (`carve::geometry`, `carve::geometry::extfs`): volume

@@ -3,7 +3,8 @@
 //! sha256 the truth's, at the truth's offset) has the `alloc` the file
 //! system's allocation map gives it: `allocated` for the files the file
 //! system lists, `unallocated` for those deleted (mkimage frees their
-//! clusters: `mdel` on FAT, `debugfs rm` on ext) and those written into
+//! clusters: `mdel` on FAT, `debugfs rm` on ext, the MFT record's in-use
+//! flag and the `$Bitmap` bits cleared on NTFS) and those written into
 //! free space. An image with no file system has no `alloc` anywhere.
 //! report.xml stays valid DFXML (`xmllint`, when installed) and carries the
 //! volumes; audit.txt lists them and counts the statuses.
@@ -91,7 +92,11 @@ fn check(fs: &str, seed: u32) -> Option<(usize, usize)> {
         "{audit}"
     );
     let xml = std::fs::read_to_string(out.join("report.xml")).expect("report.xml");
-    let ftype = if fs == "fat32" { "FAT32" } else { "ext4" };
+    let ftype = match fs {
+        "fat32" => "FAT32",
+        "ntfs" => "NTFS",
+        _ => "ext4",
+    };
     assert!(
         xml.contains(&format!("<ftype_str>{ftype}</ftype_str>")),
         "no volume in report.xml"
@@ -109,6 +114,11 @@ fn fat32_files_allocation_is_the_fat_s() {
 #[test]
 fn ext4_files_allocation_is_the_block_bitmaps() {
     check("ext4", 3);
+}
+
+#[test]
+fn ntfs_files_allocation_is_the_bitmap() {
+    check("ntfs", 3);
 }
 
 #[test]

@@ -144,6 +144,11 @@ fn ext4_free_space_only() {
 }
 
 #[test]
+fn ntfs_free_space_only() {
+    check("ntfs", 5);
+}
+
+#[test]
 fn without_a_file_system_the_whole_image_is_carved() {
     let d = tempfile::tempdir().unwrap();
     let Some(img) = common::raw_image(d.path(), "raw.img", "16MiB", 5) else {

@@ -8,9 +8,12 @@
 //!   free);
 //! * exFAT: iff its bit is set in the allocation bitmap (the root
 //!   directory's bitmap entry, type `0x81`, says where it lies);
+//! * NTFS: iff its bit is set in `$Bitmap` (record 6 of `$MFT`, whose run
+//!   list places it; [`super::ntfs`]); the boot sector, `$MFT` and the
+//!   other metadata files are clusters it allocates like any file's;
 //! * outside every volume and every partition of an image that has a
 //!   partition table and a recognised file system: unallocated space;
-//! * anywhere else (NTFS, HFS+, XFS, btrfs, FAT12, a partition whose file
+//! * anywhere else (HFS+, XFS, btrfs, FAT12, a partition whose file
 //!   system is not recognised, an image without one): not known.
 //!
 //! Maps are read lazily, when a file is reported, and bounded whatever the
@@ -23,7 +26,9 @@
 
 use std::collections::HashMap;
 
-use super::{Fat, Geometry, Volume, extfs, le16, le32};
+use std::sync::Arc;
+
+use super::{Fat, Geometry, Volume, extfs, le16, le32, ntfs};
 use crate::carve::reader::ByteReader;
 
 /// A carved file's allocation status.
@@ -69,6 +74,8 @@ enum Map {
     /// exFAT: the allocation bitmap's image offset and length in bytes,
     /// cluster 2's offset, the cluster size and count.
     ExFat(ExFatMap),
+    /// NTFS: `$Bitmap`.
+    Ntfs(NtfsMap),
     /// No allocation map known.
     None,
 }
@@ -90,6 +97,17 @@ struct ExFatMap {
     bitmap: u64,
     bitmap_len: u64,
     heap: u64,
+    cluster: u64,
+    clusters: u64,
+}
+
+/// An NTFS volume's `$Bitmap`: where its data lies, its length in bytes,
+/// the volume's start, cluster size and cluster count.
+#[derive(Clone, Debug)]
+struct NtfsMap {
+    bitmap: Arc<[ntfs::Extent]>,
+    bitmap_len: u64,
+    start: u64,
     cluster: u64,
     clusters: u64,
 }
@@ -161,6 +179,7 @@ impl AllocMaps {
                 Map::Fat(fat, cl) => self.fat_allocated(r, i, &vol, fat, cl)?,
                 Map::Ext(m) => self.ext_allocated(r, i, m)?,
                 Map::ExFat(m) => self.exfat_allocated(r, i, &vol, m)?,
+                Map::Ntfs(m) => self.ntfs_allocated(r, i, &m)?,
                 Map::Pending | Map::None => 0,
             };
             total = total.checked_add(n)?;
@@ -230,6 +249,16 @@ impl AllocMaps {
             .checked_add(used.checked_mul(m.cluster)?)
     }
 
+    fn ntfs_allocated(&mut self, r: &dyn ByteReader, i: usize, m: &NtfsMap) -> Option<u64> {
+        let bits = PIECE * 8;
+        let mut used = 0u64;
+        for k in 0..m.clusters.div_ceil(bits) {
+            let piece = self.unit((i, k), |read| ntfs_piece(r, m, k, read))?;
+            used += count_set(piece, 0, (m.clusters - k * bits).min(bits));
+        }
+        used.checked_mul(m.cluster)
+    }
+
     /// The status of the bytes `runs` (`(image offset, length)`): `None`
     /// when not known for every one of them.
     pub fn status(
@@ -291,6 +320,7 @@ impl AllocMaps {
             Map::Fat(fat, cl) => self.fat(r, i, fat, cl, pos, end),
             Map::Ext(m) => self.ext(r, i, m, pos, end),
             Map::ExFat(m) => self.exfat(r, i, m, pos, end),
+            Map::Ntfs(m) => self.ntfs(r, i, &m, pos, end),
             Map::Pending | Map::None => None,
         }
     }
@@ -436,6 +466,52 @@ impl AllocMaps {
     }
 }
 
+impl AllocMaps {
+    fn ntfs(
+        &mut self,
+        r: &dyn ByteReader,
+        i: usize,
+        m: &NtfsMap,
+        pos: u64,
+        end: u64,
+    ) -> Option<Seen> {
+        let first = (pos - m.start) / m.cluster;
+        let last = (end - 1 - m.start) / m.cluster;
+        // Past the last cluster (the backup boot sector): no file's.
+        let mut seen = (false, last >= m.clusters);
+        let bits = PIECE * 8;
+        let mut c = first;
+        let stop = last.min(m.clusters.saturating_sub(1));
+        while c <= stop {
+            let k = c / bits;
+            let upto = stop.min((k + 1) * bits - 1);
+            let piece = self.unit((i, k), |read| ntfs_piece(r, m, k, read))?;
+            for n in c..=upto {
+                let bit = n - k * bits;
+                let x = piece.get((bit / 8) as usize)?;
+                if x & (1 << (bit % 8)) != 0 {
+                    seen.0 = true;
+                } else {
+                    seen.1 = true;
+                }
+            }
+            c = upto + 1;
+        }
+        Some(seen)
+    }
+}
+
+/// Piece `k` of an NTFS `$Bitmap`.
+fn ntfs_piece(r: &dyn ByteReader, m: &NtfsMap, k: u64, read: &mut u64) -> Option<Vec<u8>> {
+    let at = k.checked_mul(PIECE)?;
+    let len = m.bitmap_len.checked_sub(at)?.min(PIECE);
+    let mut b = vec![0u8; len as usize];
+    let got = ntfs::read_mapped(r, &m.bitmap, at, &mut b);
+    *read += PIECE;
+    b.truncate(got);
+    Some(b)
+}
+
 /// Piece `k` of the FAT at `table`.
 fn fat_piece(r: &dyn ByteReader, table: u64, k: u64, read: &mut u64) -> Option<Vec<u8>> {
     let mut b = vec![0u8; PIECE as usize];
@@ -496,8 +572,22 @@ fn load(r: &dyn ByteReader, vol: &Volume) -> Map {
         "FAT32" | "FAT12/16" => vol.fat.map_or(Map::None, |f| Map::Fat(f, vol.cluster)),
         "ext2/3" | "ext4" => ext_map(r, vol).map_or(Map::None, Map::Ext),
         "exFAT" => exfat_map(r, vol).map_or(Map::None, Map::ExFat),
+        "NTFS" => ntfs_map(r, vol).map_or(Map::None, Map::Ntfs),
         _ => Map::None,
     }
+}
+
+/// NTFS: `$Bitmap`, as `$MFT` places it.
+fn ntfs_map(r: &dyn ByteReader, vol: &Volume) -> Option<NtfsMap> {
+    let v = ntfs::Ntfs::open(r, vol)?;
+    let (bitmap, bitmap_len) = v.bitmap(r)?;
+    Some(NtfsMap {
+        bitmap: bitmap.into(),
+        bitmap_len,
+        start: v.start,
+        cluster: v.cluster,
+        clusters: v.clusters,
+    })
 }
 
 fn ext_map(r: &dyn ByteReader, vol: &Volume) -> Option<ExtMap> {

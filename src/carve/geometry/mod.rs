@@ -16,7 +16,10 @@
 //!   data area after the reserved sectors, the FATs and the FAT12/16 root
 //!   directory, which need not be a cluster multiple), exFAT (cluster heap
 //!   offset) and NTFS;
-//! * volumes behind an MBR (four primary entries) or a GPT (at most
+//! * volumes behind an MBR (four primary entries, and the logical
+//!   partitions of an extended one: its chain of extended boot records,
+//!   at most [`MAX_LOGICAL`], each inside the extended partition and read
+//!   once, so a chain that loops ends) or a GPT (at most
 //!   [`MAX_GPT_ENTRIES`] entries, 512-byte sectors).
 //!
 //! Only the first sectors of each volume are read (a bounded number of small
@@ -27,11 +30,14 @@
 pub mod alloc;
 pub mod extfs;
 pub mod names;
+pub mod ntfs;
 
 use crate::carve::reader::{ByteReader, le16, le32};
 
 /// Most GPT partition entries read.
 pub const MAX_GPT_ENTRIES: u64 = 128;
+/// Most extended boot records read from one extended partition.
+pub const MAX_LOGICAL: usize = 128;
 const SECTOR: u64 = 512;
 const MIN_CLUSTER: u64 = 512;
 const MAX_CLUSTER: u64 = 32 << 20;
@@ -532,7 +538,7 @@ fn partitions(r: &dyn ByteReader) -> Vec<(u64, u64, bool)> {
     if entries.iter().any(|e| e[4] == 0xEE) {
         return gpt(r);
     }
-    entries
+    let mut out: Vec<(u64, u64, bool)> = entries
         .iter()
         .filter(|e| e[4] != 0x00)
         .filter_map(|e| {
@@ -540,7 +546,43 @@ fn partitions(r: &dyn ByteReader) -> Vec<(u64, u64, bool)> {
             let extended = matches!(e[4], 0x05 | 0x0F | 0x85);
             (lba > 0 && n > 0).then(|| (lba * SECTOR, (lba + n) * SECTOR, extended))
         })
-        .collect()
+        .collect();
+    let extended: Vec<(u64, u64)> = out.iter().filter(|p| p.2).map(|p| (p.0, p.1)).collect();
+    for (s, e) in extended {
+        out.extend(logical(r, s / SECTOR, e / SECTOR));
+    }
+    out
+}
+
+/// The logical partitions of the extended partition of sectors
+/// `[base, end)`: each extended boot record's first entry is one (its
+/// start relative to that record), its second the next record (relative
+/// to `base`). A record outside the partition, read before, or past
+/// [`MAX_LOGICAL`] ends the chain; a logical partition must fit inside.
+fn logical(r: &dyn ByteReader, base: u64, end: u64) -> Vec<(u64, u64, bool)> {
+    let mut out = Vec::new();
+    let mut seen: Vec<u64> = Vec::new();
+    let mut ebr = base;
+    while seen.len() < MAX_LOGICAL && !seen.contains(&ebr) {
+        seen.push(ebr);
+        let Some(b) = read::<512>(r, ebr * SECTOR) else {
+            break;
+        };
+        if b[510..512] != [0x55, 0xAA] {
+            break;
+        }
+        let (one, next) = (&b[446..462], &b[462..478]);
+        let (lba, n) = (le32(one, 8), le32(one, 12));
+        if one[4] != 0 && lba > 0 && n > 0 && ebr + lba + n <= end {
+            out.push(((ebr + lba) * SECTOR, (ebr + lba + n) * SECTOR, false));
+        }
+        let link = le32(next, 8);
+        if !matches!(next[4], 0x05 | 0x0F | 0x85) || link == 0 || base + link >= end {
+            break;
+        }
+        ebr = base + link;
+    }
+    out
 }
 
 fn gpt(r: &dyn ByteReader) -> Vec<(u64, u64, bool)> {
@@ -809,6 +851,41 @@ pub(crate) mod tests {
         img[0x10040..0x10048].copy_from_slice(b"_BHRfS_M");
         img[0x10090..0x10094].copy_from_slice(&4096u32.to_le_bytes());
         assert_eq!(detect(&img).volumes[0].fs, "btrfs");
+    }
+
+    #[test]
+    fn logical_partitions_in_an_extended_one() {
+        // An extended partition at sector 2048 (6144 sectors): logical
+        // FAT32 volumes at 2048 + 64 and, from the second record at 2048 +
+        // 3072, at 2048 + 3072 + 64; the second record links to itself.
+        let mut img = vec![0u8; 4 << 20];
+        // Entry `k` of the partition table in the sector at byte `sector`.
+        let entry = |img: &mut [u8], sector: usize, k: usize, ty: u8, lba: u32, n: u32| {
+            let at = sector + 446 + 16 * k;
+            img[at + 4] = ty;
+            img[at + 8..at + 12].copy_from_slice(&lba.to_le_bytes());
+            img[at + 12..at + 16].copy_from_slice(&n.to_le_bytes());
+            img[sector + 510..sector + 512].copy_from_slice(&[0x55, 0xAA]);
+        };
+        entry(&mut img, 0, 0, 0x0F, 2048, 6144);
+        let (ebr1, ebr2) = (2048 * 512, (2048 + 3072) * 512);
+        entry(&mut img, ebr1, 0, 0x0C, 64, 2048);
+        entry(&mut img, ebr1, 1, 0x05, 3072, 3072);
+        entry(&mut img, ebr2, 0, 0x0C, 64, 2048);
+        entry(&mut img, ebr2, 1, 0x05, 3072, 3072);
+        fat32(&mut img, ebr1 + 64 * 512, 4, 32, 31);
+        fat32(&mut img, ebr2 + 64 * 512, 4, 32, 31);
+        let g = detect(&img);
+        let starts: Vec<u64> = g.volumes.iter().map(|v| v.start).collect();
+        assert_eq!(starts, [ebr1 as u64 + 64 * 512, ebr2 as u64 + 64 * 512]);
+        assert_eq!(g.partitions.len(), 3);
+        // A link out of the extended partition ends the chain.
+        let mut out = img.clone();
+        entry(&mut out, ebr1, 1, 0x05, 7000, 3072);
+        assert_eq!(detect(&out).volumes.len(), 1);
+        // A logical partition past the extended one's end: not one.
+        entry(&mut img, ebr2, 0, 0x0C, 64, 9000);
+        assert_eq!(detect(&img).volumes.len(), 1);
     }
 
     #[test]

@@ -26,6 +26,11 @@
 //! inode's size and times (UTC, written with `Z`); deleted names are not
 //! read.
 //!
+//! NTFS ([`ntfs`]): every `$MFT` record, deleted ones included, whose
+//! `$DATA` is non-resident, named by its `$FILE_NAME` (Win32 before DOS)
+//! under the path its parent references give, with its
+//! `$STANDARD_INFORMATION` times (UTC, written with `Z`).
+//!
 //! A file's entry is found by the image offset of its first cluster; a
 //! live entry wins over a deleted one for the same cluster (the cluster was
 //! reused). Bounded whatever the volume says: at most [`MAX_DIRS`]
@@ -36,6 +41,7 @@
 //! carving, when the first file in the volume is reported.
 
 mod ext;
+mod ntfs;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -62,13 +68,13 @@ pub struct OriginalName {
     pub deleted: bool,
     /// The entry's file size.
     pub size: u64,
-    /// FAT: local times, no zone: `YYYY-MM-DDTHH:MM:SS`; ext2/3/4: UTC,
-    /// `YYYY-MM-DDTHH:MM:SSZ`.
+    /// FAT: local times, no zone: `YYYY-MM-DDTHH:MM:SS`; ext2/3/4 and
+    /// NTFS: UTC, `YYYY-MM-DDTHH:MM:SSZ`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<String>,
-    /// FAT: a date, `YYYY-MM-DD`; ext2/3/4: a UTC time as above.
+    /// FAT: a date, `YYYY-MM-DD`; ext2/3/4 and NTFS: a UTC time as above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accessed: Option<String>,
     /// Image offset of the volume.
@@ -95,11 +101,12 @@ pub(super) struct Entry {
 pub(super) enum Meta {
     /// FAT: the raw 32-byte directory entry.
     Fat([u8; 32]),
-    /// ext2/3/4: the inode's.
+    /// ext2/3/4: the inode's; NTFS: the record's.
     Ext(ExtMeta),
 }
 
-/// An ext2/3/4 inode's size and times (seconds since 1970, UTC).
+/// An ext2/3/4 inode's (an NTFS record's) size and times (seconds since
+/// 1970, UTC).
 #[derive(Clone, Copy)]
 pub(super) struct ExtMeta {
     pub(super) size: u64,
@@ -115,8 +122,8 @@ pub(super) struct VolNames {
     pub(super) files: HashMap<u64, Entry>,
 }
 
-/// The directory trees of an image's FAT16/32 and ext2/3/4 volumes, read on
-/// demand.
+/// The directory trees of an image's FAT16/32, ext2/3/4 and NTFS volumes,
+/// read on demand.
 #[derive(Default)]
 pub struct NameMaps {
     volumes: Vec<(Volume, Option<Option<VolNames>>)>,
@@ -128,13 +135,13 @@ impl NameMaps {
             volumes: geo
                 .volumes
                 .iter()
-                .filter(|v| v.fat.is_some() || is_ext(v))
+                .filter(|v| v.fat.is_some() || is_ext(v) || v.fs == "NTFS")
                 .map(|v| (v.clone(), None))
                 .collect(),
         }
     }
 
-    /// No FAT16/32 or ext2/3/4 volume: no names.
+    /// No FAT16/32, ext2/3/4 or NTFS volume: no names.
     pub fn is_empty(&self) -> bool {
         self.volumes.is_empty()
     }
@@ -149,6 +156,8 @@ impl NameMaps {
             .get_or_insert_with(|| {
                 if is_ext(vol) {
                     ext::walk(r, vol)
+                } else if vol.fs == "NTFS" {
+                    ntfs::walk(r, vol)
                 } else {
                     walk(r, vol)
                 }
