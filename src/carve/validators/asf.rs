@@ -11,8 +11,8 @@
 //! Checked: the header's children, as many as it says, add up to exactly its
 //! size and include the File Properties Object; the Data Object follows
 //! (taggers that shrink the header in place leave the old header's tail
-//! before it: it is searched for in the 64 KiB after the header, and a note
-//! says so); when the File Properties give a fixed packet size, the Data
+//! before it: it is searched for in the 64 KiB after the header, up to the
+//! next Header Object, and a note says so); when the File Properties give a fixed packet size, the Data
 //! Object's size is 50 + packets × that size and every packet starts with
 //! the same error-correction byte as the first; then the index objects are
 //! walked by their sizes.
@@ -81,8 +81,9 @@ const INDEXES: [[u8; 16]; 4] = [
 
 /// How far past the Header Object the Data Object is looked for.
 const DATA_SEARCH: u64 = 64 << 10;
-/// Header children and index objects walked at most.
-const MAX_OBJECTS: u32 = 100_000;
+/// Header children and index objects walked at most (real headers have
+/// a few dozen children, files a handful of indexes).
+const MAX_OBJECTS: u32 = 1024;
 
 /// A GUID as stored: the first three fields little-endian.
 const fn guid(a: u32, b: u16, c: u16, d: [u8; 8]) -> [u8; 16] {
@@ -142,7 +143,13 @@ pub fn validate(src: Src) -> Option<Verdict> {
         hsize
     } else {
         let mut scratch = Vec::new();
-        let to = hsize.saturating_add(DATA_SEARCH).min(src.len());
+        let mut to = hsize.saturating_add(DATA_SEARCH).min(src.len());
+        // Not past another Header Object: each stretch searched then lies
+        // between one header and the next, so the searches of all the
+        // candidates read each byte at most once.
+        if let Some(next) = src.find(&HEADER, hsize, to, &mut scratch) {
+            to = next;
+        }
         match src.find(&DATA, hsize, to, &mut scratch) {
             Some(at) => {
                 notes.push(format!(
@@ -278,6 +285,10 @@ pub(crate) mod tests {
         assert!(v.notes.iter().any(|n| n.contains("1 index objects")));
     }
 
+    fn hsize_of(f: &[u8]) -> u64 {
+        u64::from_le_bytes(f[16..24].try_into().unwrap())
+    }
+
     #[test]
     fn refused_and_partial() {
         // Header children that do not add up.
@@ -290,6 +301,13 @@ pub(crate) mod tests {
         f[d + 50 + 64] = 0;
         let v = run("asf", &f).unwrap();
         assert_eq!((v.status, v.length), (Status::Partial, d as u64));
+        // The Data Object is not looked for past another Header Object.
+        let mut f = sample(100, false);
+        let at = hsize_of(&f) as usize + 10;
+        f[at..at + 16].copy_from_slice(&HEADER);
+        let v = run("asf", &f).unwrap();
+        assert_eq!(v.status, Status::Partial);
+        assert_eq!(v.length, hsize_of(&f));
         let f = seed();
         let v = run_at(
             "asf",
