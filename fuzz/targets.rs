@@ -37,6 +37,7 @@ validator_targets! {
     "mp4" => v_mp4, "mp3" => v_mp3, "ogg" => v_ogg, "flac" => v_flac, "gzip" => v_gzip,
     "elf" => v_elf, "pe" => v_pe, "mpeg" => v_mpeg, "text" => v_text, "mpa" => v_mpa,
     "macho" => v_macho, "qcow" => v_qcow, "vmdk" => v_vmdk,
+    "mkv" => v_mkv, "asf" => v_asf,
 }
 
 const OTHER_TARGETS: &[Target] = &[

@@ -12,7 +12,7 @@
 //!
 //! Entry point: [`validate`] by name (see [`VALIDATORS`]); one module per
 //! format (`jpeg`, `png`, `gif`, `bmp`, `tiff`, `pdf`, `zip`, `sqlite`,
-//! `ole2`, `riff`, `mp4`, `mpeg`, `mp3`, `ogg`, `flac`, `gzip`, `elf`, `pe`,
+//! `ole2`, `riff`, `mp4`, `mpeg`, `mp3`, `ogg`, `flac`, `mkv`, `asf`, `gzip`, `elf`, `pe`,
 //! `text`, `macho`, `qcow`, `vmdk`), each
 //! documenting its structure, checks and verdicts. Shared conventions:
 //!
@@ -287,6 +287,7 @@ impl Verdict {
 
 pub mod read;
 
+pub mod asf;
 pub mod bmp;
 pub mod elf;
 pub mod flac;
@@ -294,6 +295,7 @@ pub mod gif;
 pub mod gzip;
 pub mod jpeg;
 pub mod macho;
+pub mod mkv;
 pub mod mp3;
 pub mod mp4;
 pub mod mpeg;
@@ -334,6 +336,8 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("mpa", mp3::validate_untagged),
     ("ogg", ogg::validate),
     ("flac", flac::validate),
+    ("mkv", mkv::validate),
+    ("asf", asf::validate),
     ("gzip", gzip::validate),
     ("elf", elf::validate),
     ("pe", pe::validate),
@@ -367,7 +371,8 @@ pub fn stands_alone(validator: &str) -> bool {
 /// The names [`validate`] accepts.
 pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
-    "mp3", "mpa", "ogg", "flac", "gzip", "elf", "pe", "text", "macho", "qcow", "vmdk",
+    "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "macho", "qcow",
+    "vmdk",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -777,6 +782,8 @@ mod props {
             ("mp3", mp3::tests::seed()),
             ("ogg", ogg::tests::seed()),
             ("flac", flac::tests::seed()),
+            ("mkv", mkv::tests::seed()),
+            ("asf", asf::tests::seed()),
             ("gzip", gzip::tests::seed()),
             ("elf", elf::tests::seed()),
             ("pe", pe::tests::seed()),
