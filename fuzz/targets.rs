@@ -36,6 +36,7 @@ validator_targets! {
     "pdf" => v_pdf, "zip" => v_zip, "sqlite" => v_sqlite, "ole2" => v_ole2, "riff" => v_riff,
     "mp4" => v_mp4, "mp3" => v_mp3, "ogg" => v_ogg, "flac" => v_flac, "gzip" => v_gzip,
     "elf" => v_elf, "pe" => v_pe, "mpeg" => v_mpeg, "text" => v_text, "mpa" => v_mpa,
+    "evtx" => v_evtx, "regf" => v_regf, "lnk" => v_lnk, "kdbx" => v_kdbx,
 }
 
 const OTHER_TARGETS: &[Target] = &[

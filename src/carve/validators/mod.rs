@@ -13,7 +13,7 @@
 //! Entry point: [`validate`] by name (see [`VALIDATORS`]); one module per
 //! format (`jpeg`, `png`, `gif`, `bmp`, `tiff`, `pdf`, `zip`, `sqlite`,
 //! `ole2`, `riff`, `mp4`, `mpeg`, `mp3`, `ogg`, `flac`, `gzip`, `elf`, `pe`,
-//! `text`), each
+//! `text`, `evtx`, `regf`, `lnk`, `kdbx`), each
 //! documenting its structure, checks and verdicts. Shared conventions:
 //!
 //! * a validator sees the image through [`read::Src`], the window
@@ -289,10 +289,13 @@ pub mod read;
 
 pub mod bmp;
 pub mod elf;
+pub mod evtx;
 pub mod flac;
 pub mod gif;
 pub mod gzip;
 pub mod jpeg;
+pub mod kdbx;
+pub mod lnk;
 pub mod mp3;
 pub mod mp4;
 pub mod mpeg;
@@ -301,6 +304,7 @@ pub mod ole2;
 pub mod pdf;
 pub mod pe;
 pub mod png;
+pub mod regf;
 pub mod riff;
 pub mod sqlite;
 pub mod text;
@@ -335,6 +339,10 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("elf", elf::validate),
     ("pe", pe::validate),
     ("text", text::validate),
+    ("evtx", evtx::validate),
+    ("regf", regf::validate),
+    ("lnk", lnk::validate),
+    ("kdbx", kdbx::validate),
 ];
 
 /// True for the validators whose `Complete` verdict checks the file's
@@ -361,7 +369,7 @@ pub fn stands_alone(validator: &str) -> bool {
 /// The names [`validate`] accepts.
 pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
-    "mp3", "mpa", "ogg", "flac", "gzip", "elf", "pe", "text",
+    "mp3", "mpa", "ogg", "flac", "gzip", "elf", "pe", "text", "evtx", "regf", "lnk", "kdbx",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -740,6 +748,13 @@ mod props {
             ],
         ),
         ("pe", &[b"MZ", b"MZ\x90\x00"]),
+        ("evtx", &[b"ElfFile\x00"]),
+        ("regf", &[b"regf"]),
+        (
+            "lnk",
+            &[b"L\x00\x00\x00\x01\x14\x02\x00\x00\x00\x00\x00\xC0\x00\x00\x00\x00\x00\x00F"],
+        ),
+        ("kdbx", &[b"\x03\xD9\xA2\x9Ag\xFBK\xB5\x01\x00\x04\x00"]),
     ];
 
     fn seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -761,6 +776,10 @@ mod props {
             ("gzip", gzip::tests::seed()),
             ("elf", elf::tests::seed()),
             ("pe", pe::tests::seed()),
+            ("evtx", evtx::tests::seed()),
+            ("regf", regf::tests::seed()),
+            ("lnk", lnk::tests::seed()),
+            ("kdbx", kdbx::tests::seed()),
             ("jpeg", jpeg::tests::progressive()),
             ("zip", zip::tests::zip64_sample()),
         ]
