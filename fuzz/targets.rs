@@ -38,6 +38,7 @@ validator_targets! {
     "elf" => v_elf, "pe" => v_pe, "mpeg" => v_mpeg, "text" => v_text, "mpa" => v_mpa,
     "macho" => v_macho, "qcow" => v_qcow, "vmdk" => v_vmdk,
     "mkv" => v_mkv, "asf" => v_asf,
+    "evtx" => v_evtx, "regf" => v_regf, "lnk" => v_lnk, "kdbx" => v_kdbx,
 }
 
 const OTHER_TARGETS: &[Target] = &[

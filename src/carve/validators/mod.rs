@@ -13,7 +13,7 @@
 //! Entry point: [`validate`] by name (see [`VALIDATORS`]); one module per
 //! format (`jpeg`, `png`, `gif`, `bmp`, `tiff`, `pdf`, `zip`, `sqlite`,
 //! `ole2`, `riff`, `mp4`, `mpeg`, `mp3`, `ogg`, `flac`, `mkv`, `asf`, `gzip`, `elf`, `pe`,
-//! `text`, `macho`, `qcow`, `vmdk`), each
+//! `text`, `macho`, `qcow`, `vmdk`, `evtx`, `regf`, `lnk`, `kdbx`), each
 //! documenting its structure, checks and verdicts. Shared conventions:
 //!
 //! * a validator sees the image through [`read::Src`], the window
@@ -290,10 +290,13 @@ pub mod read;
 pub mod asf;
 pub mod bmp;
 pub mod elf;
+pub mod evtx;
 pub mod flac;
 pub mod gif;
 pub mod gzip;
 pub mod jpeg;
+pub mod kdbx;
+pub mod lnk;
 pub mod macho;
 pub mod mkv;
 pub mod mp3;
@@ -305,6 +308,7 @@ pub mod pdf;
 pub mod pe;
 pub mod png;
 pub mod qcow;
+pub mod regf;
 pub mod riff;
 pub mod sqlite;
 pub mod text;
@@ -345,6 +349,10 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("macho", macho::validate),
     ("qcow", qcow::validate),
     ("vmdk", vmdk::validate),
+    ("evtx", evtx::validate),
+    ("regf", regf::validate),
+    ("lnk", lnk::validate),
+    ("kdbx", kdbx::validate),
 ];
 
 /// True for the validators whose `Complete` verdict checks the file's
@@ -372,7 +380,7 @@ pub fn stands_alone(validator: &str) -> bool {
 pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
     "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "macho", "qcow",
-    "vmdk",
+    "vmdk", "evtx", "regf", "lnk", "kdbx",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -764,6 +772,13 @@ mod props {
             &[b"QFI\xFB\x00\x00\x00\x03", b"QFI\xFB\x00\x00\x00\x01"],
         ),
         ("vmdk", &[b"KDMV\x01\x00\x00\x00", b"KDMV\x03\x00\x00\x00"]),
+        ("evtx", &[b"ElfFile\x00"]),
+        ("regf", &[b"regf"]),
+        (
+            "lnk",
+            &[b"L\x00\x00\x00\x01\x14\x02\x00\x00\x00\x00\x00\xC0\x00\x00\x00\x00\x00\x00F"],
+        ),
+        ("kdbx", &[b"\x03\xD9\xA2\x9Ag\xFBK\xB5\x01\x00\x04\x00"]),
     ];
 
     fn seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -790,6 +805,10 @@ mod props {
             ("macho", macho::tests::seed()),
             ("qcow", qcow::tests::seed()),
             ("vmdk", vmdk::tests::seed()),
+            ("evtx", evtx::tests::seed()),
+            ("regf", regf::tests::seed()),
+            ("lnk", lnk::tests::seed()),
+            ("kdbx", kdbx::tests::seed()),
             ("jpeg", jpeg::tests::progressive()),
             ("zip", zip::tests::zip64_sample()),
         ]

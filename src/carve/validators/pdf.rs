@@ -18,7 +18,11 @@
 //! cross-reference section; when that is a classic table, it and the tables
 //! reached through `/Prev` are read and every in-use entry must point at its
 //! own `N G obj` — which catches a fragmented file whose middle is someone
-//! else's data even when its first and last pieces are in place.
+//! else's data even when its first and last pieces are in place. Writers
+//! that miscount their own bytes (pypdf's `issue-297.pdf`, `toy.pdf`) are
+//! off by tens of bytes, a gap by whole sectors: an offset (and `startxref`)
+//! is also taken when what it names is within [`NEAR`] bytes of it, and
+//! 19-byte entries (a lone LF or CR) are read as such.
 //! (Cross-reference streams are not decoded.)
 //!
 //! * `None`: no `%PDF-d.d` header.
@@ -92,7 +96,13 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 }
             }
         }
-        let sx = startxref_ok(&src, p, &mut scratch);
+        let mut sx = startxref_ok(&src, p, &mut scratch);
+        // A table found near where `startxref` says, past another PDF's
+        // header, is that PDF's.
+        if header.is_some() && sx.is_ok_and(|(_, near)| near) {
+            sx = Err("startxref does not point at a cross-reference section");
+        }
+        let sx = sx.map(|(x, _)| x);
         last = Some((end, sx));
         eofs += 1;
         pos = end;
@@ -121,15 +131,38 @@ pub fn validate(src: Src) -> Option<Verdict> {
     {
         Verdict::partial(bad.min(end), why)
     } else {
-        Verdict::complete(end)
+        Verdict::complete(end + trailing_ws(&src, end))
     };
     Some(v.with_note(format!("{eofs} %%EOF marker(s)")))
 }
 
+/// White space that some writers leave after the final `%%EOF` and its EOL
+/// (vim, hand-made and encrypting tools: `\n\n \t \n`): taken when it runs,
+/// for at most [`MAX_TRAILING_WS`] bytes, up to a zero byte or the end of
+/// the window, i.e. to the slack that follows a file's end on a disk.
+/// Followed by anything else it is not known to be the file's.
+fn trailing_ws(src: &Src, end: u64) -> u64 {
+    let mut b = [0u8; MAX_TRAILING_WS + 1];
+    let n = src.read(end, &mut b);
+    let ws = b[..n]
+        .iter()
+        .take_while(|c| matches!(c, b'\t' | b'\n' | 0x0C | b'\r' | b' '))
+        .count();
+    if ws == 0 || ws > MAX_TRAILING_WS || (ws < n && b[ws] != 0) {
+        return 0;
+    }
+    ws as u64
+}
+
+/// At most this much white space after the final `%%EOF` is taken.
+const MAX_TRAILING_WS: usize = 64;
+
 /// Checks that `startxref`, white space and an offset precede the `%%EOF` at
 /// `p`, and that the offset (from the candidate) points at a cross-reference
 /// table (`xref`) or stream (`N G obj`) before `p`.
-fn startxref_ok(src: &Src, p: u64, scratch: &mut Vec<u8>) -> Result<u64, &'static str> {
+/// Returns the section's offset and whether it was found near (not at)
+/// where `startxref` says.
+fn startxref_ok(src: &Src, p: u64, scratch: &mut Vec<u8>) -> Result<(u64, bool), &'static str> {
     let Some(s) = src.rfind(b"startxref", p.saturating_sub(1024), p, scratch) else {
         return Err("final %%EOF without startxref");
     };
@@ -158,10 +191,83 @@ fn startxref_ok(src: &Src, p: u64, scratch: &mut Vec<u8>) -> Result<u64, &'stati
     // Some writers point at the white space before the keyword.
     let t = &t[t.iter().take(4).take_while(|c| is_ws(**c)).count()..];
     if t.starts_with(b"xref") || is_obj_start(t) {
-        Ok(x)
+        Ok((x, false))
     } else {
-        Err("startxref does not point at a cross-reference section")
+        xref_near(src, x, s, scratch)
+            .map(|x| (x, true))
+            .ok_or("startxref does not point at a cross-reference section")
     }
+}
+
+/// How far from where a writer said a table or object is it is looked for:
+/// writers that miscount their own bytes are off by tens of bytes, while
+/// a fragmented or cut file shifts what follows a gap by whole sectors
+/// (512 bytes or more), which this stays well below.
+const NEAR: u64 = 200;
+/// Near searches made for one file at most (each reads about 450 bytes).
+const MAX_NEAR: u32 = 4096;
+
+/// The classic table that ends right before `startxref` (at `s`: its
+/// `trailer` dictionary, with no object or `%%EOF` between them and `s`)
+/// when it starts within [`NEAR`] bytes of `x`, where `startxref` says.
+fn xref_near(src: &Src, x: u64, s: u64, scratch: &mut Vec<u8>) -> Option<u64> {
+    let t = src.rfind(b"trailer", s.saturating_sub(1024), s, scratch)?;
+    let mut b = [0u8; 1024];
+    let n = src.read(t, &mut b[..(s - t) as usize]);
+    let between = &b[..n];
+    if memchr::memmem::find(between, b"obj").is_some()
+        || memchr::memmem::find(between, b"%%EOF").is_some()
+    {
+        return None;
+    }
+    let from = x.saturating_sub(NEAR);
+    let to = (x + NEAR + 4).min(t);
+    let mut b = [0u8; 2 * NEAR as usize + 4];
+    let n = src.read(from, &mut b[..to.saturating_sub(from) as usize]);
+    let at = memchr::memmem::rfind_iter(&b[..n], b"xref")
+        .find(|&i| i == 0 || is_ws(b[i - 1]))
+        .map(|i| from + i as u64)?;
+    // Nothing but the table between it and its trailer.
+    let mut line = [0u8; 64];
+    let mut pos = at + 4;
+    while pos < t {
+        let k = src.read(pos, &mut line[..((t - pos) as usize).min(64)]);
+        if k == 0
+            || line[..k]
+                .iter()
+                .any(|c| !(c.is_ascii_digit() || is_ws(*c) || matches!(c, b'n' | b'f')))
+        {
+            return None;
+        }
+        pos += k as u64;
+    }
+    Some(at)
+}
+
+/// `N G obj` for object `num` generation `generation` within [`NEAR`] bytes
+/// of `off` (preceded by white space or a delimiter).
+fn obj_near(src: &Src, off: u64, num: u64, generation: u64) -> bool {
+    let from = off.saturating_sub(NEAR);
+    let mut b = [0u8; 2 * NEAR as usize + 48];
+    let n = src.read(from, &mut b);
+    let b = &b[..n];
+    (0..n).any(|i| {
+        (i == 0 || is_ws(b[i - 1]) || matches!(b[i - 1], b'>' | b')' | b']' | b'}'))
+            && obj_at_slice(&b[i..], num, generation)
+    })
+}
+
+/// True when `t` starts with `N G obj` for `num` and `generation`, with any
+/// white space between the parts.
+fn obj_at_slice(t: &[u8], num: u64, generation: u64) -> bool {
+    let Some((a, da)) = number(t) else {
+        return false;
+    };
+    if a != num {
+        return false;
+    }
+    let w = t[da..].iter().take_while(|c| is_ws(**c)).count();
+    matches!(number(&t[da + w..]), Some((g, _)) if g == generation) && is_obj_start(t)
 }
 
 /// Cross-reference entries checked at most.
@@ -178,6 +284,7 @@ fn check_xref(src: &Src, mut x: u64) -> Result<(), (u64, &'static str)> {
     let mut seen: Vec<u64> = Vec::new();
     let mut checked = 0u64;
     let mut worst: Option<u64> = None;
+    let mut near = 0u32;
     let mut line = [0u8; 64];
     while seen.len() < MAX_XREF_SECTIONS && !seen.contains(&x) {
         seen.push(x);
@@ -210,9 +317,22 @@ fn check_xref(src: &Src, mut x: u64) -> Result<(), (u64, &'static str)> {
             };
             let eol = t2[w + b..].iter().take_while(|c| is_ws(**c)).count();
             pos += (skip + a + w + b + eol) as u64;
+            // Entries are 20 bytes (a 2-byte EOL); some writers end them
+            // with a lone LF or CR, 19 bytes (pypdf's toy.pdf).
+            let mut e = [0u8; 20];
+            let stride = if count > 1
+                && src.read_exact(pos, &mut e)
+                && matches!(e[17], b'n' | b'f')
+                && matches!(e[18], b'\n' | b'\r')
+                && e[19].is_ascii_digit()
+            {
+                19
+            } else {
+                20
+            };
             for i in 0..count {
                 let mut e = [0u8; 20];
-                if !src.read_exact(pos + 20 * i, &mut e) {
+                if !src.read_exact(pos + stride * i, &mut e) {
                     return Err((pos, "cross-reference table cut"));
                 }
                 if e[17] == b'n' && checked < MAX_XREF_ENTRIES {
@@ -222,14 +342,20 @@ fn check_xref(src: &Src, mut x: u64) -> Result<(), (u64, &'static str)> {
                     else {
                         return Err((pos, "bad cross-reference entry"));
                     };
-                    if off != 0 && !obj_at(src, off, first + i, generation) {
+                    let found = off == 0
+                        || obj_at(src, off, first + i, generation)
+                        || (near < MAX_NEAR && {
+                            near += 1;
+                            obj_near(src, off, first + i, generation)
+                        });
+                    if !found {
                         worst = Some(worst.map_or(off, |w: u64| w.min(off)));
                     }
                 } else if e[17] != b'n' && e[17] != b'f' {
                     return Err((pos, "bad cross-reference entry"));
                 }
             }
-            pos += 20 * count;
+            pos += stride * count;
         }
         // /Prev in the trailer dictionary.
         let mut tr = [0u8; 1024];
@@ -374,6 +500,73 @@ pub(crate) mod tests {
             .nth(2)
             .unwrap();
         s[..e].to_vec()
+    }
+
+    /// A one-table PDF whose recorded object offsets are `skew` bytes per
+    /// object past the real ones and whose `startxref` is `xskew` past,
+    /// with 19-byte entries when `lf` (as hand-made files have).
+    fn miscounted(skew: usize, xskew: usize, lf: bool) -> Vec<u8> {
+        let mut v = b"%PDF-1.4\n".to_vec();
+        let mut offs = Vec::new();
+        for (i, body) in [
+            "<< /Type /Catalog /Pages 2 0 R >>",
+            "<< /Type /Pages /Kids [] /Count 0 >>",
+        ]
+        .iter()
+        .enumerate()
+        {
+            offs.push(v.len() + skew * (i + 1));
+            v.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
+        }
+        let x = v.len() + xskew;
+        let eol = if lf { "\n" } else { " \n" };
+        v.extend_from_slice(format!("xref\n0 3\n0000000000 65535 f{eol}").as_bytes());
+        for o in offs {
+            v.extend_from_slice(format!("{o:010} 00000 n{eol}").as_bytes());
+        }
+        v.extend_from_slice(
+            format!("trailer\n<< /Size 3 /Root 1 0 R >>\nstartxref\n{x}\n%%EOF\n").as_bytes(),
+        );
+        v
+    }
+
+    #[test]
+    fn writers_that_miscount_offsets_but_not_gaps() {
+        for (skew, xskew, lf) in [(0, 0, false), (0, 0, true), (30, 20, false), (60, 0, true)] {
+            let d = miscounted(skew, xskew, lf);
+            let v = run("pdf", &d).unwrap();
+            assert_eq!(
+                (v.status, v.length),
+                (Status::Complete, d.len() as u64),
+                "skew {skew} lf {lf}: {:?}",
+                v.notes
+            );
+        }
+        // Objects shifted by a sector (a gap in a fragmented file): not
+        // this file's.
+        let d = miscounted(512, 0, false);
+        assert_eq!(run("pdf", &d).unwrap().status, Status::Partial);
+    }
+
+    #[test]
+    fn white_space_after_the_last_eof_up_to_slack() {
+        let c = classic();
+        let mut ws = c.clone();
+        ws.extend_from_slice(b"\n \t \n");
+        // Followed by zeros (slack) or the window's end: the file's.
+        for tail in [&[0u8; 100][..], &[]] {
+            let mut d = ws.clone();
+            d.extend_from_slice(tail);
+            let v = run("pdf", &d).unwrap();
+            assert_eq!((v.status, v.length), (Status::Complete, ws.len() as u64));
+        }
+        // Followed by other data, or too long a run: not taken.
+        for tail in [&b"\xC3junk"[..], &[b' '; 70]] {
+            let mut d = ws.clone();
+            d.extend_from_slice(tail);
+            let v = run("pdf", &d).unwrap();
+            assert_eq!((v.status, v.length), (Status::Complete, c.len() as u64));
+        }
     }
 
     #[test]

@@ -1,0 +1,213 @@
+//! Windows NT registry hive (regf): the base block, then hive bins that add
+//! up to the size it records, each filled exactly by its cells.
+//!
+//! Structure (libyal libregf "Windows NT Registry File (REGF) format" 2-4):
+//! a 4096-byte base block: `regf`, primary and secondary sequence numbers,
+//! a FILETIME, major version 1 at 0x14, minor version at 0x18, file type
+//! at 0x1C, format 1 at 0x20, root cell offset at 0x24, the hive bins data
+//! size at 0x28 (a multiple of 4096), and at 0x1FC the XOR of the 127
+//! dwords before it. Then hive bins: `hbin`, the bin's offset from the
+//! first bin (u32), its size (u32, a multiple of 4096); from 32 bytes in,
+//! cells: a size (i32, negative when allocated) whose magnitude is a
+//! multiple of 8, the cells filling the bin to its end.
+//!
+//! Checked: the base block's versions, format and checksum; every bin's
+//! signature, offset and size; every cell size (so that a bin whose tail
+//! is someone else's data does not pass).
+//!
+//! * `None`: the base block's signature, version or checksum is wrong.
+//! * `Complete`: the bins add up to the recorded size; length = 4096 +
+//!   that size.
+//! * `Partial`: the bins run past the window (length = window) or a bin or
+//!   cell does not check out (length = end of the last good bin).
+
+use super::Verdict;
+use super::read::Src;
+
+const BASE: u64 = 4096;
+
+pub fn validate(src: Src) -> Option<Verdict> {
+    let mut b = [0u8; 512];
+    if !src.read_exact(0, &mut b) {
+        let n = src.read(0, &mut b);
+        return (n >= 4 && b[..4] == *b"regf").then(|| Verdict::partial(src.len(), src.cut_note()));
+    }
+    let word = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    if b[..4] != *b"regf" || word(0x14) != 1 || word(0x18) > 6 || word(0x20) != 1 {
+        return None;
+    }
+    let mut xor = (0..127).fold(0u32, |x, i| x ^ word(i * 4));
+    if xor == 0 {
+        xor = 1;
+    } else if xor == u32::MAX {
+        xor = u32::MAX - 1;
+    }
+    if xor != word(0x1FC) {
+        return None;
+    }
+    let data = u64::from(word(0x28));
+    if data == 0 || data % 4096 != 0 {
+        return Some(Verdict::partial(
+            BASE.min(src.len()),
+            format!("hive bins size {data}"),
+        ));
+    }
+    let end = BASE + data;
+    let mut at = BASE;
+    let mut bins = 0u64;
+    while at < end {
+        let Some(h) = src.bytes::<12>(at) else {
+            return Some(Verdict::partial(src.len(), src.cut_note()));
+        };
+        let off = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+        let size = u64::from(u32::from_le_bytes([h[8], h[9], h[10], h[11]]));
+        if h[..4] != *b"hbin"
+            || u64::from(off) != at - BASE
+            || size == 0
+            || size % 4096 != 0
+            || at + size > end
+        {
+            return Some(Verdict::partial(at, format!("bad hive bin at {at}")));
+        }
+        if !src.has(at, size) {
+            return Some(Verdict::partial(src.len(), src.cut_note()));
+        }
+        match cells(&src, at + 32, at + size) {
+            Cells::Ok => {}
+            Cells::Cut => return Some(Verdict::partial(src.len(), src.cut_note())),
+            Cells::Bad(c) => {
+                return Some(Verdict::partial(
+                    at,
+                    format!("bad cell at {c} in bin at {at}"),
+                ));
+            }
+        }
+        bins += 1;
+        at += size;
+    }
+    let mut v = Verdict::complete(end);
+    v.notes.push(format!("{bins} hive bin(s)"));
+    Some(v)
+}
+
+enum Cells {
+    Ok,
+    Cut,
+    Bad(u64),
+}
+
+/// Walks the cells of `[from, to)`: each reads 4 bytes and advances at least
+/// 8, so the walk is linear in the bin's size.
+fn cells(src: &Src, from: u64, to: u64) -> Cells {
+    let mut at = from;
+    while at < to {
+        let Some(s) = src.bytes::<4>(at) else {
+            return Cells::Cut;
+        };
+        let n = u64::from(i32::from_le_bytes(s).unsigned_abs());
+        if n < 8 || n % 8 != 0 || at + n > to {
+            return Cells::Bad(at);
+        }
+        at += n;
+    }
+    Cells::Ok
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::super::Status;
+    use super::super::testutil::*;
+
+    fn with_checksum(mut d: Vec<u8>) -> Vec<u8> {
+        let x = (0..127).fold(0u32, |x, i| {
+            x ^ u32::from_le_bytes([d[i * 4], d[i * 4 + 1], d[i * 4 + 2], d[i * 4 + 3]])
+        });
+        d[0x1FC..0x200].copy_from_slice(&x.to_le_bytes());
+        d
+    }
+
+    fn bin(off: u32, size: u32) -> Vec<u8> {
+        let mut b = b"hbin".to_vec();
+        b.extend_from_slice(&off.to_le_bytes());
+        b.extend_from_slice(&size.to_le_bytes());
+        b.resize(32, 0);
+        // An allocated 96-byte cell, then one free cell to the end.
+        b.extend_from_slice(&(-96i32).to_le_bytes());
+        b.resize(32 + 96, 0x11);
+        b.extend_from_slice(&(size as i32 - 32 - 96).to_le_bytes());
+        b.resize(size as usize, 0);
+        b
+    }
+
+    /// A hive of two bins (4096 and 8192 bytes): the seed for the mutation
+    /// property test.
+    pub fn seed() -> Vec<u8> {
+        let mut d = vec![0u8; 4096];
+        d[..4].copy_from_slice(b"regf");
+        d[4] = 1;
+        d[8] = 1;
+        d[0x14] = 1;
+        d[0x18] = 5;
+        d[0x20] = 1;
+        d[0x24] = 0x20;
+        d[0x28..0x2C].copy_from_slice(&12288u32.to_le_bytes());
+        let mut d = with_checksum(d);
+        d.extend(bin(0, 4096));
+        d.extend(bin(4096, 8192));
+        d
+    }
+
+    #[test]
+    fn valid_is_exact_with_trailing_bytes() {
+        let s = seed();
+        let mut d = s.clone();
+        d.extend_from_slice(&[0xAB; 5000]);
+        let v = run("regf", &d).unwrap();
+        assert_eq!(v.status, Status::Complete, "{:?}", v.notes);
+        assert_eq!(v.length, s.len() as u64);
+    }
+
+    #[test]
+    fn truncated_is_partial() {
+        let s = seed();
+        for cut in [4, 100, 4096, 5000, 8192 + 100, s.len() - 1] {
+            let v = run("regf", &s[..cut]).unwrap();
+            assert_eq!(v.status, Status::Partial, "cut {cut}");
+            assert_eq!(v.length, cut as u64);
+        }
+    }
+
+    #[test]
+    fn garbage_refused() {
+        assert!(run("regf", &[0u8; 9000]).is_none());
+        let mut d = seed();
+        d[0x30] ^= 1; // checksum no longer matches
+        assert!(run("regf", &d).is_none());
+        // A second bin overwritten by foreign data.
+        let mut d = seed();
+        d[8192..].fill(0x5A);
+        let v = run("regf", &d).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, 8192));
+        // A cell size that overruns its bin.
+        let mut d = seed();
+        d[4096 + 32..4096 + 36].copy_from_slice(&(-5000i32).to_le_bytes());
+        let v = run("regf", &d).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, 4096));
+    }
+
+    #[test]
+    fn hostile_lengths_bounded() {
+        // Hive bins size of 4 GiB - 4096: cut by the window.
+        let mut d = seed();
+        d[0x28..0x2C].copy_from_slice(&(u32::MAX - 4095).to_le_bytes());
+        let mut d = with_checksum(d[..4096].to_vec());
+        d.extend_from_slice(&seed()[4096..]);
+        let v = run("regf", &d).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, d.len() as u64));
+        // A bin claiming 4 GiB.
+        let mut d = seed();
+        d[4096 + 8..4096 + 12].copy_from_slice(&(u32::MAX - 4095).to_le_bytes());
+        let v = run("regf", &d).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, 4096));
+    }
+}
