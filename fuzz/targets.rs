@@ -36,6 +36,8 @@ validator_targets! {
     "pdf" => v_pdf, "zip" => v_zip, "sqlite" => v_sqlite, "ole2" => v_ole2, "riff" => v_riff,
     "mp4" => v_mp4, "mp3" => v_mp3, "ogg" => v_ogg, "flac" => v_flac, "gzip" => v_gzip,
     "elf" => v_elf, "pe" => v_pe, "mpeg" => v_mpeg, "text" => v_text, "mpa" => v_mpa,
+    "7z" => v_7z, "rar5" => v_rar5, "rar4" => v_rar4, "xz" => v_xz, "cab" => v_cab, "tar" => v_tar,
+    "bzip2" => v_bzip2,
 }
 
 const OTHER_TARGETS: &[Target] = &[
