@@ -47,15 +47,37 @@ enum Stream {
 /// The first block's header fields, from bit 80 of the stream (after the
 /// 4-byte header, the block magic and its CRC).
 fn header_ok(src: &Src, pos: u64, level: u64) -> bool {
-    let Some(b) = src.bytes::<8>(pos + 14) else {
+    // randomised (1), origPtr (24), inUse16 (16), a 16-bit map per set bit
+    // of inUse16, nGroups (3), nSelectors (15): at most 315 bits.
+    let mut b = [0u8; 40];
+    let n = src.read(pos + 14, &mut b);
+    let bit =
+        |i: usize| -> Option<u64> { (i / 8 < n).then(|| u64::from((b[i / 8] >> (7 - i % 8)) & 1)) };
+    let bits = |from: usize, count: usize| -> Option<u64> {
+        (from..from + count).try_fold(0u64, |v, i| Some((v << 1) | bit(i)?))
+    };
+    let (Some(randomised), Some(orig_ptr), Some(in_use16)) = (bit(0), bits(1, 24), bits(25, 16))
+    else {
         return false;
     };
-    let v = u64::from_be_bytes(b);
-    // bit 0: randomised; 24 bits origPtr; 16 bits inUse16
-    let randomised = v >> 63;
-    let orig_ptr = (v >> 39) & 0xFF_FFFF;
-    let in_use16 = (v >> 23) & 0xFFFF;
-    randomised == 0 && orig_ptr < level * 100_000 && in_use16 != 0
+    if randomised != 0 || orig_ptr >= level * 100_000 || in_use16 == 0 {
+        return false;
+    }
+    let mut at = 41;
+    let mut used = 0u32;
+    for k in 0..16 {
+        if in_use16 >> (15 - k) & 1 == 1 {
+            let Some(m) = bits(at, 16) else {
+                return false;
+            };
+            used += m.count_ones();
+            at += 16;
+        }
+    }
+    let (Some(groups), Some(selectors)) = (bits(at, 3), bits(at + 3, 15)) else {
+        return false;
+    };
+    used > 0 && (2..=6).contains(&groups) && (1..=18_002).contains(&selectors)
 }
 
 fn stream(src: &Src, pos: u64) -> Stream {
@@ -175,6 +197,9 @@ pub(crate) mod tests {
             put(0, 1, &mut bits); // not randomised
             put(5, 24, &mut bits); // origPtr
             put(0x8000, 16, &mut bits); // inUse16
+            put(0x0100, 16, &mut bits); // the first map: one symbol
+            put(2, 3, &mut bits); // nGroups
+            put(1, 15, &mut bits); // nSelectors
             for &b in body {
                 put(u64::from(b), 7, &mut bits); // unaligned on purpose
             }

@@ -86,6 +86,13 @@ fn block5(src: &Src, pos: u64) -> Block5 {
     }
     let body = pos + 4 + n;
     let hend = body + size;
+    // Type and flags before the CRC (which may read 2 MiB): a known type,
+    // no unknown flag bits.
+    match (vint(src, body), vint(src, body + 1)) {
+        (Some((1..=5, 1)), Some((f, _))) if f < 0x80 => {}
+        (None, _) | (_, None) if src.len() < body + 12 => return Block5::Cut,
+        _ => return Block5::Bad,
+    }
     if hend > src.len() {
         return Block5::Cut;
     }
