@@ -39,6 +39,8 @@ validator_targets! {
     "macho" => v_macho, "qcow" => v_qcow, "vmdk" => v_vmdk,
     "mkv" => v_mkv, "asf" => v_asf,
     "evtx" => v_evtx, "regf" => v_regf, "lnk" => v_lnk, "kdbx" => v_kdbx,
+    "7z" => v_7z, "rar5" => v_rar5, "rar4" => v_rar4, "xz" => v_xz, "cab" => v_cab, "tar" => v_tar,
+    "bzip2" => v_bzip2,
 }
 
 const OTHER_TARGETS: &[Target] = &[

@@ -11,7 +11,8 @@
 //! trailer must match. At most [`MAX_INFLATE_OUT`] bytes of output are made per
 //! member (a bound on time for decompression bombs).
 //!
-//! * `None`: reserved FLG bits set, an unknown OS byte, a bad header CRC, or a
+//! * `None`: reserved FLG bits set, an OS byte over 19 (not 255), a bad
+//!   header CRC, or a
 //!   first member whose deflate data is invalid before producing any output.
 //! * `Complete`: every member's trailer matched; length = end of the last
 //!   member (another member follows while the next bytes are a gzip header;
@@ -98,7 +99,9 @@ fn member(src: &Src, pos: u64) -> Member {
         };
     };
     let flg = h[3];
-    if h[..3] != [0x1F, 0x8B, 0x08] || flg & 0xE0 != 0 || !(h[9] <= 13 || h[9] == 255) {
+    // OS: RFC 1952 lists 0-13 and 255; npm's tarballs say 19. Higher
+    // values are refused (headers back to back would pass otherwise).
+    if h[..3] != [0x1F, 0x8B, 0x08] || flg & 0xE0 != 0 || !(h[9] <= 19 || h[9] == 255) {
         return Member::NotGzip;
     }
     let mut p = pos + 10;
@@ -198,6 +201,10 @@ pub(crate) mod tests {
         assert_prefixes("gzip", &g);
         let e = gz(b"");
         assert_complete("gzip", &e);
+        // OS 19, as npm's tarballs have it.
+        let mut o = gz(&text());
+        o[9] = 19;
+        assert_complete("gzip", &o);
         assert_prefixes("gzip", &e);
     }
 

@@ -13,7 +13,8 @@
 //! Entry point: [`validate`] by name (see [`VALIDATORS`]); one module per
 //! format (`jpeg`, `png`, `gif`, `bmp`, `tiff`, `pdf`, `zip`, `sqlite`,
 //! `ole2`, `riff`, `mp4`, `mpeg`, `mp3`, `ogg`, `flac`, `mkv`, `asf`, `gzip`, `elf`, `pe`,
-//! `text`, `macho`, `qcow`, `vmdk`, `evtx`, `regf`, `lnk`, `kdbx`), each
+//! `text`, `macho`, `qcow`, `vmdk`, `evtx`, `regf`, `lnk`, `kdbx`, `sevenz` (7z), `rar`
+//! (rar4, rar5), `xz`, `cab`, `tar`, `bzip2`), each
 //! documenting its structure, checks and verdicts. Shared conventions:
 //!
 //! * a validator sees the image through [`read::Src`], the window
@@ -289,6 +290,8 @@ pub mod read;
 
 pub mod asf;
 pub mod bmp;
+pub mod bzip2;
+pub mod cab;
 pub mod elf;
 pub mod evtx;
 pub mod flac;
@@ -308,12 +311,16 @@ pub mod pdf;
 pub mod pe;
 pub mod png;
 pub mod qcow;
+pub mod rar;
 pub mod regf;
 pub mod riff;
+pub mod sevenz;
 pub mod sqlite;
+pub mod tar;
 pub mod text;
 pub mod tiff;
 pub mod vmdk;
+pub mod xz;
 pub mod zip;
 
 use read::Src;
@@ -353,6 +360,13 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("regf", regf::validate),
     ("lnk", lnk::validate),
     ("kdbx", kdbx::validate),
+    ("7z", sevenz::validate),
+    ("rar5", rar::validate5),
+    ("rar4", rar::validate4),
+    ("xz", xz::validate),
+    ("cab", cab::validate),
+    ("tar", tar::validate),
+    ("bzip2", bzip2::validate),
 ];
 
 /// True for the validators whose `Complete` verdict checks the file's
@@ -380,7 +394,7 @@ pub fn stands_alone(validator: &str) -> bool {
 pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
     "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "macho", "qcow",
-    "vmdk", "evtx", "regf", "lnk", "kdbx",
+    "vmdk", "evtx", "regf", "lnk", "kdbx", "7z", "rar5", "rar4", "xz", "cab", "tar", "bzip2",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -779,6 +793,19 @@ mod props {
             &[b"L\x00\x00\x00\x01\x14\x02\x00\x00\x00\x00\x00\xC0\x00\x00\x00\x00\x00\x00F"],
         ),
         ("kdbx", &[b"\x03\xD9\xA2\x9Ag\xFBK\xB5\x01\x00\x04\x00"]),
+        ("7z", &[b"7z\xBC\xAF\x27\x1C\x00\x04"]),
+        ("rar5", &[b"Rar!\x1A\x07\x01\x00"]),
+        (
+            "rar4",
+            &[
+                b"Rar!\x1A\x07\x00",
+                b"Rar!\x1A\x07\x00\xCF\x90\x73\x00\x00\x0D\x00",
+            ],
+        ),
+        ("xz", &[b"\xFD7zXZ\x00\x00\x04\xE6\xD6\xB4\x46"]),
+        ("cab", &[b"MSCF\x00\x00\x00\x00"]),
+        ("tar", &[b"a.txt\x00"]),
+        ("bzip2", &[b"BZh91AY&SY"]),
     ];
 
     fn seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -811,6 +838,13 @@ mod props {
             ("kdbx", kdbx::tests::seed()),
             ("jpeg", jpeg::tests::progressive()),
             ("zip", zip::tests::zip64_sample()),
+            ("7z", sevenz::tests::seed()),
+            ("rar5", rar::tests::seed5()),
+            ("rar4", rar::tests::seed4()),
+            ("xz", xz::tests::seed()),
+            ("cab", cab::tests::seed()),
+            ("tar", tar::tests::seed()),
+            ("bzip2", bzip2::tests::seed()),
         ]
     }
 
@@ -913,7 +947,7 @@ mod props {
         /// Valid files with random bytes overwritten, truncated and/or extended.
         #[test]
         fn mutated_seeds(
-            which in 0usize..19,
+            which in 0usize..64,
             edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..12),
             cut in any::<prop::sample::Index>(),
             do_cut in any::<bool>(),
@@ -936,7 +970,7 @@ mod props {
         /// Hostile 32-bit length-like values written at random field offsets.
         #[test]
         fn hostile_fields(
-            which in 0usize..19,
+            which in 0usize..64,
             at in any::<prop::sample::Index>(),
             value in prop_oneof![Just(u32::MAX), Just(0x7FFF_FFFF), Just(0xFFFF_FFF0), Just(0), Just(1), any::<u32>()],
             be in any::<bool>(),
