@@ -1793,8 +1793,14 @@ impl OrderedCarver<'_> {
         match verdict {
             Some(verdict) if verdict.length >= t.min_size.min(max_len) && verdict.length > 0 => {
                 let mut ext = extent::Extent::from_verdict(verdict);
+                // (A file its file system's entry starts here stands alone
+                // whatever its type: the entry says it is a file.)
+                let entry = self
+                    .geo
+                    .at(c.start)
+                    .is_some_and(|g| g.entry_starts(c.start));
                 ext.standalone = ext.status == Status::Complete
-                    && validators::stands_alone(v)
+                    && (validators::stands_alone(v) || entry)
                     && self.frags.on_cluster_boundary(c.start);
                 self.resolved.push((c, ext))
             }

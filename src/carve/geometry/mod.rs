@@ -92,6 +92,18 @@ impl Volume {
     pub fn on_boundary(&self, pos: u64) -> bool {
         pos % self.cluster == self.phase
     }
+
+    /// True when a file system entry (a FAT directory entry, live or
+    /// deleted; an ext inode) says a file starts at `pos`.
+    pub fn entry_starts(&self, pos: u64) -> bool {
+        self.fat_files
+            .as_ref()
+            .is_some_and(|m| m.files.contains_key(&pos))
+            || self
+                .ext_files
+                .as_ref()
+                .is_some_and(|m| m.files.contains_key(&pos) || m.contiguous.contains_key(&pos))
+    }
 }
 
 /// The volumes found in an image (none: no file system recognised).

@@ -385,9 +385,10 @@ pub fn proves_content(validator: &str) -> bool {
 /// sizes, MP4 boxes, OLE2 tables, MPEG packs...) does not arise by chance in
 /// someone else's payload, so it is the container that is suspect
 /// (fragmented). Not MP3: a few frames of an AVI's or MP4's audio track
-/// chain like an MP3 file.
+/// chain like an MP3 file; not tar: a tar archive from any member's header
+/// on is a tar archive too.
 pub fn stands_alone(validator: &str) -> bool {
-    !matches!(validator, "mp3" | "mpa")
+    !matches!(validator, "mp3" | "mpa" | "tar")
 }
 
 /// The names [`validate`] accepts.
