@@ -444,13 +444,29 @@ impl AllocMaps {
         if last >= m.clusters {
             seen.1 = true;
         }
+        let stop = last.min(m.clusters.saturating_sub(1));
+        self.bitmap_bits(i, (first, stop), &mut seen, |k, read| {
+            exfat_piece(r, &m, k, read)
+        })?;
+        Some(seen)
+    }
+
+    /// Adds to `seen` the allocation bits of clusters `first..=stop` of
+    /// volume `i`'s bitmap (exFAT's, NTFS's `$Bitmap`), read a [`PIECE`] at
+    /// a time through the cache (`load(k, read)`: piece `k`).
+    fn bitmap_bits(
+        &mut self,
+        i: usize,
+        (first, stop): (u64, u64),
+        seen: &mut Seen,
+        load: impl Fn(u64, &mut u64) -> Option<Vec<u8>>,
+    ) -> Option<()> {
         let bits = PIECE * 8;
         let mut c = first;
-        let stop = last.min(m.clusters.saturating_sub(1));
         while c <= stop {
             let k = c / bits;
             let upto = stop.min((k + 1) * bits - 1);
-            let piece = self.unit((i, k), |read| exfat_piece(r, &m, k, read))?;
+            let piece = self.unit((i, k), |read| load(k, read))?;
             for n in c..=upto {
                 let bit = n - k * bits;
                 let x = piece.get((bit / 8) as usize)?;
@@ -462,7 +478,7 @@ impl AllocMaps {
             }
             c = upto + 1;
         }
-        Some(seen)
+        Some(())
     }
 }
 
@@ -479,24 +495,10 @@ impl AllocMaps {
         let last = (end - 1 - m.start) / m.cluster;
         // Past the last cluster (the backup boot sector): no file's.
         let mut seen = (false, last >= m.clusters);
-        let bits = PIECE * 8;
-        let mut c = first;
         let stop = last.min(m.clusters.saturating_sub(1));
-        while c <= stop {
-            let k = c / bits;
-            let upto = stop.min((k + 1) * bits - 1);
-            let piece = self.unit((i, k), |read| ntfs_piece(r, m, k, read))?;
-            for n in c..=upto {
-                let bit = n - k * bits;
-                let x = piece.get((bit / 8) as usize)?;
-                if x & (1 << (bit % 8)) != 0 {
-                    seen.0 = true;
-                } else {
-                    seen.1 = true;
-                }
-            }
-            c = upto + 1;
-        }
+        self.bitmap_bits(i, (first, stop), &mut seen, |k, read| {
+            ntfs_piece(r, m, k, read)
+        })?;
         Some(seen)
     }
 }
