@@ -139,7 +139,23 @@ fn bench_reports_host_copies_and_stage_busy_fractions() {
             assert!(setup > 0.0 && teardown >= 0.0, "{st}");
             let steps = st["steps"].as_array().unwrap();
             if st["engine"].as_str().unwrap().starts_with("gpu") {
-                let names: Vec<&str> = steps.iter().map(|p| p["step"].as_str().unwrap()).collect();
+                // (The pipeline step says whether the on-disk pipeline
+                // cache was warm, cold or off: `pipeline (warm cache)`.)
+                let names: Vec<&str> = steps
+                    .iter()
+                    .map(|p| p["step"].as_str().unwrap())
+                    .map(|n| {
+                        let base = n.split(" (").next().unwrap_or(n);
+                        if base == "pipeline" {
+                            assert!(
+                                [" (warm cache)", " (cold cache)", " (no cache)"]
+                                    .contains(&&n[base.len()..]),
+                                "{n}"
+                            );
+                        }
+                        base
+                    })
+                    .collect();
                 assert_eq!(
                     names,
                     [
