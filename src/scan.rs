@@ -287,17 +287,8 @@ pub fn scan_range(
     let mut reader = open_reader(image, opts.io, opts.read_again, warn)?;
     let io_backend = reader.name().to_string();
     let delivery = reader.delivery();
-    // No more buffers than blocks: a staging pool pins each one as it is
-    // made (a 64 KiB image took 35 imported 8 MiB buffers on an H200).
-    let buffers = usize::try_from(plan.len()).map_or(usize::MAX, |n| n.max(1));
-    // A GPU's ring: what its slots keep in flight, within a memory budget,
-    // not threads × queue (issue 38: 35 pinned 64 MiB buffers on 16 cores).
-    let ring = engines
-        .primary
-        .buffers_in_flight(plan.buffer_capacity())
-        .unwrap_or(usize::MAX);
     let pool = block_pool(
-        (threads + queue + 2).min(buffers).min(ring).max(1),
+        pool_size(&plan, threads + queue + 2, engines.primary),
         plan.buffer_capacity(),
         delivery,
         engines.primary,
@@ -444,6 +435,19 @@ pub fn scan_range(
 /// The reader's buffers: the engine's own memory when it offers some and
 /// the reader fills buffers (not for mmap, whose blocks borrow the mapping),
 /// else the heap. A provider that fails leaves the heap, with a warning.
+/// How many block buffers the scan keeps: `wanted` (its threads and
+/// queue), no more than blocks (a staging pool pins each one as it is
+/// made: a 64 KiB image took 35 imported 8 MiB buffers on an H200), and no
+/// more than a GPU's ring, what its slots keep in flight within a memory
+/// budget (issue 38: 35 pinned 64 MiB buffers on 16 cores).
+fn pool_size(plan: &BlockPlan, wanted: usize, engine: &dyn Engine) -> usize {
+    let blocks = usize::try_from(plan.len()).map_or(usize::MAX, |n| n.max(1));
+    let ring = engine
+        .buffers_in_flight(plan.buffer_capacity())
+        .unwrap_or(usize::MAX);
+    wanted.min(blocks).min(ring).max(1)
+}
+
 fn block_pool(
     count: usize,
     capacity: usize,

@@ -191,6 +191,74 @@ struct Ends {
     whole: u64,
 }
 
+/// The last cluster a version 2/3 image's refcount table counts as used
+/// (reading only the refcount blocks that count clusters of the window),
+/// with the table and its blocks added to `ends`; `Err(verdict)` where the
+/// table ends the answer (cut short, or refused).
+fn last_used_cluster(
+    src: &Src,
+    (rt_off, rt_clusters): (u64, u64),
+    cs: u64,
+    refcount_order: u32,
+    ends: &mut Ends,
+) -> Result<u64, Option<Verdict>> {
+    let rt_len = rt_clusters.checked_mul(cs).ok_or(None)?;
+    ends.whole = ends.whole.max(rt_off.checked_add(rt_len).ok_or(None)?);
+    if !src.has(rt_off, rt_len) {
+        return Err(if src.len() <= rt_off { cut(src) } else { None });
+    }
+    let refbits = 1u64 << refcount_order;
+    let per_block = cs * 8 / refbits;
+    let window_clusters = src.len().div_ceil(cs);
+    // Only the entries whose blocks count clusters the window holds, and
+    // one more (nonzero: the image goes on past the window).
+    let rt_read = (rt_len / 8).min(window_clusters.div_ceil(per_block) + 1);
+    let mut blocks = Vec::new();
+    let mut bad = false;
+    each_u64(src, rt_off, rt_read, |i, e| {
+        if e != 0 {
+            if e & !OFFSET_MASK != 0 || e % cs != 0 {
+                bad = true;
+            }
+            blocks.push((i, e & OFFSET_MASK));
+        }
+    });
+    if bad || blocks.is_empty() {
+        return Err(None);
+    }
+    let mut last_used: Option<u64> = None;
+    for &(i, off) in blocks.iter().rev() {
+        ends.whole = ends.whole.max(off.checked_add(cs).ok_or(None)?);
+        let first = i.checked_mul(per_block).ok_or(None)?;
+        if first >= window_clusters {
+            // Refcounts of clusters past the window: the image is cut here.
+            return Err(cut(src));
+        }
+        if last_used.is_some() {
+            continue;
+        }
+        if !src.has(off, cs) {
+            return Err(cut(src));
+        }
+        // The last nonzero refcount of this block, from its end.
+        let mut k = cs;
+        while k > 0 && last_used.is_none() {
+            let n = k.min(4096);
+            let mut buf = [0u8; 4096];
+            let b = &mut buf[..n as usize];
+            if !src.read_exact(off + k - n, b) {
+                return Err(cut(src));
+            }
+            if let Some(p) = b.iter().rposition(|&x| x != 0) {
+                let bit = (k - n + p as u64) * 8;
+                last_used = Some(first + bit / refbits);
+            }
+            k -= n;
+        }
+    }
+    last_used.ok_or(None)
+}
+
 fn v2(src: Src) -> Option<Verdict> {
     let version = src.u32be(4)?;
     if !src.has(0, 72) {
@@ -261,61 +329,11 @@ fn v2(src: Src) -> Option<Verdict> {
         at = at + 8 + len.next_multiple_of(8);
     }
     // The refcount table and the last cluster in use.
-    let rt_len = rt_clusters.checked_mul(cs)?;
-    ends.whole = ends.whole.max(rt_off.checked_add(rt_len)?);
-    if !src.has(rt_off, rt_len) {
-        return if src.len() <= rt_off { cut(&src) } else { None };
-    }
-    let refbits = 1u64 << refcount_order;
-    let per_block = cs * 8 / refbits;
-    let window_clusters = src.len().div_ceil(cs);
-    // Only the entries whose blocks count clusters the window holds, and
-    // one more (nonzero: the image goes on past the window).
-    let rt_read = (rt_len / 8).min(window_clusters.div_ceil(per_block) + 1);
-    let mut blocks = Vec::new();
-    let mut bad = false;
-    each_u64(&src, rt_off, rt_read, |i, e| {
-        if e != 0 {
-            if e & !OFFSET_MASK != 0 || e % cs != 0 {
-                bad = true;
-            }
-            blocks.push((i, e & OFFSET_MASK));
-        }
-    });
-    if bad || blocks.is_empty() {
-        return None;
-    }
-    let mut last_used: Option<u64> = None;
-    for &(i, off) in blocks.iter().rev() {
-        ends.whole = ends.whole.max(off.checked_add(cs)?);
-        let first = i.checked_mul(per_block)?;
-        if first >= window_clusters {
-            // Refcounts of clusters past the window: the image is cut here.
-            return cut(&src);
-        }
-        if last_used.is_some() {
-            continue;
-        }
-        if !src.has(off, cs) {
-            return cut(&src);
-        }
-        // The last nonzero refcount of this block, from its end.
-        let mut k = cs;
-        while k > 0 && last_used.is_none() {
-            let n = k.min(4096);
-            let mut buf = [0u8; 4096];
-            let b = &mut buf[..n as usize];
-            if !src.read_exact(off + k - n, b) {
-                return cut(&src);
-            }
-            if let Some(p) = b.iter().rposition(|&x| x != 0) {
-                let bit = (k - n + p as u64) * 8;
-                last_used = Some(first + bit / refbits);
-            }
-            k -= n;
-        }
-    }
-    let last_used = last_used?;
+    let last_used =
+        match last_used_cluster(&src, (rt_off, rt_clusters), cs, refcount_order, &mut ends) {
+            Ok(n) => n,
+            Err(v) => return v,
+        };
     // The active L1 table, its L2 tables and compressed clusters.
     ends.partial = ends
         .partial
