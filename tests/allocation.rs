@@ -35,15 +35,11 @@ fn jsonl(out: &Path) -> Vec<Value> {
 fn check(fs: &str, seed: u32) -> Option<(usize, usize)> {
     let d = tempfile::tempdir().unwrap();
     let seed_s = seed.to_string();
-    let img = common::mkimage(
+    let (img, truth) = common::mkimage_with_truth(
         d.path(),
         "disk.img",
         &["--fs", fs, "--size", "64MiB", "--seed", &seed_s],
     )?;
-    let truth: Value = serde_json::from_str(
-        &std::fs::read_to_string(d.path().join("disk.img.truth.json")).expect("truth"),
-    )
-    .expect("truth json");
     let out = d.path().join("out");
     carve(&img, &out);
     let files = jsonl(&out);

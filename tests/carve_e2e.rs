@@ -22,11 +22,7 @@ fn generated_image_with(
 ) -> Option<(PathBuf, Value)> {
     let seed = seed.to_string();
     let args = [&["--fs", fs, "--size", "64MiB", "--seed", &seed], extra].concat();
-    let out = common::mkimage(dir, &format!("{fs}-{seed}.img"), &args)?;
-    let truth: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.with_extension("img.truth.json")).ok()?)
-            .ok()?;
-    Some((out, truth))
+    common::mkimage_with_truth(dir, &format!("{fs}-{seed}.img"), &args)
 }
 
 /// Every written file equals a planted original, its report entry is right,
@@ -801,11 +797,7 @@ fn wild_corpus_image(dir: &Path, fs: &str, seed: u32) -> Option<(PathBuf, Value)
         &extra[..],
     ]
     .concat();
-    let img = common::mkimage(dir, &format!("wild-{fs}-{seed}.img"), &args)?;
-    let truth: Value =
-        serde_json::from_str(&std::fs::read_to_string(img.with_extension("img.truth.json")).ok()?)
-            .ok()?;
-    Some((img, truth))
+    common::mkimage_with_truth(dir, &format!("wild-{fs}-{seed}.img"), &args)
 }
 
 /// Per type: (exact, planted) of the truth's files among the written ones.

@@ -197,6 +197,18 @@ pub fn mkimage(dir: &Path, name: &str, args: &[&str]) -> Option<PathBuf> {
     }
 }
 
+/// [`mkimage`], with the truth file it writes beside the image
+/// (`NAME.truth.json`).
+pub fn mkimage_with_truth(
+    dir: &Path,
+    name: &str,
+    args: &[&str],
+) -> Option<(PathBuf, serde_json::Value)> {
+    let img = mkimage(dir, name, args)?;
+    let text = std::fs::read_to_string(dir.join(format!("{name}.truth.json"))).expect("truth");
+    Some((img, serde_json::from_str(&text).expect("truth json")))
+}
+
 /// report.xml without what differs between two runs of the same carving: the
 /// resource usage (`rusage`), the command line and the start time.
 pub fn dfxml_sans_run(path: &Path) -> String {
