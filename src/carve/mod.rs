@@ -76,6 +76,10 @@ pub use sink::CarveReport;
 use validators::{Limits, Status};
 pub use view::ImageBytes;
 
+/// With `--free-space-only`: the clusters the file systems allocate, read
+/// once and shared by the fragment searches ([`geometry::alloc::AllocBits`]).
+type AllocShared = Option<std::sync::Arc<geometry::alloc::AllocBits>>;
+
 impl Status {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -382,7 +386,7 @@ pub fn carve_scoped(
         // read once, for the validation stage and the carver, on the stage's
         // thread while the scan starts (the scan does not need them; its
         // first pieces wait in the queue meanwhile).
-        let (geo_tx, geo_rx) = sync_channel::<std::sync::Arc<geometry::Geometry>>(1);
+        let (geo_tx, geo_rx) = sync_channel::<(std::sync::Arc<geometry::Geometry>, AllocShared)>(1);
         let stage = s.spawn(move || {
             let known = known_by_stage;
             // However the stage ends (a panic included), no search waits for it.
@@ -395,7 +399,12 @@ pub fn carve_scoped(
             let _finished = Finished(&known);
             let geo = std::sync::Arc::new(geometry::detect_with_files(&ImageBytes::new(image)));
             // (A carver that has stopped does not need it.)
-            let _ = geo_tx.send(geo.clone());
+            // With --free-space-only, the searches keep out of allocated
+            // clusters: the maps read in full, once (None past their budget).
+            let allocated = free_space
+                .and_then(|_| geometry::alloc::AllocMaps::new(&geo).bits(&ImageBytes::new(image)))
+                .map(std::sync::Arc::new);
+            let _ = geo_tx.send((geo.clone(), allocated));
             let cx = stage::Context {
                 catalogue,
                 bytes: ImageBytes::new(image),
@@ -411,7 +420,7 @@ pub fn carve_scoped(
         let carver = s.spawn(|| {
             // (Moved in: a receiver is not shared between threads.)
             let geo_rx = geo_rx;
-            let Ok(geo) = geo_rx.recv() else {
+            let Ok((geo, allocated)) = geo_rx.recv() else {
                 return Err(CarveError::Internal(
                     "the validation stage stopped before reading the file systems".into(),
                 ));
@@ -428,7 +437,7 @@ pub fn carve_scoped(
                 &found,
                 &done,
                 &carved_to,
-                (known.clone(), needles.clone(), &geo),
+                (known.clone(), needles.clone(), &geo, allocated),
             )
         });
         let mut to_events = MatchesToEvents {
@@ -1008,10 +1017,11 @@ fn carve_events(
     found: &std::sync::atomic::AtomicU64,
     done: &std::sync::atomic::AtomicBool,
     carved_to: &std::sync::atomic::AtomicU64,
-    (known, needles, geo): (
+    (known, needles, geo, allocated): (
         std::sync::Arc<fragments::KnownJpegs>,
         std::sync::Arc<fragments::ScanNeedles>,
         &geometry::Geometry,
+        AllocShared,
     ),
 ) -> Result<CarverTotals, CarveError> {
     let (etx, erx) = sync_channel::<Emit>(8);
@@ -1024,7 +1034,11 @@ fn carve_events(
     std::thread::scope(|s| {
         let emitter = s.spawn(move || emit_loop(erx, image, geo, out, opts.hashes, report));
         for _ in 0..searchers {
-            let known_ahead = (Some(known.clone()), Some(needles.clone()));
+            let known_ahead = (
+                Some(known.clone()),
+                Some(needles.clone()),
+                allocated.clone(),
+            );
             let (jobs_rx, joins) = (&jobs_rx, &joins);
             s.spawn(move || {
                 fragments::run_ahead(&ImageBytes::new(image), known_ahead, jobs_rx, joins)
@@ -1043,7 +1057,7 @@ fn carve_events(
             found,
             done,
             carved_to,
-            (known, needles, geo),
+            (known, needles, geo, allocated),
             jobs_tx,
         );
         drop(etx);
@@ -1379,10 +1393,11 @@ fn carve_ordered(
     found: &std::sync::atomic::AtomicU64,
     done: &std::sync::atomic::AtomicBool,
     carved_to: &std::sync::atomic::AtomicU64,
-    (known, needles, geo): (
+    (known, needles, geo, allocated): (
         std::sync::Arc<fragments::KnownJpegs>,
         std::sync::Arc<fragments::ScanNeedles>,
         &geometry::Geometry,
+        AllocShared,
     ),
     ahead_jobs: Option<std::sync::mpsc::Sender<fragments::AheadJob>>,
 ) -> Result<CarverTotals, CarveError> {
@@ -1419,7 +1434,7 @@ fn carve_ordered(
         predicted_cover: Coverage::default(),
         predicted_zips: Coverage::default(),
     };
-    carver.attach_searches(known, needles, ahead_jobs);
+    carver.attach_searches(known, needles, allocated, ahead_jobs);
     carver.resume(scope);
     carver.take_batches(&rx)?;
     carver.finish()
@@ -1493,11 +1508,12 @@ struct OrderedCarver<'a> {
 impl OrderedCarver<'_> {
     /// Sets up the fragment searches: the file systems' block maps (whatever
     /// cluster size is used), the JPEGs and needles shared with the stage,
-    /// the searching threads' queue.
+    /// the allocated clusters they keep out of, the searching threads' queue.
     fn attach_searches(
         &mut self,
         known: std::sync::Arc<fragments::KnownJpegs>,
         needles: std::sync::Arc<fragments::ScanNeedles>,
+        allocated: AllocShared,
         ahead_jobs: Option<std::sync::mpsc::Sender<fragments::AheadJob>>,
     ) {
         // (Block maps are the file system's whatever cluster size is used.)
@@ -1507,6 +1523,7 @@ impl OrderedCarver<'_> {
         }
         self.frags.share_jpegs(known);
         self.frags.share_needles(needles);
+        self.frags.share_allocated(allocated);
         if let Some(jobs) = ahead_jobs {
             self.frags.attach_ahead(jobs);
         }

@@ -3,13 +3,9 @@
 //! the joins they share ([`AheadJoins`]) and the searching thread's loop
 //! ([`run_ahead`]). The carver's end of the queue is [`super::Fragments`]'s.
 
-use std::sync::Arc;
-
 use super::budget::FragLimits;
 use super::claims::Claims;
-use super::known::KnownJpegs;
-use super::memory::SearchMemory;
-use super::needles::ScanNeedles;
+use super::memory::{SearchMemory, Shared};
 use super::{Attempt, recover_given};
 use crate::carve::validators::{ByteReader, Verdict};
 
@@ -83,11 +79,11 @@ impl AheadJoins {
 /// 17; it no longer does (see `search_ahead` in the carver).
 pub fn run_ahead(
     r: &dyn ByteReader,
-    (known, needles): (Option<Arc<KnownJpegs>>, Option<Arc<ScanNeedles>>),
+    shared: Shared,
     jobs: &std::sync::Mutex<std::sync::mpsc::Receiver<AheadJob>>,
     joins: &AheadJoins,
 ) {
-    let mut memory = SearchMemory::sharing(known, needles);
+    let mut memory = SearchMemory::sharing(shared);
     loop {
         let Ok(job) = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv() else {
             return;

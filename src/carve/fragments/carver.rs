@@ -14,6 +14,7 @@ use super::memory::SearchMemory;
 use super::needles::ScanNeedles;
 use super::{Attempt, recover_given, supported};
 use crate::carve::geometry;
+use crate::carve::geometry::alloc::AllocBits;
 use crate::carve::validators::{ByteReader, Status, Verdict};
 
 /// Carver-side state: the cluster-size estimate and the limits.
@@ -250,6 +251,12 @@ impl Fragments {
     /// Connects the searches to the scan's log of the indexed signatures.
     pub fn share_needles(&mut self, needles: Arc<ScanNeedles>) {
         self.memory.needles = Some(needles);
+    }
+
+    /// Keeps every search out of the clusters in `allocated`
+    /// (`--free-space-only`).
+    pub fn share_allocated(&mut self, allocated: Option<Arc<AllocBits>>) {
+        self.memory.allocated = allocated;
     }
 
     /// The carver's hook: given the validator's verdict for a candidate,

@@ -38,7 +38,10 @@ pub(super) fn second_starts(
 /// `g = 1, 2, …` clusters; for each, every split, in order then out of
 /// order), calling `f(i, s2, b)` for split `splits[i]` until it returns an
 /// answer, the gaps run out or the budget ends. A start inside the part of
-/// `head` kept before the split is skipped: no cluster is taken twice.
+/// `head` kept before the split is skipped: no cluster is taken twice; so
+/// is one in a cluster the file system allocates, when the carving is of
+/// free space only ([`super::SearchMemory::in_allocated`]): a deleted
+/// file's fragments lie in free space, or are overwritten.
 pub(super) fn nearest_first<T>(
     head: &TwoRuns,
     splits: &[u64],
@@ -55,7 +58,7 @@ pub(super) fn nearest_first<T>(
                 .flatten()
             {
                 any = true;
-                if head.count() > 1 && head.holds(s2, split) {
+                if (head.count() > 1 && head.holds(s2, split)) || b.memory.in_allocated(s2) {
                     continue;
                 }
                 if !b.cand() {
@@ -153,4 +156,58 @@ pub(super) fn validate_join(name: &str, j: &TwoRuns, b: &mut Budget) -> Option<V
         Limits { max_len: j.len },
         &validators::NO_CONTEXT,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::carve::fragments::{Claims, FragLimits, SearchMemory};
+    use crate::carve::geometry::{alloc::AllocMaps, detect, tests::fat32};
+
+    /// The next starts a search walks, with the memory's allocated clusters.
+    #[allow(clippy::ptr_arg)]
+    fn walked(img: &Vec<u8>, memory: &mut SearchMemory, head_at: u64) -> Vec<u64> {
+        let lim = FragLimits {
+            max_gap: 64 * 512,
+            ..FragLimits::default()
+        };
+        let claims = Claims::default();
+        let mut b = Budget::new(lim, &claims, (memory, false));
+        let head = TwoRuns::one(img, head_at, 1 << 16);
+        let mut seen = Vec::new();
+        nearest_first(&head, &[1024], 512, &mut b, |_, s2, _| {
+            seen.push(s2);
+            None::<()>
+        });
+        seen.sort_unstable();
+        seen
+    }
+
+    #[test]
+    fn a_free_space_search_keeps_out_of_allocated_clusters() {
+        // FAT32, 512-byte clusters; clusters 100..140 allocated.
+        let mut img = vec![0u8; 1 << 20];
+        fat32(&mut img, 0, 1, 32, 100);
+        img[32..36].copy_from_slice(&200_000u32.to_le_bytes());
+        let g = detect(&img);
+        let fat = g.volumes[0].fat.expect("FAT32");
+        for n in 100..140u64 {
+            let at = (fat.table + 4 * n) as usize;
+            img[at..at + 4].copy_from_slice(&0x0FFF_FFFFu32.to_le_bytes());
+        }
+        let cluster = |n: u64| fat.data + (n - 2) * 512;
+        let bits = AllocMaps::new(&g).bits(&img).expect("the FAT read");
+        // A head at cluster 120 (allocated itself: searched all the same).
+        let all = walked(&img, &mut SearchMemory::default(), cluster(120));
+        let mut free_only = SearchMemory::default();
+        free_only.allocated = Some(std::sync::Arc::new(bits));
+        let kept = walked(&img, &mut free_only, cluster(120));
+        let allocated = |p: &u64| (cluster(100)..cluster(140)).contains(p);
+        assert!(all.iter().any(allocated), "{all:?}");
+        assert!(!kept.iter().any(allocated), "{kept:?}");
+        // Every free start is still walked.
+        let free: Vec<u64> = all.iter().copied().filter(|p| !allocated(p)).collect();
+        assert_eq!(kept, free);
+        assert!(!kept.is_empty());
+    }
 }

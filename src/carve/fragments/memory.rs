@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::index::PosIndex;
 use super::known::KnownJpegs;
 use super::needles::ScanNeedles;
+use crate::carve::geometry::alloc::AllocBits;
 
 /// What the searches remember, owned next to the [`super::claims::Claims`]
 /// by whoever runs searches (the carver, each searching thread run ahead).
@@ -38,7 +39,19 @@ pub struct SearchMemory {
     pub(super) known: Option<Arc<KnownJpegs>>,
     /// The scan's positions of the indexed signatures.
     pub(super) needles: Option<Arc<ScanNeedles>>,
+    /// With `--free-space-only`: the clusters the file systems allocate
+    /// (no fragment of a file carved from free space is taken from them).
+    pub(super) allocated: Option<Arc<AllocBits>>,
 }
+
+/// What a carving's searches share ([`SearchMemory::sharing`]): the
+/// validation stage's JPEG verdicts, the scan's needle log, the clusters
+/// the file systems allocate (`--free-space-only`).
+pub type Shared = (
+    Option<Arc<KnownJpegs>>,
+    Option<Arc<ScanNeedles>>,
+    Option<Arc<AllocBits>>,
+);
 
 /// Most JPEG heads remembered (and a quarter of the prefilter verdicts).
 const MAX_HEADS: usize = 1 << 18;
@@ -46,15 +59,19 @@ const MAX_HEADS: usize = 1 << 18;
 impl SearchMemory {
     /// A memory sharing the validation stage's JPEG verdicts and the scan's
     /// needle log, when there are.
-    pub(super) fn sharing(
-        known: Option<Arc<KnownJpegs>>,
-        needles: Option<Arc<ScanNeedles>>,
-    ) -> Self {
+    pub(super) fn sharing((known, needles, allocated): Shared) -> Self {
         SearchMemory {
             known,
             needles,
+            allocated,
             ..SearchMemory::default()
         }
+    }
+
+    /// True when `pos` lies in a cluster the file systems allocate and the
+    /// searches are told to keep out of them ([`SearchMemory::allocated`]).
+    pub(super) fn in_allocated(&self, pos: u64) -> bool {
+        self.allocated.as_ref().is_some_and(|a| a.allocated(pos))
     }
 
     /// Remembers the validated length of the JPEG header at `start` (0: not

@@ -174,89 +174,52 @@ impl AllocMaps {
         self.any_map(r);
         let mut total = 0u64;
         for i in 0..self.volumes.len() {
-            let (vol, map) = (self.volumes[i].0.clone(), self.volumes[i].1.clone());
-            let n = match map {
-                Map::Fat(fat, cl) => self.fat_allocated(r, i, &vol, fat, cl)?,
-                Map::Ext(m) => self.ext_allocated(r, i, m)?,
-                Map::ExFat(m) => self.exfat_allocated(r, i, &vol, m)?,
-                Map::Ntfs(m) => self.ntfs_allocated(r, i, &m)?,
-                Map::Pending | Map::None => 0,
+            let Some(u) = units(&self.volumes[i].1, &self.volumes[i].0) else {
+                continue;
             };
-            total = total.checked_add(n)?;
+            let mut used = u.first;
+            if u.first < u.count {
+                self.visit(r, i, (u.first, u.count - 1), &mut |_, a| {
+                    used += u64::from(a)
+                })?;
+            }
+            let own = u.base.saturating_sub(self.volumes[i].0.start);
+            total = total.checked_add(own.checked_add(used.checked_mul(u.size)?)?)?;
         }
         Some(total)
     }
 
-    fn fat_allocated(
-        &mut self,
-        r: &dyn ByteReader,
-        i: usize,
-        vol: &Volume,
-        fat: Fat,
-        cl: u64,
-    ) -> Option<u64> {
-        let w = u64::from(fat.width / 8);
-        let mask = if w == 2 { 0xFFFF } else { 0x0FFF_FFFF };
-        let per = PIECE / w;
-        // Clusters the volume holds, however many entries the table has.
-        let end = fat
-            .entries
-            .min(vol.end.saturating_sub(fat.data) / cl.max(1) + 2);
-        let mut used = 0u64;
-        for k in 0..end.div_ceil(per) {
-            let piece = self.unit((i, k), |read| fat_piece(r, fat.table, k, read))?;
-            for n in (k * per).max(2)..end.min((k + 1) * per) {
-                let at = ((n - k * per) * w) as usize;
-                let e = if w == 2 {
-                    le16(piece.get(at..at + 2)?, 0)
-                } else {
-                    le32(piece.get(at..at + 4)?, 0)
-                } & mask;
-                used += u64::from(e != 0);
+    /// Every volume's allocation map as a bitmap in memory
+    /// ([`AllocBits`]), shareable between threads; `None` when a map
+    /// cannot be read in full within the budget ([`MAX_MAP_BYTES`]) or
+    /// the maps hold more than [`MAX_BITS`] units together.
+    pub fn bits(&mut self, r: &dyn ByteReader) -> Option<AllocBits> {
+        self.any_map(r);
+        let mut vols = Vec::new();
+        let mut total = 0u64;
+        for i in 0..self.volumes.len() {
+            let Some(u) = units(&self.volumes[i].1, &self.volumes[i].0) else {
+                continue;
+            };
+            total = total.checked_add(u.count)?;
+            if total > MAX_BITS {
+                return None;
             }
+            let mut bits = vec![0u64; u.count.div_ceil(64) as usize];
+            for n in 0..u.first.min(u.count) {
+                bits[(n / 64) as usize] |= 1 << (n % 64);
+            }
+            if u.first < u.count {
+                self.visit(r, i, (u.first, u.count - 1), &mut |n, a| {
+                    if a {
+                        bits[(n / 64) as usize] |= 1 << (n % 64);
+                    }
+                })?;
+            }
+            let v = &self.volumes[i].0;
+            vols.push((v.start, v.end, u, bits));
         }
-        fat.data
-            .saturating_sub(vol.start)
-            .checked_add(used.checked_mul(cl)?)
-    }
-
-    fn ext_allocated(&mut self, r: &dyn ByteReader, i: usize, m: ExtMap) -> Option<u64> {
-        let data_blocks = m.blocks.checked_sub(m.first_data_block)?;
-        let mut used = m.first_data_block;
-        for g in 0..data_blocks.div_ceil(m.blocks_per_group.max(1)) {
-            let in_group = (data_blocks - g * m.blocks_per_group).min(m.blocks_per_group);
-            let bitmap = self.unit((i, g), |read| ext_bitmap(r, &m, g, read))?;
-            used += count_set(bitmap, 0, in_group);
-        }
-        used.checked_mul(m.bs)
-    }
-
-    fn exfat_allocated(
-        &mut self,
-        r: &dyn ByteReader,
-        i: usize,
-        vol: &Volume,
-        m: ExFatMap,
-    ) -> Option<u64> {
-        let bits = PIECE * 8;
-        let mut used = 0u64;
-        for k in 0..m.clusters.div_ceil(bits) {
-            let piece = self.unit((i, k), |read| exfat_piece(r, &m, k, read))?;
-            used += count_set(piece, 0, (m.clusters - k * bits).min(bits));
-        }
-        m.heap
-            .saturating_sub(vol.start)
-            .checked_add(used.checked_mul(m.cluster)?)
-    }
-
-    fn ntfs_allocated(&mut self, r: &dyn ByteReader, i: usize, m: &NtfsMap) -> Option<u64> {
-        let bits = PIECE * 8;
-        let mut used = 0u64;
-        for k in 0..m.clusters.div_ceil(bits) {
-            let piece = self.unit((i, k), |read| ntfs_piece(r, m, k, read))?;
-            used += count_set(piece, 0, (m.clusters - k * bits).min(bits));
-        }
-        used.checked_mul(m.cluster)
+        Some(AllocBits { vols })
     }
 
     /// The status of the bytes `runs` (`(image offset, length)`): `None`
@@ -311,18 +274,35 @@ impl AllocMaps {
         Some((end.min(next), (false, true)))
     }
 
+    /// What `[pos, end)` of volume `i` holds: bytes before its first unit
+    /// and units before [`Units::first`] are the file system's own
+    /// (allocated), units past the map's last are no file's (free).
     fn in_volume(&mut self, r: &dyn ByteReader, i: usize, pos: u64, end: u64) -> Option<Seen> {
         if matches!(self.volumes[i].1, Map::Pending) {
             let m = load(r, &self.volumes[i].0);
             self.volumes[i].1 = m;
         }
-        match self.volumes[i].1.clone() {
-            Map::Fat(fat, cl) => self.fat(r, i, fat, cl, pos, end),
-            Map::Ext(m) => self.ext(r, i, m, pos, end),
-            Map::ExFat(m) => self.exfat(r, i, m, pos, end),
-            Map::Ntfs(m) => self.ntfs(r, i, &m, pos, end),
-            Map::Pending | Map::None => None,
+        let u = units(&self.volumes[i].1, &self.volumes[i].0)?;
+        let mut seen = (pos < u.base, false);
+        let from = pos.max(u.base);
+        if from >= end {
+            return Some(seen);
         }
+        let first = (from - u.base) / u.size;
+        let last = (end - 1 - u.base) / u.size;
+        seen.0 |= first < u.first;
+        seen.1 |= last >= u.count;
+        let (a, b) = (first.max(u.first), last.min(u.count.saturating_sub(1)));
+        if a <= b && a < u.count {
+            self.visit(r, i, (a, b), &mut |_, x| {
+                if x {
+                    seen.0 = true;
+                } else {
+                    seen.1 = true;
+                }
+            })?;
+        }
+        Some(seen)
     }
 
     /// A cached unit: FAT piece, bitmap block (`None`: unreadable, or past
@@ -345,33 +325,43 @@ impl AllocMaps {
         self.cache.get(&key)?.as_deref()
     }
 
+    /// Calls `f(n, allocated)` for units `first..=stop` of volume `i`
+    /// (within [`Units::first`] and [`Units::count`]), reading its map
+    /// through the cache.
+    fn visit(
+        &mut self,
+        r: &dyn ByteReader,
+        i: usize,
+        (first, stop): (u64, u64),
+        f: &mut dyn FnMut(u64, bool),
+    ) -> Option<()> {
+        match self.volumes[i].1.clone() {
+            Map::Fat(fat, _) => self.fat(r, i, fat, (first, stop), f),
+            Map::Ext(m) => self.ext(r, i, m, (first, stop), f),
+            Map::ExFat(m) => {
+                self.bitmap_bits(i, (first, stop), f, |k, read| exfat_piece(r, &m, k, read))
+            }
+            Map::Ntfs(m) => {
+                self.bitmap_bits(i, (first, stop), f, |k, read| ntfs_piece(r, &m, k, read))
+            }
+            Map::Pending | Map::None => None,
+        }
+    }
+
+    /// FAT16/32: unit `n` is cluster `n + 2`, allocated iff its entry is
+    /// not zero.
     fn fat(
         &mut self,
         r: &dyn ByteReader,
         i: usize,
         fat: Fat,
-        cl: u64,
-        pos: u64,
-        end: u64,
-    ) -> Option<Seen> {
-        // The reserved sectors, the tables and a FAT16 root directory are
-        // the file system's own.
-        let mut seen = (pos < fat.data, false);
-        let from = pos.max(fat.data);
-        if from >= end {
-            return Some(seen);
-        }
-        let first = (from - fat.data) / cl + 2;
-        let last = (end - 1 - fat.data) / cl + 2;
-        if last >= fat.entries {
-            // Sectors after the last cluster: no file's.
-            seen.1 = true;
-        }
+        (first, stop): (u64, u64),
+        f: &mut dyn FnMut(u64, bool),
+    ) -> Option<()> {
         let w = u64::from(fat.width / 8);
         let mask = if w == 2 { 0xFFFF } else { 0x0FFF_FFFF };
         let per = PIECE / w;
-        let mut n = first;
-        let stop = last.min(fat.entries.saturating_sub(1));
+        let (mut n, stop) = (first + 2, stop + 2);
         while n <= stop {
             let k = n / per;
             let upto = stop.min((k + 1) * per - 1);
@@ -383,25 +373,25 @@ impl AllocMaps {
                 } else {
                     le32(piece.get(at..at + 4)?, 0)
                 } & mask;
-                if e != 0 {
-                    seen.0 = true;
-                } else {
-                    seen.1 = true;
-                }
+                f(m - 2, e != 0);
             }
             n = upto + 1;
         }
-        Some(seen)
+        Some(())
     }
 
-    fn ext(&mut self, r: &dyn ByteReader, i: usize, m: ExtMap, pos: u64, end: u64) -> Option<Seen> {
-        let first = (pos - m.start) / m.bs;
-        let last = (end - 1 - m.start) / m.bs;
-        // Before the first group (block 0 of a 1 KiB-block volume): the boot
-        // block; past the last block: no file's.
-        let mut seen = (first < m.first_data_block, last >= m.blocks);
-        let mut b = first.max(m.first_data_block);
-        let stop = last.min(m.blocks.saturating_sub(1));
+    /// ext2/3/4: unit `n` is block `n`, allocated iff its bit is set in its
+    /// group's block bitmap (an uninitialised group's bitmap: empty, its
+    /// data blocks free).
+    fn ext(
+        &mut self,
+        r: &dyn ByteReader,
+        i: usize,
+        m: ExtMap,
+        (first, stop): (u64, u64),
+        f: &mut dyn FnMut(u64, bool),
+    ) -> Option<()> {
+        let mut b = first;
         while b <= stop {
             let g = (b - m.first_data_block) / m.blocks_per_group;
             let g_first = m.first_data_block + g * m.blocks_per_group;
@@ -409,56 +399,24 @@ impl AllocMaps {
             let bitmap = self.unit((i, g), |read| ext_bitmap(r, &m, g, read))?;
             for blk in b..=upto {
                 let bit = blk - g_first;
-                // An uninitialised group's bitmap: empty (its data blocks free).
                 let set = bitmap
                     .get((bit / 8) as usize)
                     .is_some_and(|x| x & (1 << (bit % 8)) != 0);
-                if set {
-                    seen.0 = true;
-                } else {
-                    seen.1 = true;
-                }
+                f(blk, set);
             }
             b = upto + 1;
         }
-        Some(seen)
+        Some(())
     }
 
-    fn exfat(
-        &mut self,
-        r: &dyn ByteReader,
-        i: usize,
-        m: ExFatMap,
-        pos: u64,
-        end: u64,
-    ) -> Option<Seen> {
-        // Boot region, FAT and anything before the cluster heap: the file
-        // system's own.
-        let mut seen = (pos < m.heap, false);
-        let from = pos.max(m.heap);
-        if from >= end {
-            return Some(seen);
-        }
-        let first = (from - m.heap) / m.cluster;
-        let last = (end - 1 - m.heap) / m.cluster;
-        if last >= m.clusters {
-            seen.1 = true;
-        }
-        let stop = last.min(m.clusters.saturating_sub(1));
-        self.bitmap_bits(i, (first, stop), &mut seen, |k, read| {
-            exfat_piece(r, &m, k, read)
-        })?;
-        Some(seen)
-    }
-
-    /// Adds to `seen` the allocation bits of clusters `first..=stop` of
-    /// volume `i`'s bitmap (exFAT's, NTFS's `$Bitmap`), read a [`PIECE`] at
-    /// a time through the cache (`load(k, read)`: piece `k`).
+    /// exFAT's bitmap, NTFS's `$Bitmap`: unit `n` is the volume's cluster
+    /// `n` (exFAT: of its heap), allocated iff its bit is set; read a
+    /// [`PIECE`] at a time through the cache (`load(k, read)`: piece `k`).
     fn bitmap_bits(
         &mut self,
         i: usize,
         (first, stop): (u64, u64),
-        seen: &mut Seen,
+        f: &mut dyn FnMut(u64, bool),
         load: impl Fn(u64, &mut u64) -> Option<Vec<u8>>,
     ) -> Option<()> {
         let bits = PIECE * 8;
@@ -470,11 +428,7 @@ impl AllocMaps {
             for n in c..=upto {
                 let bit = n - k * bits;
                 let x = piece.get((bit / 8) as usize)?;
-                if x & (1 << (bit % 8)) != 0 {
-                    seen.0 = true;
-                } else {
-                    seen.1 = true;
-                }
+                f(n, x & (1 << (bit % 8)) != 0);
             }
             c = upto + 1;
         }
@@ -482,24 +436,85 @@ impl AllocMaps {
     }
 }
 
-impl AllocMaps {
-    fn ntfs(
-        &mut self,
-        r: &dyn ByteReader,
-        i: usize,
-        m: &NtfsMap,
-        pos: u64,
-        end: u64,
-    ) -> Option<Seen> {
-        let first = (pos - m.start) / m.cluster;
-        let last = (end - 1 - m.start) / m.cluster;
-        // Past the last cluster (the backup boot sector): no file's.
-        let mut seen = (false, last >= m.clusters);
-        let stop = last.min(m.clusters.saturating_sub(1));
-        self.bitmap_bits(i, (first, stop), &mut seen, |k, read| {
-            ntfs_piece(r, m, k, read)
-        })?;
-        Some(seen)
+/// How a volume's allocation units (clusters, blocks) lie in the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Units {
+    /// Image offset of unit 0 (bytes of the volume before it are the file
+    /// system's own: boot sectors, tables).
+    base: u64,
+    /// Bytes per unit (> 0).
+    size: u64,
+    /// Units before it are the file system's own too (ext's boot block).
+    first: u64,
+    /// Units the map holds: past them, no file's.
+    count: u64,
+}
+
+/// How `map` places volume `vol`'s units (`None`: no map).
+fn units(map: &Map, vol: &Volume) -> Option<Units> {
+    let u = match *map {
+        Map::Fat(fat, cl) => Units {
+            base: fat.data,
+            size: cl,
+            first: 0,
+            // Clusters the volume holds, however many entries the table has.
+            count: fat
+                .entries
+                .min(vol.end.saturating_sub(fat.data) / cl.max(1) + 2)
+                .saturating_sub(2),
+        },
+        Map::Ext(m) => Units {
+            base: m.start,
+            size: m.bs,
+            first: m.first_data_block,
+            count: m.blocks,
+        },
+        Map::ExFat(m) => Units {
+            base: m.heap,
+            size: m.cluster,
+            first: 0,
+            count: m.clusters,
+        },
+        Map::Ntfs(ref m) => Units {
+            base: m.start,
+            size: m.cluster,
+            first: 0,
+            count: m.clusters,
+        },
+        Map::Pending | Map::None => return None,
+    };
+    (u.size > 0).then_some(u)
+}
+
+/// Most units [`AllocMaps::bits`] holds in memory (32 MiB of bits: a
+/// 256 GiB volume of 512-byte clusters, 1 TiB of 4 KiB ones).
+pub const MAX_BITS: u64 = 1 << 28;
+
+/// The volumes' allocation maps read in full into memory (one bit per
+/// cluster or block), for questions asked many times from many threads:
+/// is this position in a cluster the file system allocates?
+#[derive(Debug, Default)]
+pub struct AllocBits {
+    /// (volume start, volume end, its units, one bit per unit: allocated).
+    vols: Vec<(u64, u64, Units, Vec<u64>)>,
+}
+
+impl AllocBits {
+    /// True when `pos` lies in a volume and in a cluster (block) its file
+    /// system allocates or keeps for itself; false in free clusters,
+    /// outside every mapped volume, and where not known.
+    pub fn allocated(&self, pos: u64) -> bool {
+        let Some((_, _, u, bits)) = self.vols.iter().find(|v| v.0 <= pos && pos < v.1) else {
+            return false;
+        };
+        if pos < u.base {
+            return true;
+        }
+        let n = (pos - u.base) / u.size;
+        n < u.count
+            && bits
+                .get((n / 64) as usize)
+                .is_some_and(|w| w >> (n % 64) & 1 == 1)
     }
 }
 
@@ -532,16 +547,6 @@ fn exfat_piece(r: &dyn ByteReader, m: &ExFatMap, k: u64, read: &mut u64) -> Opti
     *read += PIECE;
     b.truncate(got);
     Some(b)
-}
-
-/// Set bits `from..to` of `bits` (missing bytes: clear).
-fn count_set(bits: &[u8], from: u64, to: u64) -> u64 {
-    (from..to)
-        .filter(|&b| {
-            bits.get((b / 8) as usize)
-                .is_some_and(|x| x & (1 << (b % 8)) != 0)
-        })
-        .count() as u64
 }
 
 /// The block bitmap of group `g` (empty for an uninitialised group).
@@ -677,6 +682,26 @@ mod tests {
     use super::*;
     use crate::carve::geometry::detect;
 
+    /// [`AllocBits`] says allocated exactly where [`AllocMaps::status`] of
+    /// one byte does, at every sector of `img`.
+    #[allow(clippy::ptr_arg)]
+    fn bits_agree(img: &Vec<u8>) {
+        let g = detect(img);
+        let bits = AllocMaps::new(&g).bits(img).expect("maps read in full");
+        let mut m = AllocMaps::new(&g);
+        let mut allocated = 0;
+        for pos in (0..img.len() as u64).step_by(512) {
+            let s = m.status(img, [(pos, 1)]);
+            assert_eq!(
+                bits.allocated(pos),
+                s == Some(Alloc::Allocated),
+                "at {pos}: {s:?}"
+            );
+            allocated += usize::from(bits.allocated(pos));
+        }
+        assert!(allocated > 0);
+    }
+
     #[test]
     fn fat32_entries_tell_allocation() {
         // FAT32: 512-byte clusters, 32 reserved sectors, 100-sector tables.
@@ -713,6 +738,7 @@ mod tests {
         assert!(m.any_map(&img));
         let before = fat.data;
         assert_eq!(m.allocated_bytes(&img), Some(before + 10 * 512));
+        bits_agree(&img);
         // No file system: not known.
         let raw = vec![0u8; 1 << 16];
         let mut m = AllocMaps::new(&detect(&raw));
@@ -765,6 +791,7 @@ mod tests {
         assert_eq!(m.status(&img, [(98 * 1024, 4096)]), Some(Alloc::Partly));
         // Block 0 (before the first group) and blocks 1..=99.
         assert_eq!(m.allocated_bytes(&img), Some(100 * 1024));
+        bits_agree(&img);
         // Past the volume's blocks: no file's.
         assert_eq!(
             m.status(&img, [(1000 * 1024, 24 * 1024)]),
@@ -814,6 +841,7 @@ mod tests {
         assert_eq!(m.status(&img, [(at(20), 4096)]), Some(Alloc::Unallocated));
         assert_eq!(m.status(&img, [(at(9), 1024)]), Some(Alloc::Partly));
         assert_eq!(m.allocated_bytes(&img), Some(heap as u64 + 8 * 512));
+        bits_agree(&img);
         // The bitmap's length must fit the cluster count: else not known.
         img[e + 24..e + 32].copy_from_slice(&1000u64.to_le_bytes());
         let mut m = AllocMaps::new(&detect(&img));
@@ -841,6 +869,7 @@ mod tests {
             m.status(&img, [((1 << 20) - 512, 1024)]),
             Some(Alloc::Partly)
         );
+        bits_agree(&img);
         // A second partition whose file system is not recognised: not known.
         img[446 + 16 + 4] = 0x83;
         img[446 + 16 + 8..446 + 16 + 12].copy_from_slice(&6144u32.to_le_bytes());
