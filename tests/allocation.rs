@@ -134,3 +134,73 @@ fn no_file_system_no_allocation() {
     assert!(audit.contains("volumes: 0\n"), "{audit}");
     assert_valid_dfxml(&out.join("report.xml"));
 }
+
+/// A logical partition of an extended MBR partition (`sfdisk`: primary 1
+/// FAT32 at 1 MiB; extended 2; logical 5 FAT32 inside it, behind its EBR):
+/// both volumes are found and listed, and a file in each gets the
+/// allocation status and the name its own volume gives (a live JPEG and a
+/// deleted one in the logical volume, a PDF in the primary).
+#[test]
+fn a_logical_partition_behind_an_extended_one_is_a_volume_too() {
+    let d = tempfile::tempdir().unwrap();
+    let s = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+    let (first, logical) = (2048u64 * 512, 88064u64 * 512);
+    let script = format!(
+        "truncate -s 96M disk.img && \
+         printf 'label: dos\\nstart=2048, size=81920, type=c\\nstart=86016, type=5\\nstart=88064, size=81920, type=c\\n' | sfdisk -q disk.img && \
+         mkfs.vfat -F 32 -s 1 --offset 2048 -n FIRST disk.img 40960 && \
+         mkfs.vfat -F 32 -s 1 --offset 88064 -n LOGICAL disk.img 40960 && \
+         mcopy -i disk.img@@{logical} '{s}/IMG_1054.jpg' ::/photo.jpg && \
+         mcopy -i disk.img@@{logical} '{s}/IMG-20191006-WA0002.jpg' ::/gone.jpg && \
+         mdel -i disk.img@@{logical} ::/gone.jpg && \
+         mcopy -i disk.img@@{first} '{s}/a-text.pdf' ::/first.pdf >/dev/null 2>&1",
+        s = s.display()
+    );
+    if !common::sh(&format!("({script}) >/dev/null 2>&1"), d.path()) {
+        assert!(
+            !common::required("GPUCARVE_REQUIRE_TOOLS"),
+            "sfdisk, mkfs.vfat or mtools failed: fdisk, dosfstools and mtools are required in CI"
+        );
+        eprintln!("SKIPPED (not run): sfdisk, mkfs.vfat or mtools unavailable");
+        return;
+    }
+    let out = d.path().join("out");
+    carve(&d.path().join("disk.img"), &out);
+    let audit = std::fs::read_to_string(out.join("audit.txt")).expect("audit");
+    assert!(audit.contains("volumes: 2\n"), "{audit}");
+    assert!(
+        audit.contains(&format!("FAT32 at offset {first} ")),
+        "{audit}"
+    );
+    assert!(
+        audit.contains(&format!("FAT32 at offset {logical} ")),
+        "{audit}"
+    );
+    let files = jsonl(&out);
+    let sample = |name: &str| common::sha256(&std::fs::read(s.join(name)).expect("sample"));
+    let find = |name: &str| {
+        let sha = sample(name);
+        files
+            .iter()
+            .find(|f| f["sha256"] == sha.as_str())
+            .unwrap_or_else(|| panic!("{name} not recovered: {files:#?}"))
+            .clone()
+    };
+    for (name, path, alloc, volume) in [
+        ("IMG_1054.jpg", "/photo.jpg", "allocated", logical),
+        ("IMG-20191006-WA0002.jpg", "", "unallocated", logical),
+        ("a-text.pdf", "/first.pdf", "allocated", first),
+    ] {
+        let f = find(name);
+        assert_eq!(f["alloc"], alloc, "{name}: {f}");
+        let o = &f["original_name"];
+        assert_eq!(o["volume"], volume, "{name}: {f}");
+        assert_eq!(o["deleted"], alloc == "unallocated", "{name}: {f}");
+        if !path.is_empty() {
+            assert_eq!(o["path"], path, "{name}: {f}");
+        }
+    }
+    let xml = std::fs::read_to_string(out.join("report.xml")).expect("report.xml");
+    assert!(xml.contains(&format!("<partition_offset>{logical}</partition_offset>")));
+    assert_valid_dfxml(&out.join("report.xml"));
+}
