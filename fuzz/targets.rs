@@ -479,7 +479,8 @@ fn fs_names(data: &[u8]) {
 /// run lists, `$FILE_NAME`s. Then the allocation of every cluster and the
 /// name at every cluster start: names are paths from the root of the
 /// volume, attributes stay in their record, run lists within their bound,
-/// maps within their budget.
+/// maps within their budget, the maps in memory (`AllocBits`) agree with
+/// them; the live files' runs (`ntfs_files`) lie in the volume.
 fn fs_ntfs(data: &[u8]) {
     use gpucarve::carve::geometry::{self, alloc, names, ntfs};
     for c in data.chunks(1024) {
@@ -514,6 +515,32 @@ fn fs_ntfs(data: &[u8]) {
     }
     let _ = maps.allocated_bytes(&image);
     assert!(maps.bytes_read() <= alloc::MAX_MAP_BYTES + (1 << 16));
+    // The bitmap in memory says what the maps say, cluster by cluster.
+    if let Some(bits) = alloc::AllocMaps::new(&g).bits(&image) {
+        let mut maps = alloc::AllocMaps::new(&g);
+        for v in &g.volumes {
+            for c in 0..((v.end - v.start) / v.cluster).min(4096) {
+                let at = v.start + c * v.cluster;
+                let s = maps.status(&image, [(at, 1)]);
+                assert_eq!(
+                    bits.allocated(at),
+                    s == Some(alloc::Alloc::Allocated),
+                    "{at}"
+                );
+            }
+        }
+    }
+    // The live files' runs: inside the volume, adding up to their sizes.
+    for v in &g.volumes {
+        let Some(m) = geometry::ntfs_files::read(&image, v) else {
+            continue;
+        };
+        for f in m.files.values() {
+            assert!(f.runs.len() >= 2 && f.runs.len() <= ntfs::MAX_RUNS);
+            assert_eq!(f.runs.iter().map(|r| r.1).sum::<u64>(), f.size);
+            assert!(f.runs.iter().all(|&(o, n)| o >= v.start && o + n <= v.end));
+        }
+    }
 }
 
 /// The file systems' layouts (`carve::geometry`, `carve::geometry::extfs`): volume

@@ -119,3 +119,66 @@ fn ext_inodes_give_the_layout_of_fragmented_files() {
         );
     }
 }
+
+/// NTFS file records: a small volume (`mkntfs`, 4 KiB clusters) filled by
+/// `ntfscp` with the samples, largest first, until it is full: ntfs-3g
+/// then splits the last files it writes over the holes left (measured:
+/// three files in two runs). Every file carved in several runs is a
+/// sample byte for byte, carved along its record's runs (the note says
+/// so), and at least two are (0 before the records were read).
+#[test]
+fn ntfs_file_records_give_the_layout_of_fragmented_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples");
+    let made = common::sh(
+        "truncate -s 8M v.img && mkntfs -F -Q -q -c 4096 -s 512 v.img >/dev/null 2>&1",
+        dir.path(),
+    );
+    if !made {
+        assert!(
+            !common::required("GPUCARVE_REQUIRE_TOOLS"),
+            "GPUCARVE_REQUIRE_TOOLS=1 but mkntfs failed (apt-get install ntfs-3g)"
+        );
+        eprintln!("note: ntfs-3g not installed; test not run");
+        return;
+    }
+    let mut files: Vec<(u64, std::path::PathBuf)> = std::fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n != "MANIFEST.tsv"))
+        .map(|p| (std::fs::metadata(&p).unwrap().len(), p))
+        .collect();
+    files.sort();
+    let mut planted = std::collections::HashMap::new();
+    for (_, p) in files.iter().rev().take(24) {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let copied = Command::new("ntfscp")
+            .args(["-q", "v.img"])
+            .arg(p)
+            .arg(format!("/{name}"))
+            .current_dir(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if copied {
+            planted.insert(common::sha256(&std::fs::read(p).unwrap()), name);
+        }
+    }
+    assert!(planted.len() > 10, "only {} files copied", planted.len());
+    let out = dir.path().join("out");
+    let report = common::carve_report(&dir.path().join("v.img"), &out, &["--engine", "cpu"]);
+    let mut along = 0;
+    for r in &report {
+        let runs = r["byte_runs"].as_array().map_or(0, Vec::len);
+        if r["status"] != "complete" || runs < 2 {
+            continue;
+        }
+        let sha = r["sha256"].as_str().unwrap_or_default();
+        assert!(planted.contains_key(sha), "not a planted file: {r}");
+        along += usize::from(r["notes"].to_string().contains("NTFS file record"));
+    }
+    assert!(
+        along >= 2,
+        "{along} files carved along NTFS runs:\n{report:#?}"
+    );
+}

@@ -906,7 +906,7 @@ fn validate_laid_out(
 ) -> Option<validators::Verdict> {
     let Some(vol) = geo
         .at(start)
-        .filter(|v| v.block_map().is_some() || v.fat.is_some() || v.ext_files.is_some())
+        .filter(|v| v.block_map().is_some() || v.fat.is_some() || v.inode_files.is_some())
     else {
         return contiguous();
     };
@@ -916,7 +916,7 @@ fn validate_laid_out(
         return Some(v);
     }
     let listed = vol
-        .ext_files
+        .inode_files
         .as_ref()
         .is_some_and(|m| m.files.contains_key(&start));
     if listed {

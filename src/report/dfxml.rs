@@ -426,7 +426,7 @@ mod tests {
             phase: 0,
             fs: "ext4",
             fat: None,
-            ext_files: None,
+            inode_files: None,
             fat_files: None,
         };
         r.volumes(&[VolumeHead::from(&vol)]).unwrap();

@@ -33,7 +33,7 @@ pub fn fs_layout_verdict(
     let cl = vol.cluster;
     // An ext2/3/4 inode lists this file's blocks: the whole layout, and the
     // exact size.
-    if let Some(f) = vol.ext_files.as_ref().and_then(|m| m.files.get(&start)) {
+    if let Some(f) = vol.inode_files.as_ref().and_then(|m| m.files.get(&start)) {
         let view = RunsView::new(r, &f.runs);
         let mut v = validators::validate(
             validator,
@@ -57,7 +57,8 @@ pub fn fs_layout_verdict(
             v.length = f.size;
         }
         v.notes.push(format!(
-            "ext inode: the file system lists this file's blocks ({} runs, {} bytes); carved along them",
+            "{}: the file system lists this file's blocks ({} runs, {} bytes); carved along them",
+            vol.inode_files.as_ref().map_or("inode", |m| m.source),
             f.runs.len(),
             f.size
         ));
@@ -143,16 +144,14 @@ struct EntryLayout {
 /// * FAT16/32, a deleted entry: its chain is freed, so the clusters from
 ///   its first, contiguous, when every one of them is still free.
 fn entry_layout(r: &dyn ByteReader, vol: &geometry::Volume, start: u64) -> Option<EntryLayout> {
-    if let Some(&size) = vol
-        .ext_files
-        .as_ref()
-        .and_then(|m| m.contiguous.get(&start))
+    if let Some(m) = &vol.inode_files
+        && let Some(&size) = m.contiguous.get(&start)
     {
         return Some(EntryLayout {
             runs: vec![(start, size)],
             size,
             deleted: false,
-            what: "ext inode",
+            what: m.source,
         });
     }
     let f = *vol.fat_files.as_ref()?.files.get(&start)?;

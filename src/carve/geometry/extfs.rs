@@ -57,6 +57,9 @@ pub struct FileRuns {
 /// first block.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileMap {
+    /// What lists the files, for the verdicts' notes ("ext inode", "NTFS
+    /// file record").
+    pub source: &'static str,
     pub files: BTreeMap<u64, FileRuns>,
     /// The size of every regular file stored in one run, by the image
     /// offset of its first block (at most [`MAX_CONTIGUOUS`]).
@@ -142,6 +145,7 @@ pub fn read(r: &dyn ByteReader, vol: &Volume) -> Option<FileMap> {
         true
     });
     Some(FileMap {
+        source: "ext inode",
         files,
         contiguous,
         inodes,

@@ -31,6 +31,7 @@ pub mod alloc;
 pub mod extfs;
 pub mod names;
 pub mod ntfs;
+pub mod ntfs_files;
 
 use crate::carve::reader::{ByteReader, le16, le32};
 
@@ -55,9 +56,10 @@ pub struct Volume {
     pub fs: &'static str,
     /// FAT16/FAT32: where the allocation table lies.
     pub fat: Option<Fat>,
-    /// ext2/3/4: the fragmented files its inodes list
-    /// ([`extfs`], read by [`detect_with_files`]).
-    pub ext_files: Option<std::sync::Arc<extfs::FileMap>>,
+    /// ext2/3/4 and NTFS: the live files its inodes (file records) list,
+    /// with their runs ([`extfs`], [`ntfs_files`]; read by
+    /// [`detect_with_files`]).
+    pub inode_files: Option<std::sync::Arc<extfs::FileMap>>,
     /// FAT16/32: the size of every file a directory entry (live or
     /// deleted) starts at a cluster ([`names::fat_files`], read by
     /// [`detect_with_files`]).
@@ -100,7 +102,7 @@ impl Volume {
             .as_ref()
             .is_some_and(|m| m.files.contains_key(&pos))
             || self
-                .ext_files
+                .inode_files
                 .as_ref()
                 .is_some_and(|m| m.files.contains_key(&pos) || m.contiguous.contains_key(&pos))
     }
@@ -254,7 +256,9 @@ pub fn detect(r: &dyn ByteReader) -> Geometry {
 pub fn detect_with_files(r: &dyn ByteReader) -> Geometry {
     let mut g = detect(r);
     for v in &mut g.volumes {
-        v.ext_files = extfs::read(r, v).map(std::sync::Arc::new);
+        v.inode_files = extfs::read(r, v)
+            .or_else(|| ntfs_files::read(r, v))
+            .map(std::sync::Arc::new);
         v.fat_files = names::fat_files(r, v).map(std::sync::Arc::new);
     }
     g
@@ -304,7 +308,7 @@ fn volume(r: &dyn ByteReader, start: u64, end: u64) -> Option<Volume> {
         phase: start.checked_add(data)? % cluster,
         fs,
         fat,
-        ext_files: None,
+        inode_files: None,
         fat_files: None,
     })
 }
