@@ -31,9 +31,12 @@ pub fn fs_layout_verdict(
     cx: &validators::Context,
 ) -> Option<Verdict> {
     let cl = vol.cluster;
-    // An ext2/3/4 inode lists this file's blocks: the whole layout, and the
-    // exact size.
-    if let Some(f) = vol.inode_files.as_ref().and_then(|m| m.files.get(&start)) {
+    // An ext2/3/4 inode or an NTFS file record lists this file's blocks:
+    // the whole layout, and the exact size.
+    if let Some(m) = &vol.inode_files
+        && let Some(f) = m.files.get(&start)
+    {
+        let deleted = m.deleted.contains(&start);
         let view = RunsView::new(r, &f.runs);
         let mut v = validators::validate(
             validator,
@@ -47,8 +50,13 @@ pub fn fs_layout_verdict(
         if v.status != Status::Complete || v.length > f.size || f.size > max_len || v.length == 0 {
             return None;
         }
+        // (A deleted record's last cluster only: its others could be
+        // another file's since.)
+        if deleted && v.length.div_ceil(cl) != f.size.div_ceil(cl) {
+            return None;
+        }
         if v.length < f.size {
-            // (A live inode: what follows the structure is the file's too.)
+            // (What follows the structure up to the size is the file's too.)
             v.notes.push(format!(
                 "the structure ends at {}, the {} bytes after it up to the inode's size are the file's",
                 v.length,
@@ -57,8 +65,9 @@ pub fn fs_layout_verdict(
             v.length = f.size;
         }
         v.notes.push(format!(
-            "{}: the file system lists this file's blocks ({} runs, {} bytes); carved along them",
-            vol.inode_files.as_ref().map_or("inode", |m| m.source),
+            "{}{}: the file system lists this file's blocks ({} runs, {} bytes); carved along them",
+            if deleted { "deleted " } else { "" },
+            m.source,
             f.runs.len(),
             f.size
         ));
@@ -147,11 +156,16 @@ fn entry_layout(r: &dyn ByteReader, vol: &geometry::Volume, start: u64) -> Optio
     if let Some(m) = &vol.inode_files
         && let Some(&size) = m.contiguous.get(&start)
     {
+        let deleted = m.deleted.contains(&start);
         return Some(EntryLayout {
             runs: vec![(start, size)],
             size,
-            deleted: false,
-            what: m.source,
+            deleted,
+            what: if deleted {
+                "deleted NTFS file record (its clusters still free)"
+            } else {
+                m.source
+            },
         });
     }
     let f = *vol.fat_files.as_ref()?.files.get(&start)?;

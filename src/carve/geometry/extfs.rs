@@ -66,6 +66,9 @@ pub struct FileMap {
     pub contiguous: BTreeMap<u64, u64>,
     /// Inodes read, for the audit.
     pub inodes: u64,
+    /// The files (in `files` or `contiguous`) listed by a deleted entry
+    /// whose clusters are all still free (NTFS records), by first cluster.
+    pub deleted: std::collections::BTreeSet<u64>,
 }
 
 /// What the superblock says.
@@ -149,6 +152,7 @@ pub fn read(r: &dyn ByteReader, vol: &Volume) -> Option<FileMap> {
         files,
         contiguous,
         inodes,
+        deleted: Default::default(),
     })
 }
 

@@ -5,14 +5,17 @@
 //! non-resident, starts at VCN 0 and maps the whole of its data size in
 //! that one attribute (no attribute list, no sparse run; neither
 //! compressed nor encrypted: those clusters do not hold the file's bytes as
-//! they are) gives the file's runs in the image, cut to its size. A file in
+//! they are) gives the file's runs in the image, cut to its size; so does a
+//! deleted record (NTFS keeps its run list) whose clusters `$Bitmap` still
+//! has all free ([`FileMap::deleted`]; a live file starting at the same
+//! cluster wins). A file in
 //! two or more runs goes to [`FileMap::files`] (the carver validates a
 //! header found at its first cluster along those runs:
 //! [`crate::carve::fragments::fs_layout_verdict`]); one in a single run to
 //! [`FileMap::contiguous`] (its size ends the file:
-//! [`crate::carve::fragments::fs_entry_verdict`]). Directories, metadata
-//! files' streams named or resident, and deleted records (their clusters
-//! may belong to another file since) are left out.
+//! [`crate::carve::fragments::fs_entry_verdict`]). Directories, named or
+//! resident streams, and deleted records whose clusters another file has
+//! taken since are left out.
 //!
 //! Bounded like the ext reading: records read up to
 //! [`super::names::MAX_VOLUME_BYTES`] of `$MFT` (in batches), at most
@@ -40,6 +43,10 @@ pub fn read(r: &dyn ByteReader, vol: &Volume) -> Option<FileMap> {
         source: "NTFS file record",
         ..FileMap::default()
     };
+    let mut free = FreeCheck {
+        bitmap: v.bitmap(r),
+        read: 0,
+    };
     let mut buf = vec![0u8; (BATCH * v.record) as usize];
     let mut n = 0u64;
     while n < total {
@@ -51,16 +58,13 @@ pub fn read(r: &dyn ByteReader, vol: &Volume) -> Option<FileMap> {
             if !ntfs::fixup(rec) {
                 continue;
             }
-            let Some(f) = file_runs(&v, rec) else {
+            let Some((f, deleted)) = file_runs(&v, rec) else {
                 continue;
             };
-            if f.runs.len() >= 2 {
-                if map.files.len() < extfs::MAX_FILES {
-                    map.files.entry(f.runs[0].0).or_insert(f);
-                }
-            } else if map.contiguous.len() < extfs::MAX_CONTIGUOUS {
-                map.contiguous.entry(f.runs[0].0).or_insert(f.size);
+            if deleted && !free.all_free(r, &v, &f.runs) {
+                continue;
             }
+            add(&mut map, f, deleted);
         }
         if got < b.len() {
             break;
@@ -70,12 +74,74 @@ pub fn read(r: &dyn ByteReader, vol: &Volume) -> Option<FileMap> {
     Some(map)
 }
 
-/// The runs of a live file's data, cut to its size (`None`: not such a
-/// file, see the module's text).
-fn file_runs(v: &Ntfs, rec: &[u8]) -> Option<FileRuns> {
+/// Keeps `f` (a live file over a deleted one starting at the same cluster).
+fn add(map: &mut FileMap, f: FileRuns, deleted: bool) {
+    let at = f.runs[0].0;
+    let known = map.files.contains_key(&at) || map.contiguous.contains_key(&at);
+    if known && (deleted || !map.deleted.contains(&at)) {
+        return;
+    }
+    map.files.remove(&at);
+    map.contiguous.remove(&at);
+    map.deleted.remove(&at);
+    if f.runs.len() >= 2 {
+        if map.files.len() >= extfs::MAX_FILES {
+            return;
+        }
+        map.files.insert(at, f);
+    } else if map.contiguous.len() < extfs::MAX_CONTIGUOUS {
+        map.contiguous.insert(at, f.size);
+    } else {
+        return;
+    }
+    if deleted {
+        map.deleted.insert(at);
+    }
+}
+
+/// Whether a deleted file's clusters are all still free in `$Bitmap`,
+/// within [`MAX_BITMAP_READ`] bytes of it read per volume.
+struct FreeCheck {
+    bitmap: Option<(Vec<ntfs::Extent>, u64)>,
+    read: u64,
+}
+
+/// Most bytes of `$Bitmap` read to check deleted files per volume.
+const MAX_BITMAP_READ: u64 = 16 << 20;
+
+impl FreeCheck {
+    fn all_free(&mut self, r: &dyn ByteReader, v: &Ntfs, runs: &[(u64, u64)]) -> bool {
+        let Some((ext, _)) = &self.bitmap else {
+            return false;
+        };
+        for &(at, len) in runs {
+            let first = (at - v.start) / v.cluster;
+            let last = (at + len - 1 - v.start) / v.cluster;
+            let (b0, b1) = (first / 8, last / 8);
+            let n = b1 - b0 + 1;
+            if self.read + n > MAX_BITMAP_READ {
+                return false;
+            }
+            self.read += n;
+            let mut bits = vec![0u8; n as usize];
+            if ntfs::read_mapped(r, ext, b0, &mut bits) != bits.len() {
+                return false;
+            }
+            let set = (first..=last).any(|c| bits[(c / 8 - b0) as usize] >> (c % 8) & 1 == 1);
+            if set {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The runs of a file's data, cut to its size, and whether its record is
+/// deleted (`None`: not such a file, see the module's text).
+fn file_runs(v: &Ntfs, rec: &[u8]) -> Option<(FileRuns, bool)> {
     let flags = le16(rec, 0x16);
-    // In use, not a directory, a base record.
-    if flags & 3 != 1 || le64(rec, 0x20) & 0xFFFF_FFFF_FFFF != 0 {
+    // Not a directory, a base record.
+    if flags & 2 != 0 || le64(rec, 0x20) & 0xFFFF_FFFF_FFFF != 0 {
         return None;
     }
     let a = ntfs::attrs(rec).find(|a| a.kind == DATA && a.name_len() == 0)?;
@@ -107,7 +173,7 @@ fn file_runs(v: &Ntfs, rec: &[u8]) -> Option<FileRuns> {
             _ => runs.push((at, bytes)),
         }
     }
-    (size > 0 && left == 0).then_some(FileRuns { runs, size })
+    (size > 0 && left == 0).then_some((FileRuns { runs, size }, flags & 1 == 0))
 }
 
 #[cfg(test)]
@@ -187,5 +253,48 @@ mod tests {
         assert_eq!(map.contiguous.get(&c(2)), Some(&(8 * 1024)));
         assert_eq!(map.contiguous.len(), 2, "{map:?}");
         assert_eq!(map.inodes, 8);
+    }
+
+    /// `fuzz/seeds/ntfs_synthetic.py`'s volume: 512-byte clusters,
+    /// `$Bitmap` at cluster 26, /a.jpg (live, 1000 bytes) at 27..=28,
+    /// /D/b.png (deleted, its cluster free) at 29.
+    #[test]
+    fn a_deleted_record_counts_while_its_clusters_are_free() {
+        let synthetic: &[u8] = include_bytes!("../../../fuzz/seeds/ntfs_synthetic.bin");
+        let mut img = with_boot_sector(synthetic);
+        let cl = |n: u64| n * 512;
+        let g = crate::carve::geometry::detect(&img);
+        let map = read(&img, &g.volumes[0]).expect("NTFS");
+        assert_eq!(map.contiguous.get(&cl(27)), Some(&1000));
+        assert!(!map.deleted.contains(&cl(27)));
+        assert!(map.contiguous.contains_key(&cl(29)), "{map:?}");
+        assert!(map.deleted.contains(&cl(29)));
+        // Cluster 29 taken again ($Bitmap's bit set): the record says no
+        // more where that file lies.
+        img[26 * 512 + 29 / 8] |= 1 << (29 % 8);
+        let map = read(&img, &g.volumes[0]).expect("NTFS");
+        assert!(!map.contiguous.contains_key(&cl(29)), "{map:?}");
+        assert!(map.deleted.is_empty());
+        assert!(map.contiguous.contains_key(&cl(27)));
+    }
+
+    #[test]
+    fn a_live_file_wins_over_a_deleted_one_at_the_same_cluster() {
+        let f = |runs: Vec<(u64, u64)>| FileRuns {
+            size: runs.iter().map(|r| r.1).sum(),
+            runs,
+        };
+        let mut m = FileMap::default();
+        add(&mut m, f(vec![(4096, 100), (0, 10)]), true);
+        assert!(m.files.contains_key(&4096) && m.deleted.contains(&4096));
+        add(&mut m, f(vec![(4096, 50)]), true);
+        assert_eq!(m.files[&4096].size, 110);
+        add(&mut m, f(vec![(4096, 70)]), false);
+        assert!(!m.files.contains_key(&4096) && m.deleted.is_empty());
+        assert_eq!(m.contiguous.get(&4096), Some(&70));
+        add(&mut m, f(vec![(4096, 90), (0, 1)]), true);
+        add(&mut m, f(vec![(4096, 90), (0, 1)]), false);
+        assert_eq!(m.contiguous.get(&4096), Some(&70));
+        assert!(m.files.is_empty() && m.deleted.is_empty());
     }
 }
