@@ -202,7 +202,13 @@ impl AllocMaps {
                 continue;
             };
             total = total.checked_add(u.count)?;
-            if total > MAX_BITS {
+            // (Known too large before a byte is read.)
+            let map_bytes = match &self.volumes[i].1 {
+                Map::Fat(fat, _) => u.count.saturating_mul(u64::from(fat.width / 8)),
+                Map::Ext(m) => (u.count / m.blocks_per_group.max(1) + 1).saturating_mul(m.bs),
+                _ => u.count / 8,
+            };
+            if total > MAX_BITS || self.read.saturating_add(map_bytes) > MAX_MAP_BYTES {
                 return None;
             }
             let mut bits = vec![0u64; u.count.div_ceil(64) as usize];
