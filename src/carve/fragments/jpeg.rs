@@ -49,6 +49,12 @@ const MIN_CROSS: u64 = 8 << 10;
 /// Most proven crossings kept per search, followed (nearest first) when
 /// no join proves the whole file.
 const MAX_CROSSINGS: usize = 2;
+/// Most fragments of a JPEG join (below [`MAX_RUNS`]): a decode proves no
+/// order, and the fragments of one picture (or of pictures coded with the
+/// same tables) decode as each other's continuation; in five fragments,
+/// middle ones permuted reached the exact MCU count (a false join on a
+/// generated image, raw seed 11), never seen in four.
+const JPEG_MAX_RUNS: usize = if MAX_RUNS < 4 { MAX_RUNS } else { 4 };
 /// Least (candidates, bytes) allowed to the searches after crossings.
 const CROSS_FLOOR: (u64, u64) = (32 << 10, 8 << 20);
 
@@ -648,7 +654,7 @@ fn try_join<'a>(
     // the crossing to count when the file breaks again: beyond what
     // the cluster before the candidate is allowed to decode (below).
     let noise_reach = split + cl + cl.max(1024) + SLACK;
-    let more = head.count() + 2 <= MAX_RUNS;
+    let more = head.count() + 2 <= JPEG_MAX_RUNS;
     let crosses = |d: &Damage| more && d.damaged && d.fail_at > noise_reach.max(split + MIN_CROSS);
     // Cheap test: decode a little past the split.
     let probe = head.then(split, s2, split.saturating_add(PROBE).min(max_len))?;

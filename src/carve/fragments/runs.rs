@@ -5,7 +5,7 @@
 use crate::carve::validators::{self, ByteReader};
 
 /// Most fragments a recovered file may have.
-pub const MAX_RUNS: usize = 4;
+pub const MAX_RUNS: usize = 5;
 
 /// A virtual file made of up to [`MAX_RUNS`] runs of the image: run `i`
 /// holds virtual offsets `[v_i, v_{i+1})` (the last one up to `len`) and

@@ -122,7 +122,9 @@ pub(super) fn inflate(
     let mut used = 0usize; // bytes of inbuf consumed
     loop {
         if used == have {
-            let want = (max_in - fed).min(inbuf.len() as u64) as usize;
+            // Reads grow from 4 KiB: most candidates fail within it.
+            let cap = (4096u64 << (fed / 4096).min(4)).min(inbuf.len() as u64);
+            let want = (max_in - fed).min(cap) as usize;
             if !b.bytes(want as u64) {
                 return Inflate::Budget;
             }
@@ -298,45 +300,58 @@ pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined>
     if head.count() + 2 > MAX_RUNS || !b.ok() {
         return None;
     }
-    cross(head, last, cl, &mut cache, b)
+    cross(head, (last, brk), cl, &mut cache, b)
 }
 
-/// The entry whose local header is at `last` runs into foreign data:
-/// tries the next fragment nearest first, for splits at most
-/// [`MAX_CROSS_SPLITS`] clusters below where its data stops inflating
-/// (or anywhere in a short stored entry). A candidate is a proven
-/// crossing when a local or central header follows the entry's data
-/// exactly and the entry's CRC-32 (from its local header) matches; the
-/// search then goes on from that join.
-fn cross(head: &TwoRuns, last: u64, cl: u64, cache: &mut Cache, b: &mut Budget) -> Option<Joined> {
-    let mut h = [0u8; 30];
-    if !read_exact(head, last, &mut h) || &h[..4] != LFH {
-        return None;
-    }
-    let (flags, method) = (le16(&h, 6), le16(&h, 8));
-    if flags & 9 != 0 || !matches!(method, 0 | 8) {
-        return None;
-    }
-    let data = last + 30 + le16(&h, 26) + le16(&h, 28);
-    let e = Entry {
-        method,
-        crc: le32(&h, 14) as u32,
-        csize: le32(&h, 18),
-        usize: le32(&h, 22),
-        data,
-    };
-    let end = data + e.csize;
-    let low = data.max(head.split()) / cl + 1;
-    let fail = if method == 8 {
-        match inflate(head, data, e.csize, e.usize, b) {
-            Inflate::Err { at } => data + at,
-            _ => return None,
-        }
+/// The walk breaks after the local header at `last`: the split lies in
+/// that entry (its name, extra field or data) or where it ends (the next
+/// header in the next fragment). Tries the next fragment nearest first,
+/// for splits at most [`MAX_CROSS_SPLITS`] clusters below where its data
+/// stops inflating, or below where the walk broke (anywhere in a short
+/// stored entry). A candidate is a proven crossing when the entry holding
+/// the split has its CRC-32 (from its local header) and a local or central
+/// header follows its data exactly ([`crossing`]); the search then goes on
+/// from that join.
+fn cross(
+    head: &TwoRuns,
+    (last, brk): (u64, u64),
+    cl: u64,
+    cache: &mut Cache,
+    b: &mut Budget,
+) -> Option<Joined> {
+    let (e, desc) = entry_at(head, last, cache)?;
+    // (With a data descriptor the local header holds no sizes: the data
+    // ends where its deflate stream does.)
+    let (end, max_in, max_out) = if desc {
+        (u64::MAX, head.len().saturating_sub(e.data), u64::MAX)
     } else {
-        end
+        (e.data + e.csize, e.csize, e.usize)
     };
-    let top = fail.min(end.saturating_sub(1)) / cl;
-    if top < low || (method == 0 && top - low >= MAX_CROSS_SPLITS) {
+    let after = head.split() / cl + 1;
+    // Splits `k·cl` for `k` in `low..=top`: where the entry's data stops
+    // inflating (the split is in its name, extra field or data), or, its
+    // data intact, where the next header should start; a stored entry
+    // anywhere in its data.
+    // `from`: the first local header the crossing's proof reads (the
+    // entry at `last`, or, intact, the one after it at `brk`).
+    let (low, top, from) = match e.method {
+        8 => match inflate(head, e.data, max_in, max_out, b) {
+            Inflate::Err { at } => (
+                last / cl + 1,
+                (e.data + at).min(end.saturating_sub(1)) / cl,
+                last,
+            ),
+            Inflate::Ok { consumed, .. } => (
+                (e.data + consumed).saturating_sub(4).div_ceil(cl),
+                brk.saturating_add(3) / cl,
+                brk,
+            ),
+            Inflate::Budget => return None,
+        },
+        _ => (e.data / cl + 1, end.saturating_sub(1) / cl, last),
+    };
+    let low = low.max(after);
+    if top < low || (e.method == 0 && top - low >= MAX_CROSS_SPLITS) {
         return None;
     }
     let splits: Vec<u64> = (top.saturating_sub(MAX_CROSS_SPLITS - 1).max(low)..=top)
@@ -346,15 +361,9 @@ fn cross(head: &TwoRuns, last: u64, cl: u64, cache: &mut Cache, b: &mut Budget) 
     let max_len = head.len();
     let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
         let j = head.then(splits[i], s2, max_len)?;
-        let mut sig = [0u8; 4];
-        if !cache.read_joined(&j, end, &mut sig) || (&sig != LFH && &sig != CDH) {
-            return None;
-        }
-        if crc_ok(&j, &e, b) != Some(true) {
-            return None;
-        }
+        let at = crossing(&j, from, cache, b)?;
         let note = format!(
-            "fragment {} proven by the CRC-32 of the ZIP entry at {last} across its start and the header after it; split at {}, fragment at {s2}",
+            "fragment {} proven by the CRC-32 of the ZIP entry at {at} across its start and the header after it; split at {}, fragment at {s2}",
             j.count(),
             j.split()
         );
@@ -364,6 +373,85 @@ fn cross(head: &TwoRuns, last: u64, cl: u64, cache: &mut Cache, b: &mut Budget) 
     let mut f = recover(&j, cl, b)?;
     f.notes.insert(0, note);
     Some(f)
+}
+
+/// The entry whose local header is at `pos` of `j` (read through the
+/// join), and whether a data descriptor after its data holds its sizes and
+/// CRC-32 (deflated entries only); `None` unless a stored or deflated,
+/// unencrypted entry.
+fn entry_at(j: &TwoRuns, pos: u64, cache: &mut Cache) -> Option<(Entry, bool)> {
+    let mut h = [0u8; 30];
+    if !cache.read_joined(j, pos, &mut h) || &h[..4] != LFH {
+        return None;
+    }
+    let (flags, method) = (le16(&h, 6), le16(&h, 8));
+    let desc = flags & 8 != 0;
+    if flags & 1 != 0 || !matches!(method, 0 | 8) || (desc && method != 8) {
+        return None;
+    }
+    let e = Entry {
+        method,
+        crc: le32(&h, 14) as u32,
+        csize: le32(&h, 18),
+        usize: le32(&h, 22),
+        data: pos + 30 + le16(&h, 26) + le16(&h, 28),
+    };
+    Some((e, desc))
+}
+
+/// The crossing of `j`'s last split proven: from the local header at
+/// `last` (before the split), the entry holding the split (the one at
+/// `last`, or the next one when the split is where `last`'s data ends: its
+/// header in the next fragment) has
+/// its CRC-32, and a local or central header follows its data exactly.
+/// Its local header's position, or `None`.
+fn crossing(j: &TwoRuns, last: u64, cache: &mut Cache, b: &mut Budget) -> Option<u64> {
+    let split = j.split();
+    let mut at = last;
+    for _ in 0..2 {
+        let (e, desc) = entry_at(j, at, cache)?;
+        let (end, described) = if desc {
+            let (end, ok) = described(j, &e, cache, b)?;
+            (end, Some(ok))
+        } else {
+            (e.data + e.csize, None)
+        };
+        if end <= split {
+            at = end;
+            continue;
+        }
+        let mut sig = [0u8; 4];
+        if !cache.read_joined(j, end, &mut sig) || (&sig != LFH && &sig != CDH) {
+            return None;
+        }
+        let ok = match described {
+            Some(ok) => ok,
+            None => crc_ok(j, &e, b) == Some(true),
+        };
+        return ok.then_some(at);
+    }
+    None
+}
+
+/// A deflated entry whose sizes and CRC-32 follow its data (a data
+/// descriptor, with or without its signature), inflated through `j`: where
+/// the descriptor ends, and whether it holds what was inflated (CRC-32 and
+/// both sizes). `None` when the data does not inflate.
+fn described(j: &TwoRuns, e: &Entry, cache: &mut Cache, b: &mut Budget) -> Option<(u64, bool)> {
+    let Inflate::Ok { consumed, out, crc } =
+        inflate(j, e.data, j.len().saturating_sub(e.data), u64::MAX, b)
+    else {
+        return None;
+    };
+    let at = e.data + consumed;
+    let mut d = [0u8; 16];
+    if !cache.read_joined(j, at, &mut d) {
+        return None;
+    }
+    let sig = &d[..4] == b"PK\x07\x08";
+    let f = if sig { &d[4..] } else { &d[..12] };
+    let ok = le32(f, 0) as u32 == crc && le32(f, 4) == consumed && le32(f, 8) == out;
+    Some((at + if sig { 16 } else { 12 }, ok))
 }
 
 struct Entry {
