@@ -319,7 +319,48 @@ fn cross(
     cache: &mut Cache,
     b: &mut Budget,
 ) -> Option<Joined> {
-    let (e, desc) = entry_at(head, last, cache)?;
+    let (mut splits, from) = entry_splits(head, (last, brk), cl, cache, b)?;
+    // A split inside the local header's fixed fields leaves its sizes and
+    // name length to the next fragment: that split is tried too (the
+    // proof reads the header through the join).
+    let in_header = ((last + 4) / cl + 1) * cl;
+    if in_header < last + 30 && in_header > head.split() && !splits.contains(&in_header) {
+        splits.push(in_header);
+    }
+    if splits.is_empty() {
+        return None;
+    }
+    let max_len = head.len();
+    let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
+        let j = head.then(splits[i], s2, max_len)?;
+        let at = crossing(&j, from, cache, b)?;
+        let note = format!(
+            "fragment {} proven by the CRC-32 of the ZIP entry at {at} across its start and the header after it; split at {}, fragment at {s2}",
+            j.count(),
+            j.split()
+        );
+        Some((j, note))
+    });
+    let (j, note) = found?;
+    let mut f = recover(&j, cl, b)?;
+    f.notes.insert(0, note);
+    Some(f)
+}
+
+/// The splits [`cross`] tries for the entry whose local header is at
+/// `last` (its fields read before the split), nearest where it breaks
+/// first, and the local header its crossing's proof starts from;
+/// `None` when the budget ends.
+fn entry_splits(
+    head: &TwoRuns,
+    (last, brk): (u64, u64),
+    cl: u64,
+    cache: &mut Cache,
+    b: &mut Budget,
+) -> Option<(Vec<u64>, u64)> {
+    let Some((e, desc)) = entry_at(head, last, cache) else {
+        return Some((Vec::new(), last));
+    };
     // (With a data descriptor the local header holds no sizes: the data
     // ends where its deflate stream does.)
     let (end, max_in, max_out) = if desc {
@@ -352,27 +393,13 @@ fn cross(
     };
     let low = low.max(after);
     if top < low || (e.method == 0 && top - low >= MAX_CROSS_SPLITS) {
-        return None;
+        return Some((Vec::new(), last));
     }
     let splits: Vec<u64> = (top.saturating_sub(MAX_CROSS_SPLITS - 1).max(low)..=top)
         .rev()
         .map(|k| k * cl)
         .collect();
-    let max_len = head.len();
-    let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
-        let j = head.then(splits[i], s2, max_len)?;
-        let at = crossing(&j, from, cache, b)?;
-        let note = format!(
-            "fragment {} proven by the CRC-32 of the ZIP entry at {at} across its start and the header after it; split at {}, fragment at {s2}",
-            j.count(),
-            j.split()
-        );
-        Some((j, note))
-    });
-    let (j, note) = found?;
-    let mut f = recover(&j, cl, b)?;
-    f.notes.insert(0, note);
-    Some(f)
+    Some((splits, from))
 }
 
 /// The entry whose local header is at `pos` of `j` (read through the
@@ -421,7 +448,7 @@ fn crossing(j: &TwoRuns, last: u64, cache: &mut Cache, b: &mut Budget) -> Option
             continue;
         }
         let mut sig = [0u8; 4];
-        if !cache.read_joined(j, end, &mut sig) || (&sig != LFH && &sig != CDH) {
+        if at > split || !cache.read_joined(j, end, &mut sig) || (&sig != LFH && &sig != CDH) {
             return None;
         }
         let ok = match described {
