@@ -311,7 +311,7 @@ pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined>
 /// stored entry). A candidate is a proven crossing when the entry holding
 /// the split has its CRC-32 (from its local header) and a local or central
 /// header follows its data exactly ([`crossing`]); the search then goes on
-/// from that join.
+/// from that join. (Entries with a data descriptor are not crossed.)
 fn cross(
     head: &TwoRuns,
     (last, brk): (u64, u64),
@@ -333,7 +333,8 @@ fn cross(
     let max_len = head.len();
     let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
         let j = head.then(splits[i], s2, max_len)?;
-        let at = crossing(&j, from, cache, b)?;
+        // (Before where the entry at `last` ends, the proof starts there.)
+        let at = crossing(&j, if splits[i] < from { last } else { from }, cache, b)?;
         let note = format!(
             "fragment {} proven by the CRC-32 of the ZIP entry at {at} across its start and the header after it; split at {}, fragment at {s2}",
             j.count(),
@@ -358,16 +359,10 @@ fn entry_splits(
     cache: &mut Cache,
     b: &mut Budget,
 ) -> Option<(Vec<u64>, u64)> {
-    let Some((e, desc)) = entry_at(head, last, cache) else {
+    let Some(e) = entry_at(head, last, cache) else {
         return Some((Vec::new(), last));
     };
-    // (With a data descriptor the local header holds no sizes: the data
-    // ends where its deflate stream does.)
-    let (end, max_in, max_out) = if desc {
-        (u64::MAX, head.len().saturating_sub(e.data), u64::MAX)
-    } else {
-        (e.data + e.csize, e.csize, e.usize)
-    };
+    let end = e.data + e.csize;
     let after = head.split() / cl + 1;
     // Splits `k·cl` for `k` in `low..=top`: where the entry's data stops
     // inflating (the split is in its name, extra field or data), or, its
@@ -376,7 +371,7 @@ fn entry_splits(
     // `from`: the first local header the crossing's proof reads (the
     // entry at `last`, or, intact, the one after it at `brk`).
     let (low, top, from) = match e.method {
-        8 => match inflate(head, e.data, max_in, max_out, b) {
+        8 => match inflate(head, e.data, e.csize, e.usize, b) {
             Inflate::Err { at } => (
                 last / cl + 1,
                 (e.data + at).min(end.saturating_sub(1)) / cl,
@@ -403,46 +398,39 @@ fn entry_splits(
 }
 
 /// The entry whose local header is at `pos` of `j` (read through the
-/// join), and whether a data descriptor after its data holds its sizes and
-/// CRC-32 (deflated entries only); `None` unless a stored or deflated,
-/// unencrypted entry.
-fn entry_at(j: &TwoRuns, pos: u64, cache: &mut Cache) -> Option<(Entry, bool)> {
+/// join); `None` unless a stored or deflated, unencrypted entry whose
+/// local header holds its sizes and CRC-32 (no data descriptor: with one,
+/// every candidate would be inflated until its stream ends, unbounded by
+/// the entry's size, and text decodes as deflate data for kilobytes).
+fn entry_at(j: &TwoRuns, pos: u64, cache: &mut Cache) -> Option<Entry> {
     let mut h = [0u8; 30];
     if !cache.read_joined(j, pos, &mut h) || &h[..4] != LFH {
         return None;
     }
     let (flags, method) = (le16(&h, 6), le16(&h, 8));
-    let desc = flags & 8 != 0;
-    if flags & 1 != 0 || !matches!(method, 0 | 8) || (desc && method != 8) {
+    if flags & 9 != 0 || !matches!(method, 0 | 8) {
         return None;
     }
-    let e = Entry {
+    Some(Entry {
         method,
         crc: le32(&h, 14) as u32,
         csize: le32(&h, 18),
         usize: le32(&h, 22),
         data: pos + 30 + le16(&h, 26) + le16(&h, 28),
-    };
-    Some((e, desc))
+    })
 }
 
 /// The crossing of `j`'s last split proven: from the local header at
-/// `last` (before the split), the entry holding the split (the one at
-/// `last`, or the next one when the split is where `last`'s data ends: its
-/// header in the next fragment) has
-/// its CRC-32, and a local or central header follows its data exactly.
-/// Its local header's position, or `None`.
-fn crossing(j: &TwoRuns, last: u64, cache: &mut Cache, b: &mut Budget) -> Option<u64> {
+/// `from` (at or before the split), the entry holding the split (the one
+/// at `from`, or the next one when the split is where its data ends: that
+/// header in the next fragment) has its CRC-32, and a local or central
+/// header follows its data exactly. Its local header's position, or `None`.
+fn crossing(j: &TwoRuns, from: u64, cache: &mut Cache, b: &mut Budget) -> Option<u64> {
     let split = j.split();
-    let mut at = last;
+    let mut at = from;
     for _ in 0..2 {
-        let (e, desc) = entry_at(j, at, cache)?;
-        let (end, described) = if desc {
-            let (end, ok) = described(j, &e, cache, b)?;
-            (end, Some(ok))
-        } else {
-            (e.data + e.csize, None)
-        };
+        let e = entry_at(j, at, cache)?;
+        let end = e.data + e.csize;
         if end <= split {
             at = end;
             continue;
@@ -451,34 +439,9 @@ fn crossing(j: &TwoRuns, last: u64, cache: &mut Cache, b: &mut Budget) -> Option
         if at > split || !cache.read_joined(j, end, &mut sig) || (&sig != LFH && &sig != CDH) {
             return None;
         }
-        let ok = match described {
-            Some(ok) => ok,
-            None => crc_ok(j, &e, b) == Some(true),
-        };
-        return ok.then_some(at);
+        return (crc_ok(j, &e, b) == Some(true)).then_some(at);
     }
     None
-}
-
-/// A deflated entry whose sizes and CRC-32 follow its data (a data
-/// descriptor, with or without its signature), inflated through `j`: where
-/// the descriptor ends, and whether it holds what was inflated (CRC-32 and
-/// both sizes). `None` when the data does not inflate.
-fn described(j: &TwoRuns, e: &Entry, cache: &mut Cache, b: &mut Budget) -> Option<(u64, bool)> {
-    let Inflate::Ok { consumed, out, crc } =
-        inflate(j, e.data, j.len().saturating_sub(e.data), u64::MAX, b)
-    else {
-        return None;
-    };
-    let at = e.data + consumed;
-    let mut d = [0u8; 16];
-    if !cache.read_joined(j, at, &mut d) {
-        return None;
-    }
-    let sig = &d[..4] == b"PK\x07\x08";
-    let f = if sig { &d[4..] } else { &d[..12] };
-    let ok = le32(f, 0) as u32 == crc && le32(f, 4) == consumed && le32(f, 8) == out;
-    Some((at + if sig { 16 } else { 12 }, ok))
 }
 
 struct Entry {
