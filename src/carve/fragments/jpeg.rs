@@ -56,7 +56,7 @@ const MAX_CROSSINGS: usize = 2;
 /// generated image, raw seed 11), never seen in four.
 const JPEG_MAX_RUNS: usize = if MAX_RUNS < 4 { MAX_RUNS } else { 4 };
 /// Least (candidates, bytes) allowed to the searches after crossings.
-const CROSS_FLOOR: (u64, u64) = (32 << 10, 8 << 20);
+const CROSS_FLOOR: (u64, u64) = (128 << 10, 32 << 20);
 
 /// The validator over `j`, with where it broke. With a snapshot of the
 /// head taken for `j`'s split, the bytes before the split are not decoded
