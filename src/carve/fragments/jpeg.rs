@@ -54,7 +54,8 @@ const MAX_CROSSINGS: usize = 2;
 /// same tables) decode as each other's continuation; in five fragments,
 /// middle ones permuted reached the exact MCU count (a false join on a
 /// generated image, raw seed 11), never seen in four.
-const JPEG_MAX_RUNS: usize = if MAX_RUNS < 4 { MAX_RUNS } else { 4 };
+const JPEG_MAX_RUNS: usize = 4;
+const _: () = assert!(JPEG_MAX_RUNS <= MAX_RUNS);
 /// Least (candidates, bytes) allowed to the searches after crossings.
 const CROSS_FLOOR: (u64, u64) = (128 << 10, 32 << 20);
 
