@@ -600,18 +600,19 @@ fn three_and_four_fragment_files_are_recovered_without_false_joins() {
         "three/four-fragment JPEG/PNG/ZIP recovered exactly: {recovered}/{total} (three: {recovered3}/{total3}, four: {recovered4}/{total4}); joins of 3+ runs written: {multi}"
     );
     assert!(total > 0);
-    // Measured 36/77 (three: 16/34, four: 20/43; 21/77 when this floor was
-    // first set, 34/77 before CROSS_FLOOR went to 128K candidates): the
-    // floor only goes up.
+    // Measured 37/77 (three: 17/34, four: 20/43; 21/77 when this floor was
+    // first set, 34/77 before this change's CROSS_FLOOR, ZIP crossings and
+    // file bound after a run placed before the header): the floor only
+    // goes up.
     assert!(
-        recovered * 100 >= total * 45,
+        recovered * 100 >= total * 46,
         "recovered {recovered} of {total} files in three or four fragments"
     );
-    // Three fragments alone: measured 16/34 on these images (512-byte FAT
+    // Three fragments alone: measured 17/34 on these images (512-byte FAT
     // clusters; 23/38 on 256 MiB images, BENCHMARKS.md in git history).
     assert!(total3 > 0);
     assert!(
-        recovered3 * 100 >= total3 * 45,
+        recovered3 * 100 >= total3 * 47,
         "recovered {recovered3} of {total3} files in three fragments"
     );
     // Four fragments alone: measured 20/43.
@@ -634,9 +635,9 @@ fn five_fragment_files_are_recovered_without_false_joins() {
         "five-fragment JPEG/PNG/ZIP recovered exactly: {recovered}/{total}; joins of 3+ runs written: {multi}"
     );
     assert!(total > 0);
-    // Measured 17/76 (2/76 with at most four runs): the floor only goes up.
+    // Measured 19/76 (2/76 with at most four runs): the floor only goes up.
     assert!(
-        recovered * 100 >= total * 20,
+        recovered * 100 >= total * 23,
         "recovered {recovered} of {total} files in five fragments"
     );
     assert!(multi > 0, "no join of 3+ runs written");

@@ -263,8 +263,8 @@ fn recover_given(
     let max_len = max_len.min(r.len().saturating_sub(start));
     let mut b = Budget::new(*limits, claims, (memory, log));
     let joined = match validator {
-        "png" => png::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
-        "zip" => zip::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
+        "png" => png::recover(&TwoRuns::one(r, start, max_len), max_len, cluster, &mut b),
+        "zip" => zip::recover(&TwoRuns::one(r, start, max_len), max_len, cluster, &mut b),
         "jpeg" => jpeg::recover(
             &TwoRuns::one(r, start, max_len),
             max_len,

@@ -219,8 +219,8 @@ fn eocds(
 /// local header; the last run open-ended): the EOCD fixes the last
 /// fragment; else a fragment whose crossing entry's CRC is proven heads
 /// the next search, while runs are left.
-pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined> {
-    let (r, start, max_len) = (head.r, head.a(), head.len());
+pub(super) fn recover(head: &TwoRuns, max_len: u64, cl: u64, b: &mut Budget) -> Option<Joined> {
+    let (r, start) = (head.r, head.a());
     let (last, brk) = break_at(head, b)?;
     let first = ((last + 1).div_ceil(cl) * cl).max((head.split() / cl + 1) * cl);
     let splits: Vec<u64> = (0..b.lim.max_splits)
@@ -300,7 +300,7 @@ pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined>
     if head.count() + 2 > MAX_RUNS || !b.ok() {
         return None;
     }
-    cross(head, (last, brk), cl, &mut cache, b)
+    cross(head, (last, brk), (max_len, cl), &mut cache, b)
 }
 
 /// The walk breaks after the local header at `last`: the split lies in
@@ -315,7 +315,7 @@ pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined>
 fn cross(
     head: &TwoRuns,
     (last, brk): (u64, u64),
-    cl: u64,
+    (max_len, cl): (u64, u64),
     cache: &mut Cache,
     b: &mut Budget,
 ) -> Option<Joined> {
@@ -330,7 +330,6 @@ fn cross(
     if splits.is_empty() {
         return None;
     }
-    let max_len = head.len();
     let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
         let j = head.then(splits[i], s2, max_len)?;
         // (Before where the entry at `last` ends, the proof starts there.)
@@ -343,7 +342,7 @@ fn cross(
         Some((j, note))
     });
     let (j, note) = found?;
-    let mut f = recover(&j, cl, b)?;
+    let mut f = recover(&j, max_len, cl, b)?;
     f.notes.insert(0, note);
     Some(f)
 }
