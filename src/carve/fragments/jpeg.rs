@@ -749,6 +749,21 @@ fn try_join<'a>(
             }
         }
     }
+    // A decode proves no order either: the fragments of one picture
+    // decode as each other's continuation (raw seed 17: the middle two of
+    // four, swapped, reached the exact MCU count). The same runs with two
+    // neighbours after the header swapped must fail. (Not charged either:
+    // one decode per pair, of the one join accepted.)
+    for i in 1..j.count() {
+        let Some(alt) = j.swapped(i, v.length) else {
+            continue;
+        };
+        let mut d = Damage::default();
+        let src = Src::new(&alt, 0, Limits { max_len: alt.len });
+        if vj::validate_probe(src, &mut d).is_some_and(|w| w.status == Status::Complete) {
+            return None;
+        }
+    }
     let scans = if v.notes.iter().any(|n| n.contains("progressive")) {
         " in every scan"
     } else {

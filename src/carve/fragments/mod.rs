@@ -96,7 +96,8 @@
 //! fragments the middle ones of one picture, permuted, reached the exact
 //! MCU count. The file's final proof is the
 //! same as for two fragments, over every run; a JPEG join is also refused
-//! when any boundary moved by one cluster decodes as well. No cluster is
+//! when any boundary moved by one cluster decodes as well, or the same runs
+//! with two neighbours after the header swapped do. No cluster is
 //! taken twice, and all runs share the file's budget.
 //!
 //! A proven join becomes a `complete` file with two byte runs and a note
@@ -535,6 +536,14 @@ mod tests {
         // Out of order: the second piece ends at the header.
         let j = TwoRuns::new(&img, 50, 5, 40, 1000);
         assert_eq!(j.len(), 15);
+        // Three runs, the two after the header swapped: the same bytes in
+        // the other order; no run to swap with the last one.
+        let three = TwoRuns::new(&img, 10, 5, 30, 100).then(8, 60, 100).unwrap();
+        let alt = three.swapped(1, 12).unwrap();
+        let mut got = [0u8; 12];
+        assert_eq!(alt.read_at(0, &mut got), 12);
+        assert_eq!(got, [10, 11, 12, 13, 14, 60, 61, 62, 63, 30, 31, 32]);
+        assert!(three.swapped(2, 12).is_none() && three.swapped(0, 12).is_none());
     }
     /// A TIFF (its IFD at the end, past the indirect block) and a PNG laid
     /// out by an ext2 block map: carved whole, in two runs, from the block
