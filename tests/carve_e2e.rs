@@ -536,14 +536,17 @@ fn three_quarters_of_in_order_two_fragment_files_are_recovered_without_false_joi
     assert!(jpeg_joins > 0, "no JPEG join proven");
 }
 
+/// Files planted and recovered exactly, by fragment count.
+type Recall = HashMap<usize, (usize, usize)>;
+
 /// Carves raw and FAT32 images (seeds 4 and 5) whose fragmented files are
 /// in `counts` fragments; checks that every joined file written as complete
 /// is a planted original byte for byte (no false join), and returns, per
 /// fragment count (3 or more), the JPEG/PNG/ZIP-family files planted and
 /// those recovered exactly, and the joins of 3+ runs written.
-fn multi_fragment_recall(counts: &str) -> Option<(HashMap<usize, (usize, usize)>, usize)> {
+fn multi_fragment_recall(counts: &str) -> Option<(Recall, usize)> {
     let dir = tempfile::tempdir().unwrap();
-    let mut by_count: HashMap<usize, (usize, usize)> = HashMap::new();
+    let mut by_count = Recall::new();
     let mut multi = 0;
     for (fs, seed) in [("raw", 4), ("raw", 5), ("fat32", 4), ("fat32", 5)] {
         let (img, truth) = generated_image_with(
