@@ -1085,13 +1085,13 @@ def assign_names_and_status(plants, rng, args, cluster_guess):
 
 
 def parse_counts(text):
-    """Parse --fragment-counts: comma-separated integers in 2..4."""
+    """Parse --fragment-counts: comma-separated integers in 2..5."""
     try:
         counts = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}")
-    if not counts or any(c < 2 or c > 4 for c in counts):
-        raise argparse.ArgumentTypeError("fragment counts must be 2, 3 or 4")
+    if not counts or any(c < 2 or c > 5 for c in counts):
+        raise argparse.ArgumentTypeError("fragment counts must be 2, 3, 4 or 5")
     return counts
 
 
@@ -1242,10 +1242,10 @@ def main(argv=None):
                     help="plant each sample once, no modified copies (with a --fill large enough, every sample)")
     ap.add_argument("--fill", type=float, default=0.15, help="fraction of the image taken by planted files (default: %(default)s)")
     ap.add_argument("--fragmented-fraction", type=float, default=0.15,
-                    help="fraction of files split into 2-3 fragments: on fat32 half of them inside the "
+                    help="fraction of files split into fragments (--fragment-counts): on fat32 half of them inside the "
                          "file system (FAT chain), the others written to unallocated space (default: %(default)s)")
     ap.add_argument("--fragment-counts", type=parse_counts, default=[2, 3],
-                    help="comma-separated fragment counts a fragmented file draws from, each 2-4, e.g. 3,4 "
+                    help="comma-separated fragment counts a fragmented file draws from, each 2-5, e.g. 3,4 "
                          "(default: 2,3); pieces are laid out in file order or shuffled, about half each")
     ap.add_argument("--deleted-fraction", type=float, default=0.25, help="fraction of files deleted (default: %(default)s)")
     ap.add_argument("--unallocated-fraction", type=float, default=0.1,

@@ -49,8 +49,15 @@ const MIN_CROSS: u64 = 8 << 10;
 /// Most proven crossings kept per search, followed (nearest first) when
 /// no join proves the whole file.
 const MAX_CROSSINGS: usize = 2;
+/// Most fragments of a JPEG join (below [`MAX_RUNS`]): a decode proves no
+/// order, and the fragments of one picture (or of pictures coded with the
+/// same tables) decode as each other's continuation; in five fragments,
+/// middle ones permuted reached the exact MCU count (a false join on a
+/// generated image, raw seed 11), never seen in four.
+const JPEG_MAX_RUNS: usize = 4;
+const _: () = assert!(JPEG_MAX_RUNS <= MAX_RUNS);
 /// Least (candidates, bytes) allowed to the searches after crossings.
-const CROSS_FLOOR: (u64, u64) = (32 << 10, 8 << 20);
+const CROSS_FLOOR: (u64, u64) = (128 << 10, 32 << 20);
 
 /// The validator over `j`, with where it broke. With a snapshot of the
 /// head taken for `j`'s split, the bytes before the split are not decoded
@@ -648,7 +655,7 @@ fn try_join<'a>(
     // the crossing to count when the file breaks again: beyond what
     // the cluster before the candidate is allowed to decode (below).
     let noise_reach = split + cl + cl.max(1024) + SLACK;
-    let more = head.count() + 2 <= MAX_RUNS;
+    let more = head.count() + 2 <= JPEG_MAX_RUNS;
     let crosses = |d: &Damage| more && d.damaged && d.fail_at > noise_reach.max(split + MIN_CROSS);
     // Cheap test: decode a little past the split.
     let probe = head.then(split, s2, split.saturating_add(PROBE).min(max_len))?;
@@ -740,6 +747,21 @@ fn try_join<'a>(
             if v.is_some_and(|w| w.status == Status::Complete) {
                 return None;
             }
+        }
+    }
+    // A decode proves no order either: the fragments of one picture
+    // decode as each other's continuation (raw seed 17: the middle two of
+    // four, swapped, reached the exact MCU count). The same runs with two
+    // neighbours after the header swapped must fail. (Not charged either:
+    // one decode per pair, of the one join accepted.)
+    for i in 1..j.count() {
+        let Some(alt) = j.swapped(i, v.length) else {
+            continue;
+        };
+        let mut d = Damage::default();
+        let src = Src::new(&alt, 0, Limits { max_len: alt.len });
+        if vj::validate_probe(src, &mut d).is_some_and(|w| w.status == Status::Complete) {
+            return None;
         }
     }
     let scans = if v.notes.iter().any(|n| n.contains("progressive")) {

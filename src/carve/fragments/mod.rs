@@ -1,4 +1,4 @@
-//! Fragment gap carving: recovering a file stored in two (to four) pieces.
+//! Fragment gap carving: recovering a file stored in two (to five) pieces.
 //!
 //! Layout, one concept per file: this file holds the entry points
 //! ([`recover`], [`recover_with`]) and what a search returns ([`Attempt`],
@@ -78,18 +78,26 @@
 //!   only when it holds none is the head decoded again to take them. Bytes
 //!   decoded per file are capped (64 MiB).
 //!
-//! **Three or four fragments** ([`MAX_RUNS`]): a join whose crossing is
+//! **Three to five fragments** ([`MAX_RUNS`]): a join whose crossing is
 //! proven but whose file breaks again later becomes the head of the next
 //! search, from the end of its last run (candidates nearest first from where
 //! that run would continue, and before where it starts). The crossing proof:
 //! PNG, the chunk across the split has its CRC; ZIP (no EOCD proves the last
-//! fragment), the entry across it has its local header's CRC-32 and a header
-//! follows its data exactly; JPEG, the decode stays valid at least 8 KiB and
+//! fragment), the entry holding the split has its local header's CRC-32 and a
+//! header follows its data exactly (the split may lie in that entry's name or
+//! extra field, in its fixed header, whose fields are then read through the
+//! join, or where an intact entry ends, the next header in the next
+//! fragment; entries with a data descriptor are not crossed); JPEG, the decode
+//! stays valid at least 8 KiB and
 //! two clusters past it (beyond what the cluster before the candidate may
 //! reach), and such crossings are followed only when no two-fragment join is
-//! proven, within half the budget spent so far. The file's final proof is the
+//! proven, within half the budget spent so far (at least `CROSS_FLOOR`).
+//! A JPEG join has at most four runs: a decode proves no order, and in five
+//! fragments the middle ones of one picture, permuted, reached the exact
+//! MCU count. The file's final proof is the
 //! same as for two fragments, over every run; a JPEG join is also refused
-//! when any boundary moved by one cluster decodes as well. No cluster is
+//! when any boundary moved by one cluster decodes as well, or the same runs
+//! with two neighbours after the header swapped do. No cluster is
 //! taken twice, and all runs share the file's budget.
 //!
 //! A proven join becomes a `complete` file with two byte runs and a note
@@ -256,8 +264,8 @@ fn recover_given(
     let max_len = max_len.min(r.len().saturating_sub(start));
     let mut b = Budget::new(*limits, claims, (memory, log));
     let joined = match validator {
-        "png" => png::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
-        "zip" => zip::recover(&TwoRuns::one(r, start, max_len), cluster, &mut b),
+        "png" => png::recover(&TwoRuns::one(r, start, max_len), max_len, cluster, &mut b),
+        "zip" => zip::recover(&TwoRuns::one(r, start, max_len), max_len, cluster, &mut b),
         "jpeg" => jpeg::recover(
             &TwoRuns::one(r, start, max_len),
             max_len,
@@ -528,6 +536,14 @@ mod tests {
         // Out of order: the second piece ends at the header.
         let j = TwoRuns::new(&img, 50, 5, 40, 1000);
         assert_eq!(j.len(), 15);
+        // Three runs, the two after the header swapped: the same bytes in
+        // the other order; no run to swap with the last one.
+        let three = TwoRuns::new(&img, 10, 5, 30, 100).then(8, 60, 100).unwrap();
+        let alt = three.swapped(1, 12).unwrap();
+        let mut got = [0u8; 12];
+        assert_eq!(alt.read_at(0, &mut got), 12);
+        assert_eq!(got, [10, 11, 12, 13, 14, 60, 61, 62, 63, 30, 31, 32]);
+        assert!(three.swapped(2, 12).is_none() && three.swapped(0, 12).is_none());
     }
     /// A TIFF (its IFD at the end, past the indirect block) and a PNG laid
     /// out by an ext2 block map: carved whole, in two runs, from the block

@@ -61,9 +61,11 @@ fn break_at(r: &TwoRuns, b: &mut Budget) -> Option<u64> {
 
 /// Recovers the PNG whose proven part is `head` (from its header; the
 /// last run open-ended): finds where its chunk chain breaks and the next
-/// fragment, recursively while runs are left.
-pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined> {
-    let max_len = head.len();
+/// fragment, recursively while runs are left. `max_len`: the file's bound
+/// (`head` may be shorter: a run placed before an earlier one ends where
+/// that one starts, and the next run goes on elsewhere).
+pub(super) fn recover(head: &TwoRuns, max_len: u64, cl: u64, b: &mut Budget) -> Option<Joined> {
+    let have = head.len();
     let pos = break_at(head, b)?;
     if pos < 33 {
         return None;
@@ -75,8 +77,8 @@ pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined>
         None
     };
     let hi = match hdr {
-        Some((len, _)) => (pos + 12 + len).min(max_len),
-        None => (pos + 9).min(max_len),
+        Some((len, _)) => (pos + 12 + len).min(have),
+        None => (pos + 9).min(have),
     };
     // A breaking chunk that claims more than max_len allows cannot end in
     // any join whose split leaves its header in fragment 1: only splits
@@ -127,7 +129,7 @@ pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined>
             Ok(found) => Some(Some(found)),
             // The chunk across this join is proven; the file breaks
             // again further on: that search decides for the file.
-            Err(note) => Some(recover(&j, cl, b).map(|mut f| {
+            Err(note) => Some(recover(&j, max_len, cl, b).map(|mut f| {
                 f.notes.insert(0, note);
                 f
             })),

@@ -5,7 +5,7 @@
 use crate::carve::validators::{self, ByteReader};
 
 /// Most fragments a recovered file may have.
-pub const MAX_RUNS: usize = 4;
+pub const MAX_RUNS: usize = 5;
 
 /// A virtual file made of up to [`MAX_RUNS`] runs of the image: run `i`
 /// holds virtual offsets `[v_i, v_{i+1})` (the last one up to `len`) and
@@ -109,6 +109,24 @@ impl<'a> TwoRuns<'a> {
         }
         let mut j = *self;
         j.at[i] = moved;
+        Some(j)
+    }
+    /// This file's first `length` bytes with runs `i` and `i + 1` (≥ 1)
+    /// in each other's place: the same bytes in another order. `None`
+    /// when there is no run `i + 1`.
+    pub(super) fn swapped(&self, i: usize, length: u64) -> Option<Self> {
+        if i == 0 || i + 1 >= self.n {
+            return None;
+        }
+        let mut runs = self.runs(length);
+        runs.swap(i, i + 1);
+        let mut j = *self;
+        let mut v = 0u64;
+        for (k, &(img, n)) in runs.iter().enumerate() {
+            j.at[k] = (v, img);
+            v = v.saturating_add(n);
+        }
+        j.len = v;
         Some(j)
     }
     /// The run holding virtual offset `off`: (virtual start, image offset, virtual end).

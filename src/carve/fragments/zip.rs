@@ -122,7 +122,9 @@ pub(super) fn inflate(
     let mut used = 0usize; // bytes of inbuf consumed
     loop {
         if used == have {
-            let want = (max_in - fed).min(inbuf.len() as u64) as usize;
+            // Reads grow from 4 KiB: most candidates fail within it.
+            let cap = (4096u64 << (fed / 4096).min(4)).min(inbuf.len() as u64);
+            let want = (max_in - fed).min(cap) as usize;
             if !b.bytes(want as u64) {
                 return Inflate::Budget;
             }
@@ -217,8 +219,8 @@ fn eocds(
 /// local header; the last run open-ended): the EOCD fixes the last
 /// fragment; else a fragment whose crossing entry's CRC is proven heads
 /// the next search, while runs are left.
-pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined> {
-    let (r, start, max_len) = (head.r, head.a(), head.len());
+pub(super) fn recover(head: &TwoRuns, max_len: u64, cl: u64, b: &mut Budget) -> Option<Joined> {
+    let (r, start) = (head.r, head.a());
     let (last, brk) = break_at(head, b)?;
     let first = ((last + 1).div_ceil(cl) * cl).max((head.split() / cl + 1) * cl);
     let splits: Vec<u64> = (0..b.lim.max_splits)
@@ -298,72 +300,147 @@ pub(super) fn recover(head: &TwoRuns, cl: u64, b: &mut Budget) -> Option<Joined>
     if head.count() + 2 > MAX_RUNS || !b.ok() {
         return None;
     }
-    cross(head, last, cl, &mut cache, b)
+    cross(head, (last, brk), (max_len, cl), &mut cache, b)
 }
 
-/// The entry whose local header is at `last` runs into foreign data:
-/// tries the next fragment nearest first, for splits at most
-/// [`MAX_CROSS_SPLITS`] clusters below where its data stops inflating
-/// (or anywhere in a short stored entry). A candidate is a proven
-/// crossing when a local or central header follows the entry's data
-/// exactly and the entry's CRC-32 (from its local header) matches; the
-/// search then goes on from that join.
-fn cross(head: &TwoRuns, last: u64, cl: u64, cache: &mut Cache, b: &mut Budget) -> Option<Joined> {
-    let mut h = [0u8; 30];
-    if !read_exact(head, last, &mut h) || &h[..4] != LFH {
+/// The walk breaks after the local header at `last`: the split lies in
+/// that entry (its name, extra field or data) or where it ends (the next
+/// header in the next fragment). Tries the next fragment nearest first,
+/// for splits at most [`MAX_CROSS_SPLITS`] clusters below where its data
+/// stops inflating, or below where the walk broke (anywhere in a short
+/// stored entry). A candidate is a proven crossing when the entry holding
+/// the split has its CRC-32 (from its local header) and a local or central
+/// header follows its data exactly ([`crossing`]); the search then goes on
+/// from that join. (Entries with a data descriptor are not crossed.)
+fn cross(
+    head: &TwoRuns,
+    (last, brk): (u64, u64),
+    (max_len, cl): (u64, u64),
+    cache: &mut Cache,
+    b: &mut Budget,
+) -> Option<Joined> {
+    let (mut splits, from) = entry_splits(head, (last, brk), cl, cache, b)?;
+    // A split inside the local header's fixed fields leaves its sizes and
+    // name length to the next fragment: that split is tried too (the
+    // proof reads the header through the join).
+    let in_header = ((last + 4) / cl + 1) * cl;
+    if in_header < last + 30 && in_header > head.split() && !splits.contains(&in_header) {
+        splits.push(in_header);
+    }
+    if splits.is_empty() {
         return None;
     }
-    let (flags, method) = (le16(&h, 6), le16(&h, 8));
-    if flags & 9 != 0 || !matches!(method, 0 | 8) {
-        return None;
-    }
-    let data = last + 30 + le16(&h, 26) + le16(&h, 28);
-    let e = Entry {
-        method,
-        crc: le32(&h, 14) as u32,
-        csize: le32(&h, 18),
-        usize: le32(&h, 22),
-        data,
-    };
-    let end = data + e.csize;
-    let low = data.max(head.split()) / cl + 1;
-    let fail = if method == 8 {
-        match inflate(head, data, e.csize, e.usize, b) {
-            Inflate::Err { at } => data + at,
-            _ => return None,
-        }
-    } else {
-        end
-    };
-    let top = fail.min(end.saturating_sub(1)) / cl;
-    if top < low || (method == 0 && top - low >= MAX_CROSS_SPLITS) {
-        return None;
-    }
-    let splits: Vec<u64> = (top.saturating_sub(MAX_CROSS_SPLITS - 1).max(low)..=top)
-        .rev()
-        .map(|k| k * cl)
-        .collect();
-    let max_len = head.len();
     let found = nearest_first(head, &splits, cl, b, |i, s2, b| {
         let j = head.then(splits[i], s2, max_len)?;
-        let mut sig = [0u8; 4];
-        if !cache.read_joined(&j, end, &mut sig) || (&sig != LFH && &sig != CDH) {
-            return None;
-        }
-        if crc_ok(&j, &e, b) != Some(true) {
-            return None;
-        }
+        // (Before where the entry at `last` ends, the proof starts there.)
+        let at = crossing(&j, if splits[i] < from { last } else { from }, cache, b)?;
         let note = format!(
-            "fragment {} proven by the CRC-32 of the ZIP entry at {last} across its start and the header after it; split at {}, fragment at {s2}",
+            "fragment {} proven by the CRC-32 of the ZIP entry at {at} across its start and the header after it; split at {}, fragment at {s2}",
             j.count(),
             j.split()
         );
         Some((j, note))
     });
     let (j, note) = found?;
-    let mut f = recover(&j, cl, b)?;
+    let mut f = recover(&j, max_len, cl, b)?;
     f.notes.insert(0, note);
     Some(f)
+}
+
+/// The splits [`cross`] tries for the entry whose local header is at
+/// `last` (its fields read before the split), nearest where it breaks
+/// first, and the local header its crossing's proof starts from;
+/// `None` when the budget ends.
+fn entry_splits(
+    head: &TwoRuns,
+    (last, brk): (u64, u64),
+    cl: u64,
+    cache: &mut Cache,
+    b: &mut Budget,
+) -> Option<(Vec<u64>, u64)> {
+    let Some(e) = entry_at(head, last, cache) else {
+        return Some((Vec::new(), last));
+    };
+    let end = e.data + e.csize;
+    let after = head.split() / cl + 1;
+    // Splits `k·cl` for `k` in `low..=top`: where the entry's data stops
+    // inflating (the split is in its name, extra field or data), or, its
+    // data intact, where the next header should start; a stored entry
+    // anywhere in its data.
+    // `from`: the first local header the crossing's proof reads (the
+    // entry at `last`, or, intact, the one after it at `brk`).
+    let (low, top, from) = match e.method {
+        8 => match inflate(head, e.data, e.csize, e.usize, b) {
+            Inflate::Err { at } => (
+                last / cl + 1,
+                (e.data + at).min(end.saturating_sub(1)) / cl,
+                last,
+            ),
+            Inflate::Ok { consumed, .. } => (
+                (e.data + consumed).saturating_sub(4).div_ceil(cl),
+                brk.saturating_add(3) / cl,
+                brk,
+            ),
+            Inflate::Budget => return None,
+        },
+        _ => (e.data / cl + 1, end.saturating_sub(1) / cl, last),
+    };
+    let low = low.max(after);
+    if top < low || (e.method == 0 && top - low >= MAX_CROSS_SPLITS) {
+        return Some((Vec::new(), last));
+    }
+    let splits: Vec<u64> = (top.saturating_sub(MAX_CROSS_SPLITS - 1).max(low)..=top)
+        .rev()
+        .map(|k| k * cl)
+        .collect();
+    Some((splits, from))
+}
+
+/// The entry whose local header is at `pos` of `j` (read through the
+/// join); `None` unless a stored or deflated, unencrypted entry whose
+/// local header holds its sizes and CRC-32 (no data descriptor: with one,
+/// every candidate would be inflated until its stream ends, unbounded by
+/// the entry's size, and text decodes as deflate data for kilobytes).
+fn entry_at(j: &TwoRuns, pos: u64, cache: &mut Cache) -> Option<Entry> {
+    let mut h = [0u8; 30];
+    if !cache.read_joined(j, pos, &mut h) || &h[..4] != LFH {
+        return None;
+    }
+    let (flags, method) = (le16(&h, 6), le16(&h, 8));
+    if flags & 9 != 0 || !matches!(method, 0 | 8) {
+        return None;
+    }
+    Some(Entry {
+        method,
+        crc: le32(&h, 14) as u32,
+        csize: le32(&h, 18),
+        usize: le32(&h, 22),
+        data: pos + 30 + le16(&h, 26) + le16(&h, 28),
+    })
+}
+
+/// The crossing of `j`'s last split proven: from the local header at
+/// `from` (at or before the split), the entry holding the split (the one
+/// at `from`, or the next one when the split is where its data ends: that
+/// header in the next fragment) has its CRC-32, and a local or central
+/// header follows its data exactly. Its local header's position, or `None`.
+fn crossing(j: &TwoRuns, from: u64, cache: &mut Cache, b: &mut Budget) -> Option<u64> {
+    let split = j.split();
+    let mut at = from;
+    for _ in 0..2 {
+        let e = entry_at(j, at, cache)?;
+        let end = e.data + e.csize;
+        if end <= split {
+            at = end;
+            continue;
+        }
+        let mut sig = [0u8; 4];
+        if at > split || !cache.read_joined(j, end, &mut sig) || (&sig != LFH && &sig != CDH) {
+            return None;
+        }
+        return (crc_ok(j, &e, b) == Some(true)).then_some(at);
+    }
+    None
 }
 
 struct Entry {
