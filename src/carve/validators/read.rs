@@ -120,6 +120,8 @@ pub trait SignatureLog: Send + Sync {
 #[derive(Debug, Default)]
 pub struct SearchMemo {
     found: std::sync::Mutex<std::collections::HashMap<(usize, Vec<u8>), Searches>>,
+    /// The chunk and box walks of the carving ([`super::walks`]).
+    walks: super::walks::WalkMemo,
 }
 
 /// One search's remembered answers, by the image offset searched from.
@@ -293,6 +295,51 @@ impl<'a> Src<'a> {
             self.base.checked_add(self.len)?,
         )?;
         Some((end - self.base, done))
+    }
+
+    /// Where the walk `kind` standing at window offset `at` gets by the
+    /// segments earlier walks noted ([`super::walks`]): ending at most at
+    /// `below` (clamped to the window), in at most `max_steps` steps, with
+    /// flags `ok` accepts. Offsets relative to the window.
+    pub fn walk_jump(
+        &self,
+        kind: &'static str,
+        at: u64,
+        (below, max_steps): (u64, u32),
+        ok: impl Fn(u32) -> bool,
+    ) -> Option<super::walks::Segment> {
+        let log = self.log()?;
+        let memo = log.memo()?;
+        let below = self.base.checked_add(below.min(self.len))?;
+        let s = memo.walks.jump(
+            (reader_id(self.r), kind),
+            self.base.checked_add(at)?,
+            (below, max_steps),
+            ok,
+        )?;
+        Some(super::walks::Segment {
+            to: s.to - self.base,
+            ..s
+        })
+    }
+
+    /// Notes that the walk `kind` went from window offset `from` by `seg`
+    /// (its end a window offset too).
+    pub fn walk_note(&self, kind: &'static str, from: u64, seg: super::walks::Segment) {
+        let Some(log) = self.log() else {
+            return;
+        };
+        if let (Some(memo), Some(a), Some(to)) = (
+            log.memo(),
+            self.base.checked_add(from),
+            self.base.checked_add(seg.to),
+        ) {
+            memo.walks.note(
+                (reader_id(self.r), kind),
+                a,
+                super::walks::Segment { to, ..seg },
+            );
+        }
     }
 
     /// The first `byte` in `[from, from + limit)` of the window. With the
