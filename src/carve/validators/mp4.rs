@@ -28,7 +28,7 @@
 
 use super::Verdict;
 use super::read::Src;
-use super::walks::Noting;
+use super::walks::{Noting, Took, took};
 
 /// Boxes walked at most.
 const MAX_BOXES: u32 = 1_000_000;
@@ -77,12 +77,13 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut noting = Noting::new("mp4");
     while boxes < MAX_BOXES {
         if boxes > 0
-            && let Some(j) = src.walk_jump("mp4", pos, (src.len(), MAX_BOXES - boxes), |_| true)
+            && let Some(j) =
+                src.walk_jump("mp4", (pos, 0), (src.len(), MAX_BOXES - boxes), |_| true)
         {
             moov |= j.flags & MOOV != 0;
             meta |= j.flags & META != 0;
             (pos, boxes) = (j.to, boxes + j.steps);
-            noting.took(&src, j.steps, j.flags, pos);
+            noting.took(&src, took(j), (pos, 0));
             continue;
         }
         let Some(b) = src.bytes::<8>(pos) else {
@@ -133,7 +134,12 @@ pub fn validate(src: Src) -> Option<Verdict> {
             b"meta" => META,
             _ => 0,
         };
-        noting.took(&src, 1, flags, pos);
+        let t = Took {
+            steps: 1,
+            flags,
+            count: 0,
+        };
+        noting.took(&src, t, (pos, 0));
     }
     let v = if moov || (heif && meta) {
         Verdict::complete(pos)

@@ -297,14 +297,14 @@ impl<'a> Src<'a> {
         Some((end - self.base, done))
     }
 
-    /// Where the walk `kind` standing at window offset `at` gets by the
+    /// Where the walk `kind` standing at window offset `at` (in `state`) gets by the
     /// segments earlier walks noted ([`super::walks`]): ending at most at
     /// `below` (clamped to the window), in at most `max_steps` steps, with
     /// flags `ok` accepts. Offsets relative to the window.
     pub fn walk_jump(
         &self,
         kind: &'static str,
-        at: u64,
+        (at, state): (u64, u32),
         (below, max_steps): (u64, u32),
         ok: impl Fn(u32) -> bool,
     ) -> Option<super::walks::Segment> {
@@ -313,7 +313,7 @@ impl<'a> Src<'a> {
         let below = self.base.checked_add(below.min(self.len))?;
         let s = memo.walks.jump(
             (reader_id(self.r), kind),
-            self.base.checked_add(at)?,
+            (self.base.checked_add(at)?, state),
             (below, max_steps),
             ok,
         )?;
@@ -325,18 +325,18 @@ impl<'a> Src<'a> {
 
     /// Notes that the walk `kind` went from window offset `from` by `seg`
     /// (its end a window offset too).
-    pub fn walk_note(&self, kind: &'static str, from: u64, seg: super::walks::Segment) {
+    pub fn walk_note(&self, kind: &'static str, from: (u64, u32), seg: super::walks::Segment) {
         let Some(log) = self.log() else {
             return;
         };
         if let (Some(memo), Some(a), Some(to)) = (
             log.memo(),
-            self.base.checked_add(from),
+            self.base.checked_add(from.0),
             self.base.checked_add(seg.to),
         ) {
             memo.walks.note(
                 (reader_id(self.r), kind),
-                a,
+                (a, from.1),
                 super::walks::Segment { to, ..seg },
             );
         }

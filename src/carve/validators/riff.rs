@@ -31,7 +31,7 @@
 
 use super::Verdict;
 use super::read::{Src, ext_indirect_block, looks_foreign};
-use super::walks::Noting;
+use super::walks::{Noting, Took, took};
 
 /// Chunks walked at most per RIFF.
 const MAX_CHUNKS: u32 = 1_000_000;
@@ -238,14 +238,14 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut noting = Noting::new("riff");
     while pos < end && chunks < MAX_CHUNKS {
         if chunks > 0
-            && let Some(j) = src.walk_jump("riff", pos, (end, MAX_CHUNKS - chunks), |f| {
+            && let Some(j) = src.walk_jump("riff", (pos, 0), (end, MAX_CHUNKS - chunks), |f| {
                 (f & FMT == 0 || fmt_at.is_some()) && (f & DATA == 0 || data_at.is_some())
             })
         {
             seen_fmt |= j.flags & FMT != 0;
             seen_data |= j.flags & DATA != 0;
             (pos, chunks) = (j.to, chunks + j.steps);
-            noting.took(&src, j.steps, j.flags, pos);
+            noting.took(&src, took(j), (pos, 0));
             continue;
         }
         let Some(ch) = src.bytes::<8>(pos) else {
@@ -297,7 +297,12 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 b"data" => DATA,
                 _ => 0,
             };
-            noting.took(&src, 1, flags, pos);
+            let t = Took {
+                steps: 1,
+                flags,
+                count: 0,
+            };
+            noting.took(&src, t, (pos, 0));
         }
     }
     if end > src.len() {

@@ -7,7 +7,9 @@
 //! sector, each inside a chunk of the walks before it and followed by tiny
 //! chunks, make every candidate walk the same far stretch: work quadratic
 //! in the image. So walks note segments (from offset `X`, `steps` steps to
-//! offset `to`, meeting `flags` on the way) every [`STRIDE`] steps, and a
+//! offset `to`, meeting `flags` and `count` things on the way, in the
+//! walk's `state` at each end: Matroska's in a Cluster or not) every
+//! [`STRIDE`] steps, and a
 //! walk standing on a noted `X` jumps along the chain of segments from it
 //! (which is then noted from `X` as one: path compression, so that chains
 //! are followed in about constant time). Each stretch is walked about once;
@@ -26,40 +28,44 @@ const ENTRIES: usize = 1 << 16;
 /// Segments followed by one jump (a longer chain is followed by the next).
 const HOPS: usize = 4096;
 
-/// From an offset, `steps` steps of a walk end at `to`, meeting `flags`
-/// (the walk's own meaning: chunks or boxes it records having seen).
+/// From an offset (in a state), `steps` steps of a walk end at `to` in
+/// `state`, meeting `flags` (the walk's own meaning: chunks or boxes it
+/// records having seen) and `count` things it counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
     pub to: u64,
+    pub state: u32,
     pub steps: u32,
     pub flags: u32,
+    pub count: u64,
 }
 
-/// Segments by reader and walk kind, by image offset of their start.
+/// Segments by reader and walk kind, by image offset and state of their
+/// start.
 #[derive(Debug, Default)]
 pub struct WalkMemo {
-    segs: Mutex<HashMap<(usize, &'static str), HashMap<u64, Segment>>>,
+    segs: Mutex<HashMap<(usize, &'static str), HashMap<(u64, u32), Segment>>>,
 }
 
 impl WalkMemo {
-    /// The chain of segments from image offset `at` of the walk `kind`,
+    /// The chain of segments from image offset `at` (in `state`) of the walk `kind`,
     /// followed while each ends at or below `below`, the steps add up to at
     /// most `max_steps` and `ok` accepts its flags: summed. `None` when no
     /// segment from `at` fits.
     pub fn jump(
         &self,
         (reader, kind): (usize, &'static str),
-        at: u64,
+        (at, state): (u64, u32),
         (below, max_steps): (u64, u32),
         ok: impl Fn(u32) -> bool,
     ) -> Option<Segment> {
         let mut map = self.segs.lock().unwrap_or_else(|e| e.into_inner());
         let per = map.get_mut(&(reader, kind))?;
-        let mut path: Vec<(u64, Segment)> = Vec::new();
-        let mut to = at;
+        let mut path: Vec<((u64, u32), Segment)> = Vec::new();
+        let (mut to, mut state) = (at, state);
         let mut steps = 0u32;
         while path.len() < HOPS {
-            let Some(&s) = per.get(&to) else {
+            let Some(&s) = per.get(&(to, state)) else {
                 break;
             };
             let Some(sum) = steps.checked_add(s.steps) else {
@@ -68,27 +74,30 @@ impl WalkMemo {
             if s.to <= to || s.to > below || sum > max_steps || !ok(s.flags) {
                 break;
             }
-            path.push((to, s));
-            (to, steps) = (s.to, sum);
+            path.push(((to, state), s));
+            (to, state, steps) = (s.to, s.state, sum);
         }
         let (&(_, last), _) = path.split_last()?;
         // Each node of the path now reaches the path's end at once.
         let mut tail = Segment {
-            to: last.to,
             steps: 0,
             flags: 0,
+            count: 0,
+            ..last
         };
         for &(from, s) in path.iter().rev() {
             tail.steps += s.steps;
             tail.flags |= s.flags;
+            tail.count = tail.count.saturating_add(s.count);
             per.insert(from, tail);
         }
         Some(tail)
     }
 
-    /// Notes that from image offset `from` the walk `kind` took `seg`.
-    pub fn note(&self, (reader, kind): (usize, &'static str), from: u64, seg: Segment) {
-        if seg.to <= from || seg.steps == 0 {
+    /// Notes that from image offset `from` (in a state) the walk `kind`
+    /// took `seg`.
+    pub fn note(&self, (reader, kind): (usize, &'static str), from: (u64, u32), seg: Segment) {
+        if seg.to <= from.0 || seg.steps == 0 {
             return;
         }
         let mut map = self.segs.lock().unwrap_or_else(|e| e.into_inner());
@@ -103,12 +112,32 @@ impl WalkMemo {
     }
 }
 
-/// The segment a walk is noting: from `from`, the steps taken since.
+/// The segment a walk is noting: from `from` (a window offset and state),
+/// the steps taken since.
 pub struct Noting {
     kind: &'static str,
-    from: Option<u64>,
+    from: Option<(u64, u32)>,
     steps: u32,
     flags: u32,
+    count: u64,
+}
+
+/// What a walk went through since the last [`Noting::took`]: `steps`
+/// steps, meeting `flags` and `count` things.
+#[derive(Clone, Copy, Default)]
+pub struct Took {
+    pub steps: u32,
+    pub flags: u32,
+    pub count: u64,
+}
+
+/// What a jump went through.
+pub fn took(s: Segment) -> Took {
+    Took {
+        steps: s.steps,
+        flags: s.flags,
+        count: s.count,
+    }
 }
 
 impl Noting {
@@ -118,12 +147,14 @@ impl Noting {
             from: None,
             steps: 0,
             flags: 0,
+            count: 0,
         }
     }
 
-    /// Starts a segment at `at` (window offset), dropping the one open.
-    pub fn start(&mut self, at: u64) {
-        (self.from, self.steps, self.flags) = (Some(at), 0, 0);
+    /// Starts a segment at `at` (window offset, state), dropping the one
+    /// open.
+    pub fn start(&mut self, at: (u64, u32)) {
+        (self.from, self.steps, self.flags, self.count) = (Some(at), 0, 0, 0);
     }
 
     /// Stops noting until the next [`Noting::start`] (a step that depends
@@ -132,23 +163,26 @@ impl Noting {
         self.from = None;
     }
 
-    /// The walk took `steps` steps meeting `flags` and now stands at `at`;
-    /// the segment is noted once it is [`STRIDE`] steps long.
-    pub fn took(&mut self, src: &super::read::Src, steps: u32, flags: u32, at: u64) {
+    /// The walk went through `t` and now stands at `at` (window offset,
+    /// state); the segment is noted once it is [`STRIDE`] steps long.
+    pub fn took(&mut self, src: &super::read::Src, t: Took, at: (u64, u32)) {
         let Some(from) = self.from else {
             self.start(at);
             return;
         };
-        self.steps = self.steps.saturating_add(steps);
-        self.flags |= flags;
+        self.steps = self.steps.saturating_add(t.steps);
+        self.flags |= t.flags;
+        self.count = self.count.saturating_add(t.count);
         if self.steps >= STRIDE {
             src.walk_note(
                 self.kind,
                 from,
                 Segment {
-                    to: at,
+                    to: at.0,
+                    state: at.1,
                     steps: self.steps,
                     flags: self.flags,
+                    count: self.count,
                 },
             );
             self.start(at);
@@ -161,36 +195,177 @@ mod tests {
     use super::*;
 
     fn seg(to: u64, steps: u32, flags: u32) -> Segment {
-        Segment { to, steps, flags }
+        Segment {
+            to,
+            state: 0,
+            steps,
+            flags,
+            count: u64::from(steps),
+        }
     }
 
     #[test]
     fn chains_are_followed_within_bounds_and_compressed() {
         let m = WalkMemo::default();
         let k = (1, "t");
-        m.note(k, 0, seg(100, 32, 0));
-        m.note(k, 100, seg(200, 32, 1));
-        m.note(k, 200, seg(300, 32, 0));
-        assert_eq!(m.jump(k, 50, (u64::MAX, u32::MAX), |_| true), None);
-        assert_eq!(
-            m.jump(k, 0, (u64::MAX, u32::MAX), |_| true),
-            Some(seg(300, 96, 1))
-        );
+        let all = (u64::MAX, u32::MAX);
+        m.note(k, (0, 0), seg(100, 32, 0));
+        m.note(k, (100, 0), seg(200, 32, 1));
+        m.note(k, (200, 0), seg(300, 32, 0));
+        assert_eq!(m.jump(k, (50, 0), all, |_| true), None);
+        assert_eq!(m.jump(k, (0, 1), all, |_| true), None);
+        assert_eq!(m.jump(k, (0, 0), all, |_| true), Some(seg(300, 96, 1)));
         // Compressed: one hop now, and each node reaches the end.
-        assert_eq!(
-            m.jump(k, 100, (u64::MAX, u32::MAX), |_| true),
-            Some(seg(300, 64, 1))
-        );
+        assert_eq!(m.jump(k, (100, 0), all, |_| true), Some(seg(300, 64, 1)));
         // Bounds: the end, the steps, the flags.
-        assert_eq!(m.jump(k, 0, (299, u32::MAX), |_| true), None);
-        assert_eq!(m.jump(k, 0, (u64::MAX, 95), |_| true), None);
-        assert_eq!(
-            m.jump(k, 200, (u64::MAX, u32::MAX), |f| f == 0),
-            Some(seg(300, 32, 0))
-        );
-        assert_eq!(m.jump(k, 100, (u64::MAX, u32::MAX), |f| f == 0), None);
+        assert_eq!(m.jump(k, (0, 0), (299, u32::MAX), |_| true), None);
+        assert_eq!(m.jump(k, (0, 0), (u64::MAX, 95), |_| true), None);
+        assert_eq!(m.jump(k, (200, 0), all, |f| f == 0), Some(seg(300, 32, 0)));
+        assert_eq!(m.jump(k, (100, 0), all, |f| f == 0), None);
         // Other readers and kinds know nothing of it.
-        assert_eq!(m.jump((2, "t"), 0, (u64::MAX, u32::MAX), |_| true), None);
-        assert_eq!(m.jump((1, "u"), 0, (u64::MAX, u32::MAX), |_| true), None);
+        assert_eq!(m.jump((2, "t"), (0, 0), all, |_| true), None);
+        assert_eq!(m.jump((1, "u"), (0, 0), all, |_| true), None);
+    }
+
+    #[test]
+    fn a_chain_changes_state_where_its_segments_do() {
+        let m = WalkMemo::default();
+        let k = (1, "t");
+        let all = (u64::MAX, u32::MAX);
+        m.note(
+            k,
+            (0, 0),
+            Segment {
+                state: 1,
+                ..seg(100, 32, 0)
+            },
+        );
+        m.note(k, (100, 0), seg(200, 32, 0));
+        m.note(k, (100, 1), seg(300, 32, 0));
+        let j = m.jump(k, (0, 0), all, |_| true).map(|s| (s.to, s.state));
+        assert_eq!(j, Some((300, 0)));
+    }
+
+    /// `n` sectors, each one chunk or box of the walks before it (`outer`,
+    /// 512 bytes) holding a header at `head.len()` bytes after `outer`,
+    /// then `inner` things (each the next one of `pieces`) to its end.
+    fn sectors(
+        n: usize,
+        outer: &[u8],
+        head: &[u8],
+        pieces: &dyn Fn(usize, usize) -> Vec<u8>,
+    ) -> Vec<u8> {
+        let mut d = Vec::new();
+        for k in 0..n {
+            let mut sec = outer.to_vec();
+            sec.extend_from_slice(head);
+            let mut i = 0;
+            while sec.len() < 512 {
+                sec.extend(pieces(k, i));
+                i += 1;
+            }
+            assert_eq!(sec.len(), 512, "sector {k}");
+            d.extend(sec);
+        }
+        d
+    }
+
+    /// RIFF, MP4 and Matroska headers in every sector of tiny chunks, each
+    /// inside a chunk of the walks before: validated in turn through the
+    /// carving's memo, every header gets the verdict it gets alone, and the
+    /// walks read a small part of what they read alone.
+    #[test]
+    fn walks_through_the_memo_get_what_they_get_alone_reading_less() {
+        use super::super::read::{MemoOnly, SignatureLog};
+        use super::super::testutil::{NO_LIMIT, Slice};
+        use super::super::{ByteReader, Context, NO_CONTEXT, validate};
+        use std::sync::atomic::{AtomicU64, Ordering};
+        struct Counted<'a>(Slice<'a>, AtomicU64);
+        impl ByteReader for Counted<'_> {
+            fn len(&self) -> u64 {
+                self.0.len()
+            }
+            fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
+                let n = self.0.read_at(offset, buf);
+                self.1.fetch_add(n as u64, Ordering::Relaxed);
+                n
+            }
+        }
+        const N: usize = 1024;
+        let be = |v: u32| v.to_be_bytes();
+        let le = |v: u32| v.to_le_bytes();
+        let mp4 = sectors(
+            N,
+            &[&be(512)[..], b"free"].concat(),
+            &[&be(24)[..], b"ftypisom\0\0\0\0isommp41"].concat(),
+            &|k, i| {
+                [
+                    &be(8)[..],
+                    if i == 0 && k % 7 == 3 {
+                        b"moov"
+                    } else {
+                        b"free"
+                    },
+                ]
+                .concat()
+            },
+        );
+        let riff = sectors(
+            N,
+            &[&b"JUNK"[..], &le(504)].concat(),
+            &[&b"RIFF"[..], &le(0xFFFF_FFF0), b"WAVEJUNK", &le(4), &[0; 4]].concat(),
+            &|k, i| {
+                let id = match (i, k % 7, k % 11) {
+                    (0, 3, _) => b"data",
+                    (1, _, 5) => b"fmt ",
+                    _ => b"JUNK",
+                };
+                [&id[..], &le(0)].concat()
+            },
+        );
+        let ebml = [
+            0x1A, 0x45, 0xDF, 0xA3, 0x87, 0x42, 0x82, 0x84, b'w', b'e', b'b', b'm',
+        ];
+        let segment = [
+            0x18, 0x53, 0x80, 0x67, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+        ];
+        let mkv = sectors(
+            N,
+            &[0xEC, 0x41, 0xFD],
+            &[&ebml[..], &segment].concat(),
+            &|k, i| match (i, k % 5) {
+                (0, 1) => vec![0x15, 0x49, 0xA9, 0x66, 0x80, 0x16, 0x54, 0xAE, 0x6B, 0x80],
+                (0, 2) => vec![
+                    0x1F, 0x43, 0xB6, 0x75, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                ],
+                (1, _) => vec![0xEC, 0x81, 0x00],
+                _ => vec![0xEC, 0x80],
+            },
+        );
+        for (name, d, at) in [("mp4", &mp4, 8), ("riff", &riff, 8), ("mkv", &mkv, 3)] {
+            let image = Counted(Slice(d), AtomicU64::new(0));
+            let log: std::sync::Arc<dyn SignatureLog> = std::sync::Arc::new(MemoOnly::default());
+            let cx = Context::NONE.with_log(log.clone(), &image);
+            let (mut alone_read, mut memo_read) = (0, 0);
+            for k in 0..N as u64 {
+                let start = k * 512 + at;
+                let alone = validate(name, &image, start, NO_LIMIT, &NO_CONTEXT);
+                alone_read += image.1.swap(0, Ordering::Relaxed);
+                let memo = validate(name, &image, start, NO_LIMIT, &cx);
+                memo_read += image.1.swap(0, Ordering::Relaxed);
+                assert!(alone.is_some(), "{name} at {start}");
+                assert_eq!(memo, alone, "{name} at {start}");
+            }
+            // About a sector's worth of steps and STRIDE more per header,
+            // against the rest of the image per header alone.
+            assert!(
+                memo_read < N as u64 * 2048,
+                "{name}: {memo_read} bytes read"
+            );
+            assert!(
+                memo_read * 3 < alone_read,
+                "{name}: {memo_read} bytes read through the memo, {alone_read} alone"
+            );
+        }
     }
 }
