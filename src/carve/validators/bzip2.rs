@@ -136,7 +136,7 @@ fn stream(src: &Src, pos: u64) -> Stream {
         };
         let magic_end = m + 48;
         last_magic = magic_end.div_ceil(8);
-        if !eos && magic_end % 8 == 0 && next_stream_at(&mut held, last_magic, pos) {
+        if !eos && magic_end.is_multiple_of(8) && next_stream_at(&mut held, last_magic, pos) {
             // Another stream's header: this one is cut short there.
             return Stream::Bad(last_magic - 10, NEXT_STREAM.into());
         }
@@ -553,7 +553,7 @@ pub(crate) mod tests {
                     let crc = next() % (1 << 32);
                     put_bits(&mut d, at + 48, crc, 32);
                 }
-                if next() % 5 == 0 && at % 8 == 0 && at >= 32 {
+                if next() % 5 == 0 && at.is_multiple_of(8) && at >= 32 {
                     let h = u64::from_be_bytes([0, 0, 0, 0, b'B', b'Z', b'h', b'9']);
                     put_bits(&mut d, at - 32, h, 32);
                 }

@@ -44,8 +44,11 @@ pub struct Segment {
 /// start.
 #[derive(Debug, Default)]
 pub struct WalkMemo {
-    segs: Mutex<HashMap<(usize, &'static str), HashMap<(u64, u32), Segment>>>,
+    segs: Mutex<HashMap<(usize, &'static str), Segments>>,
 }
+
+/// One walk's segments in one reader, by offset and state of their start.
+type Segments = HashMap<(u64, u32), Segment>;
 
 impl WalkMemo {
     /// The chain of segments from image offset `at` (in `state`) of the walk `kind`,
