@@ -185,7 +185,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             tracks |= j.flags & SEEN_TRACKS != 0;
             clusters += j.count;
             (pos, n, in_cluster) = (j.to, n + j.steps, j.state == 1);
-            noting.took(&src, took(j), (pos, j.state));
+            src.walk_took(&mut noting, took(j), (pos, j.state));
             continue;
         }
         n += 1;
@@ -251,7 +251,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             },
             count: u64::from(id == CLUSTER),
         };
-        noting.took(&src, t, (pos, u32::from(in_cluster)));
+        src.walk_took(&mut noting, t, (pos, u32::from(in_cluster)));
     }
     let v = if damaged {
         Verdict::partial(pos, format!("damaged or unknown element at {pos}"))

@@ -83,7 +83,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             moov |= j.flags & MOOV != 0;
             meta |= j.flags & META != 0;
             (pos, boxes) = (j.to, boxes + j.steps);
-            noting.took(&src, took(j), (pos, 0));
+            src.walk_took(&mut noting, took(j), (pos, 0));
             continue;
         }
         let Some(b) = src.bytes::<8>(pos) else {
@@ -139,7 +139,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             flags,
             count: 0,
         };
-        noting.took(&src, t, (pos, 0));
+        src.walk_took(&mut noting, t, (pos, 0));
     }
     let v = if moov || (heif && meta) {
         Verdict::complete(pos)

@@ -323,6 +323,19 @@ impl<'a> Src<'a> {
         })
     }
 
+    /// The walk `noting` notes went through `t` and stands at `at` (window
+    /// offset, state): its segment is noted once long enough.
+    pub fn walk_took(
+        &self,
+        noting: &mut super::walks::Noting,
+        t: super::walks::Took,
+        at: (u64, u32),
+    ) {
+        if let Some((from, seg)) = noting.took(t, at) {
+            self.walk_note(noting.kind(), from, seg);
+        }
+    }
+
     /// Notes that the walk `kind` went from window offset `from` by `seg`
     /// (its end a window offset too).
     pub fn walk_note(&self, kind: &'static str, from: (u64, u32), seg: super::walks::Segment) {

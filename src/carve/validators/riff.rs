@@ -245,7 +245,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             seen_fmt |= j.flags & FMT != 0;
             seen_data |= j.flags & DATA != 0;
             (pos, chunks) = (j.to, chunks + j.steps);
-            noting.took(&src, took(j), (pos, 0));
+            src.walk_took(&mut noting, took(j), (pos, 0));
             continue;
         }
         let Some(ch) = src.bytes::<8>(pos) else {
@@ -302,7 +302,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 flags,
                 count: 0,
             };
-            noting.took(&src, t, (pos, 0));
+            src.walk_took(&mut noting, t, (pos, 0));
         }
     }
     if end > src.len() {

@@ -166,30 +166,34 @@ impl Noting {
         self.from = None;
     }
 
+    /// The walk's kind.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
     /// The walk went through `t` and now stands at `at` (window offset,
-    /// state); the segment is noted once it is [`STRIDE`] steps long.
-    pub fn took(&mut self, src: &super::read::Src, t: Took, at: (u64, u32)) {
+    /// state): the segment to note (from where, and the segment) once it
+    /// is [`STRIDE`] steps long (`Src::walk_took` notes it).
+    pub fn took(&mut self, t: Took, at: (u64, u32)) -> Option<((u64, u32), Segment)> {
         let Some(from) = self.from else {
             self.start(at);
-            return;
+            return None;
         };
         self.steps = self.steps.saturating_add(t.steps);
         self.flags |= t.flags;
         self.count = self.count.saturating_add(t.count);
-        if self.steps >= STRIDE {
-            src.walk_note(
-                self.kind,
-                from,
-                Segment {
-                    to: at.0,
-                    state: at.1,
-                    steps: self.steps,
-                    flags: self.flags,
-                    count: self.count,
-                },
-            );
-            self.start(at);
+        if self.steps < STRIDE {
+            return None;
         }
+        let seg = Segment {
+            to: at.0,
+            state: at.1,
+            steps: self.steps,
+            flags: self.flags,
+            count: self.count,
+        };
+        self.start(at);
+        Some((from, seg))
     }
 }
 
