@@ -308,7 +308,11 @@ impl<'a> Src<'a> {
         (below, max_steps): (u64, u32),
         ok: impl Fn(u32) -> bool,
     ) -> Option<super::walks::Segment> {
-        let log = self.log()?;
+        // (The log borrowed, not cloned: a walk asks at every step.)
+        let (log, id) = self.cx.log.as_ref()?;
+        if *id != reader_id(self.r) {
+            return None;
+        }
         let memo = log.memo()?;
         let below = self.base.checked_add(below.min(self.len))?;
         let s = memo.walks.jump(

@@ -18,7 +18,9 @@
 //! bounds and its steps within its cap, so verdicts are those of walking.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Steps between the segments a walk notes.
 pub const STRIDE: u32 = 32;
@@ -27,6 +29,9 @@ pub const STRIDE: u32 = 32;
 const ENTRIES: usize = 1 << 16;
 /// Segments followed by one jump (a longer chain is followed by the next).
 const HOPS: usize = 4096;
+/// Bits of the filter of segment starts (512 KiB): a walk asks the memo at
+/// every step, and most steps start no segment.
+const FILTER_BITS: u32 = 22;
 
 /// From an offset (in a state), `steps` steps of a walk end at `to` in
 /// `state`, meeting `flags` (the walk's own meaning: chunks or boxes it
@@ -42,13 +47,90 @@ pub struct Segment {
 
 /// Segments by reader and walk kind, by image offset and state of their
 /// start.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct WalkMemo {
-    segs: Mutex<HashMap<(usize, &'static str), Segments>>,
+    /// Few walks and readers: looked up in turn.
+    segs: Mutex<Vec<((usize, &'static str), Segments)>>,
+    /// A bit per hash of a noted start: a step whose bit is clear asks no
+    /// further (no lock taken). Made at the first segment noted.
+    filter: OnceLock<Box<[AtomicU64]>>,
+    hasher: Keyed,
+}
+
+impl Default for WalkMemo {
+    fn default() -> Self {
+        WalkMemo {
+            segs: Mutex::new(Vec::new()),
+            filter: OnceLock::new(),
+            hasher: Keyed(std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64)),
+        }
+    }
 }
 
 /// One walk's segments in one reader, by offset and state of their start.
-type Segments = HashMap<(u64, u32), Segment>;
+type Segments = HashMap<(u64, u32), Segment, Keyed>;
+
+/// A multiply-and-fold hash with a key drawn per carving (offsets come
+/// from the input; SipHash was a fifth of a walk of 2-byte elements).
+#[derive(Clone, Copy, Debug)]
+struct Keyed(u64);
+
+/// [`Keyed`]'s state.
+struct KeyedHasher(u64);
+
+impl BuildHasher for Keyed {
+    type Hasher = KeyedHasher;
+    fn build_hasher(&self) -> KeyedHasher {
+        KeyedHasher(self.0)
+    }
+}
+
+impl Hasher for KeyedHasher {
+    fn finish(&self) -> u64 {
+        let x = self.0 ^ (self.0 >> 29);
+        x.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ (x >> 32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(27);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+}
+
+impl WalkMemo {
+    /// The filter's word and bit for a start.
+    fn bit(&self, reader: usize, key: (u64, u32)) -> Option<(&AtomicU64, u64)> {
+        let h = self.hasher.hash_one((reader as u64, key));
+        let i = (h >> (64 - FILTER_BITS)) as usize;
+        let words = self.filter.get()?;
+        Some((words.get(i / 64)?, 1 << (i % 64)))
+    }
+
+    /// Whether a segment may start at `key` (false: none does).
+    fn may_start(&self, reader: usize, key: (u64, u32)) -> bool {
+        self.bit(reader, key)
+            .is_some_and(|(w, b)| w.load(Ordering::Relaxed) & b != 0)
+    }
+
+    fn mark(&self, reader: usize, key: (u64, u32)) {
+        self.filter.get_or_init(|| {
+            (0..1usize << (FILTER_BITS - 6))
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        });
+        if let Some((w, b)) = self.bit(reader, key) {
+            w.fetch_or(b, Ordering::Relaxed);
+        }
+    }
+}
 
 impl WalkMemo {
     /// The chain of segments from image offset `at` (in `state`) of the walk `kind`,
@@ -62,8 +144,11 @@ impl WalkMemo {
         (below, max_steps): (u64, u32),
         ok: impl Fn(u32) -> bool,
     ) -> Option<Segment> {
+        if !self.may_start(reader, (at, state)) {
+            return None;
+        }
         let mut map = self.segs.lock().unwrap_or_else(|e| e.into_inner());
-        let per = map.get_mut(&(reader, kind))?;
+        let (_, per) = map.iter_mut().find(|(k, _)| *k == (reader, kind))?;
         let mut path: Vec<((u64, u32), Segment)> = Vec::new();
         let (mut to, mut state) = (at, state);
         let mut steps = 0u32;
@@ -103,8 +188,18 @@ impl WalkMemo {
         if seg.to <= from.0 || seg.steps == 0 {
             return;
         }
+        self.mark(reader, from);
         let mut map = self.segs.lock().unwrap_or_else(|e| e.into_inner());
-        let per = map.entry((reader, kind)).or_default();
+        let i = match map.iter().position(|(k, _)| *k == (reader, kind)) {
+            Some(i) => i,
+            None => {
+                map.push(((reader, kind), HashMap::with_hasher(self.hasher)));
+                map.len() - 1
+            }
+        };
+        let Some((_, per)) = map.get_mut(i) else {
+            return;
+        };
         if per.len() >= ENTRIES {
             per.clear();
         }
