@@ -4,7 +4,8 @@
 #   bash benches/hostile.sh [SIZE] [RUNS]        (default 64MiB, 3)
 #
 # For every type of the built-in catalogue and every shape of `gpucarve
-# synth` (back-to-back, in-noise, max-lengths, self-referencing), plus
+# synth` (back-to-back, in-noise, max-lengths, self-referencing; and
+# tiny-walks for wav, mp4 and mkv: WALKS), plus
 # `mixed` (every header and footer of the catalogue back to back), builds a
 # SIZE image and carves it RUNS times with default options (`--input raw`,
 # since some shapes start with a container's magic) and once more with
@@ -74,4 +75,11 @@ for t in $TYPES; do
         rm -f "$W/img"; "$B" synth --type "$t" --shape "$s" --size "$SIZE" -o "$W/img"
         one "$t $s" "$W/img"
     done
+    # The walks' caps: a header in every sector of tiny chunks (the types
+    # with such a walk).
+    case " ${WALKS:-wav mp4 mkv} " in
+    *" $t "*)
+        rm -f "$W/img"; "$B" synth --type "$t" --shape tiny-walks --size "$SIZE" -o "$W/img"
+        one "$t tiny-walks" "$W/img" ;;
+    esac
 done

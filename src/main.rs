@@ -182,7 +182,7 @@ image from standard input (copied to --spool-dir first). Folders are\nsearched f
     Completions { shell: clap_complete::Shell },
     /// Write a hostile test image: one type's headers in a shape, or every header mixed
     #[command(
-        after_help = "Shapes: back-to-back, in-noise, max-lengths, self-referencing (one type, --type);\nmixed: every header and footer of the catalogue back to back.\nExamples:\n  gpucarve synth --type pdf --shape back-to-back --size 64MiB -o pdf.img\n  gpucarve synth --shape mixed --size 64MiB -o mixed.img"
+        after_help = "Shapes: back-to-back, in-noise, max-lengths, self-referencing (one type, --type);\ntiny-walks (--type wav, mp4 or mkv): a header in every sector of tiny chunks;\nmixed: every header and footer of the catalogue back to back.\nExamples:\n  gpucarve synth --type pdf --shape back-to-back --size 64MiB -o pdf.img\n  gpucarve synth --shape mixed --size 64MiB -o mixed.img"
     )]
     Synth {
         /// The type whose headers fill the image (not with --shape mixed)
@@ -654,6 +654,8 @@ fn run_synth(
     let cat = load_catalogue(catalogue)?;
     let bytes = match (shape, type_name) {
         ("mixed", _) => synth::dense_headers(&cat, size, seed),
+        ("tiny-walks", Some(t)) => synth::tiny_walks(t, size)
+            .ok_or_else(|| format!("no tiny-walks shape for {t:?}: wav, mp4, mkv"))?,
         (_, None) => return Err(format!("--shape {shape} needs --type")),
         (s, Some(t)) => {
             let shape = synth::Shape::from_name(s).ok_or_else(|| {

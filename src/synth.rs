@@ -203,6 +203,50 @@ pub fn type_shape(
     Some(out)
 }
 
+/// `len` bytes of 512-byte sectors, each one chunk (box, element) of the
+/// walks of the headers before it, holding a header of `type_name` (wav,
+/// mp4, mkv) followed by the smallest chunks to the sector's end: every
+/// header's walk runs on through every later sector (to the caps of 1 M
+/// chunks or boxes and 4 M elements) unless walks are remembered across
+/// candidates. `None` for another type.
+pub fn tiny_walks(type_name: &str, len: usize) -> Option<Vec<u8>> {
+    let be = |v: u32| v.to_be_bytes();
+    let le = |v: u32| v.to_le_bytes();
+    let (outer, head, tiny): (Vec<u8>, Vec<u8>, Vec<u8>) = match type_name {
+        "mp4" => (
+            [&be(512)[..], b"free"].concat(),
+            [&be(24)[..], b"ftypisom\0\0\0\0isommp41"].concat(),
+            [&be(8)[..], b"free"].concat(),
+        ),
+        "wav" => (
+            [&b"JUNK"[..], &le(504)].concat(),
+            // The RIFF's first chunk (12 bytes) evens the rest to 8s.
+            [&b"RIFF"[..], &le(0xFFFF_FFF0), b"WAVEJUNK", &le(4), &[0; 4]].concat(),
+            [&b"JUNK"[..], &le(0)].concat(),
+        ),
+        "mkv" => (
+            // A Void of 509 bytes; the EBML header (DocType webm), a
+            // Segment of unknown size, a 3-byte Void; then 2-byte Voids.
+            vec![0xEC, 0x41, 0xFD],
+            [
+                &[0x1A, 0x45, 0xDF, 0xA3, 0x87, 0x42, 0x82, 0x84][..],
+                b"webm",
+                &[0x18, 0x53, 0x80, 0x67, 0x01],
+                &[0xFF; 7],
+                &[0xEC, 0x81, 0x00],
+            ]
+            .concat(),
+            vec![0xEC, 0x80],
+        ),
+        _ => return None,
+    };
+    let mut sector = [outer, head].concat();
+    while sector.len() + tiny.len() <= 512 {
+        sector.extend_from_slice(&tiny);
+    }
+    Some(sector.iter().copied().cycle().take(len).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,5 +292,16 @@ mod tests {
             }
         }
         assert!(type_shape(&cat, "no-such-type", Shape::InNoise, 1, 1).is_none());
+        // Tiny walks: a header of the type in every sector, sectors whole.
+        for t in ["mp4", "wav", "mkv"] {
+            let img = tiny_walks(t, 1 << 16).unwrap();
+            let ty = cat.types.iter().find(|x| x.name == t).unwrap();
+            let h = &ty.headers[0];
+            let hits = (0..img.len())
+                .filter(|&i| h.pattern.matches_at(&img, i))
+                .count();
+            assert_eq!(hits, 128, "{t}");
+        }
+        assert!(tiny_walks("pdf", 512).is_none());
     }
 }

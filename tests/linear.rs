@@ -124,6 +124,20 @@ fn every_type_with_self_referencing_offsets() {
     every_type(Shape::SelfReferencing);
 }
 
+/// A header in every sector of tiny chunks, each sector one chunk of the
+/// walks before it ([`gpucarve::synth::tiny_walks`]): each header's walk
+/// would run to the image's end (quadratic: at 16 MiB about 16 times the
+/// bound) unless walks are remembered across candidates.
+#[test]
+fn tiny_chunk_walks_under_a_header_per_sector() {
+    for t in ["wav", "mp4", "mkv"] {
+        for size in [1 << 20, 16 << 20] {
+            let img = gpucarve::synth::tiny_walks(t, size).expect("a tiny-walks type");
+            check(&format!("{t} tiny-walks {size}"), &img);
+        }
+    }
+}
+
 /// `unit` repeated to `len` bytes.
 fn repeat(unit: &[u8], len: usize) -> Vec<u8> {
     unit.iter().copied().cycle().take(len).collect()

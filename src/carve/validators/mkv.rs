@@ -30,6 +30,7 @@
 
 use super::Verdict;
 use super::read::Src;
+use super::walks::{Noting, Took, took};
 
 /// Elements walked at most (each is at least 2 bytes, so the walk is also
 /// bounded by the window).
@@ -41,6 +42,9 @@ const CLUSTER: u32 = 0x1F43_B675;
 const INFO: u32 = 0x1549_A966;
 const TRACKS: u32 = 0x1654_AE6B;
 const VOID: u32 = 0xEC;
+/// Flags of the walk's segments: an Info, a Tracks element.
+const SEEN_INFO: u32 = 1;
+const SEEN_TRACKS: u32 = 2;
 const CRC32: u32 = 0xBF;
 
 /// The Segment's children (RFC 9559 §5.1).
@@ -166,7 +170,24 @@ pub fn validate(src: Src) -> Option<Verdict> {
     // In a Cluster of unknown size: the walk is among its children.
     let mut in_cluster = false;
     let mut damaged = false;
+    // A step depends on the element's bytes and whether the walk is in a
+    // Cluster alone (and the Segment's end, which bounds the jumps): the
+    // stretches other candidates walked are jumped ([`super::walks`]).
+    let mut noting = Noting::new("mkv");
     while pos < stop {
+        if let Some(j) = src.walk_jump(
+            "mkv",
+            (pos, u32::from(in_cluster)),
+            (stop, MAX_ELEMENTS - n),
+            |_| true,
+        ) {
+            info |= j.flags & SEEN_INFO != 0;
+            tracks |= j.flags & SEEN_TRACKS != 0;
+            clusters += j.count;
+            (pos, n, in_cluster) = (j.to, n + j.steps, j.state == 1);
+            src.walk_took(&mut noting, took(j), (pos, j.state));
+            continue;
+        }
         n += 1;
         if n > MAX_ELEMENTS {
             damaged = true;
@@ -221,6 +242,16 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 break;
             }
         }
+        let t = Took {
+            steps: 1,
+            flags: match id {
+                INFO => SEEN_INFO,
+                TRACKS => SEEN_TRACKS,
+                _ => 0,
+            },
+            count: u64::from(id == CLUSTER),
+        };
+        src.walk_took(&mut noting, t, (pos, u32::from(in_cluster)));
     }
     let v = if damaged {
         Verdict::partial(pos, format!("damaged or unknown element at {pos}"))

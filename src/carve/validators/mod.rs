@@ -287,6 +287,7 @@ impl Verdict {
 }
 
 pub mod read;
+pub mod walks;
 
 pub mod asf;
 pub mod bmp;

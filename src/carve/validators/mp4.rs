@@ -28,9 +28,13 @@
 
 use super::Verdict;
 use super::read::Src;
+use super::walks::{Noting, Took, took};
 
 /// Boxes walked at most.
 const MAX_BOXES: u32 = 1_000_000;
+/// Flags of the walk's segments: a `moov`, a `meta` box.
+const MOOV: u32 = 1;
+const META: u32 = 2;
 
 const TOP_LEVEL: &[&[u8; 4]] = &[
     b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide", b"uuid", b"pdin", b"moof", b"mfra",
@@ -68,7 +72,20 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut meta = false;
     let mut boxes = 0u32;
     let cut = || Some(Verdict::partial(src.len(), src.cut_note()).with_subtype(Some(subtype)));
+    // After the first box, a box's step depends on its bytes alone: the
+    // stretches other candidates walked are jumped ([`super::walks`]).
+    let mut noting = Noting::new("mp4");
     while boxes < MAX_BOXES {
+        if boxes > 0
+            && let Some(j) =
+                src.walk_jump("mp4", (pos, 0), (src.len(), MAX_BOXES - boxes), |_| true)
+        {
+            moov |= j.flags & MOOV != 0;
+            meta |= j.flags & META != 0;
+            (pos, boxes) = (j.to, boxes + j.steps);
+            src.walk_took(&mut noting, took(j), (pos, 0));
+            continue;
+        }
         let Some(b) = src.bytes::<8>(pos) else {
             if pos == src.len() {
                 break;
@@ -112,6 +129,17 @@ pub fn validate(src: Src) -> Option<Verdict> {
         }
         pos = end;
         boxes += 1;
+        let flags = match &ty {
+            b"moov" => MOOV,
+            b"meta" => META,
+            _ => 0,
+        };
+        let t = Took {
+            steps: 1,
+            flags,
+            count: 0,
+        };
+        src.walk_took(&mut noting, t, (pos, 0));
     }
     let v = if moov || (heif && meta) {
         Verdict::complete(pos)

@@ -120,6 +120,8 @@ pub trait SignatureLog: Send + Sync {
 #[derive(Debug, Default)]
 pub struct SearchMemo {
     found: std::sync::Mutex<std::collections::HashMap<(usize, Vec<u8>), Searches>>,
+    /// The chunk and box walks of the carving ([`super::walks`]).
+    walks: super::walks::WalkMemo,
 }
 
 /// One search's remembered answers, by the image offset searched from.
@@ -293,6 +295,68 @@ impl<'a> Src<'a> {
             self.base.checked_add(self.len)?,
         )?;
         Some((end - self.base, done))
+    }
+
+    /// Where the walk `kind` standing at window offset `at` (in `state`) gets by the
+    /// segments earlier walks noted ([`super::walks`]): ending at most at
+    /// `below` (clamped to the window), in at most `max_steps` steps, with
+    /// flags `ok` accepts. Offsets relative to the window.
+    pub fn walk_jump(
+        &self,
+        kind: &'static str,
+        (at, state): (u64, u32),
+        (below, max_steps): (u64, u32),
+        ok: impl Fn(u32) -> bool,
+    ) -> Option<super::walks::Segment> {
+        // (The log borrowed, not cloned: a walk asks at every step.)
+        let (log, id) = self.cx.log.as_ref()?;
+        if *id != reader_id(self.r) {
+            return None;
+        }
+        let memo = log.memo()?;
+        let below = self.base.checked_add(below.min(self.len))?;
+        let s = memo.walks.jump(
+            (reader_id(self.r), kind),
+            (self.base.checked_add(at)?, state),
+            (below, max_steps),
+            ok,
+        )?;
+        Some(super::walks::Segment {
+            to: s.to - self.base,
+            ..s
+        })
+    }
+
+    /// The walk `noting` notes went through `t` and stands at `at` (window
+    /// offset, state): its segment is noted once long enough.
+    pub fn walk_took(
+        &self,
+        noting: &mut super::walks::Noting,
+        t: super::walks::Took,
+        at: (u64, u32),
+    ) {
+        if let Some((from, seg)) = noting.took(t, at) {
+            self.walk_note(noting.kind(), from, seg);
+        }
+    }
+
+    /// Notes that the walk `kind` went from window offset `from` by `seg`
+    /// (its end a window offset too).
+    pub fn walk_note(&self, kind: &'static str, from: (u64, u32), seg: super::walks::Segment) {
+        let Some(log) = self.log() else {
+            return;
+        };
+        if let (Some(memo), Some(a), Some(to)) = (
+            log.memo(),
+            self.base.checked_add(from.0),
+            self.base.checked_add(seg.to),
+        ) {
+            memo.walks.note(
+                (reader_id(self.r), kind),
+                (a, from.1),
+                super::walks::Segment { to, ..seg },
+            );
+        }
     }
 
     /// The first `byte` in `[from, from + limit)` of the window. With the

@@ -31,11 +31,15 @@
 
 use super::Verdict;
 use super::read::{Src, ext_indirect_block, looks_foreign};
+use super::walks::{Noting, Took, took};
 
 /// Chunks walked at most per RIFF.
 const MAX_CHUNKS: u32 = 1_000_000;
 /// OpenDML extension RIFFs followed at most.
 const MAX_AVIX: u32 = 10_000;
+/// Flags of the walk's segments: a `fmt `, a `data` chunk.
+const FMT: u32 = 1;
+const DATA: u32 = 2;
 
 /// Frames per block and blocks on each side of a seam (see [`pcm_seam`]).
 pub const SEAM_BLOCK: u64 = 64;
@@ -227,7 +231,23 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut pos = 12u64;
     let mut chunks = 0u32;
     let cut = || Some(Verdict::partial(src.len(), src.cut_note()).with_subtype(subtype));
+    // After the first chunk, a chunk's step depends on its bytes alone (and
+    // the RIFF's end, which bounds the jumps): the stretches other
+    // candidates walked are jumped ([`super::walks`]), those holding a
+    // `fmt ` or `data` chunk only once this walk has its first.
+    let mut noting = Noting::new("riff");
     while pos < end && chunks < MAX_CHUNKS {
+        if chunks > 0
+            && let Some(j) = src.walk_jump("riff", (pos, 0), (end, MAX_CHUNKS - chunks), |f| {
+                (f & FMT == 0 || fmt_at.is_some()) && (f & DATA == 0 || data_at.is_some())
+            })
+        {
+            seen_fmt |= j.flags & FMT != 0;
+            seen_data |= j.flags & DATA != 0;
+            (pos, chunks) = (j.to, chunks + j.steps);
+            src.walk_took(&mut noting, took(j), (pos, 0));
+            continue;
+        }
         let Some(ch) = src.bytes::<8>(pos) else {
             return cut();
         };
@@ -265,8 +285,25 @@ pub fn validate(src: Src) -> Option<Verdict> {
             return cut();
         }
         // A missing pad byte after the last chunk is tolerated.
-        pos = (data_end + (csize & 1)).min(end);
+        let next = data_end + (csize & 1);
+        pos = next.min(end);
         chunks += 1;
+        if next > end {
+            // A step the RIFF's end cut short: another's would not be.
+            noting.stop();
+        } else {
+            let flags = match &id {
+                b"fmt " => FMT,
+                b"data" => DATA,
+                _ => 0,
+            };
+            let t = Took {
+                steps: 1,
+                flags,
+                count: 0,
+            };
+            src.walk_took(&mut noting, t, (pos, 0));
+        }
     }
     if end > src.len() {
         return cut();
