@@ -356,3 +356,24 @@ fn archives_from_test_suites_and_registries() {
         ("tar", 20),
     ]);
 }
+
+/// MEASURE
+#[test]
+fn more_types_from_test_suites_and_debian_packages() {
+    let c = plant_and_carve("more", 0x6d6f_7265_0000_0001);
+    assert_eq!(c.files.len(), 95);
+    c.check(&[
+        ("psd", 0),
+        ("ps", 0),
+        ("rtf", 0),
+        ("html", 0),
+        ("xml", 0),
+        ("sh", 0),
+        ("mpeg", 0),
+        ("avi", 0),
+        ("mpa", 0),
+        ("mp3", 0),
+        ("mkv", 0),
+        ("evtx", 0),
+    ]);
+}

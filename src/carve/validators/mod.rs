@@ -301,6 +301,7 @@ pub mod jpeg;
 pub mod kdbx;
 pub mod lnk;
 pub mod macho;
+pub mod markup;
 pub mod mkv;
 pub mod mp3;
 pub mod mp4;
@@ -353,6 +354,7 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("elf", elf::validate),
     ("pe", pe::validate),
     ("text", text::validate),
+    ("markup", markup::validate),
     ("macho", macho::validate),
     ("qcow", qcow::validate),
     ("vmdk", vmdk::validate),
@@ -394,7 +396,7 @@ pub fn stands_alone(validator: &str) -> bool {
 /// The names [`validate`] accepts.
 pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
-    "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "macho", "qcow",
+    "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "markup", "macho", "qcow",
     "vmdk", "evtx", "regf", "lnk", "kdbx", "7z", "rar5", "rar4", "xz", "cab", "tar", "bzip2",
 ];
 

@@ -77,6 +77,52 @@ fn subtype(first_line: &[u8]) -> Option<&'static str> {
     }
 }
 
+/// Where the run of text that goes on at `pos` ends.
+pub(super) enum Run {
+    /// At a non-text byte (or an incomplete UTF-8 sequence) at this offset.
+    Ends(u64),
+    /// At the window's end (the image's end or `max_len`): the text may go on.
+    Cut(u64),
+}
+
+/// The end of the run of text from `pos` on (text at `pos` assumed), through
+/// the carving's memo: a run that an earlier candidate already followed
+/// (scripts or documents back to back: each header would read the rest of
+/// the run again) is looked up.
+pub(super) fn run_end(src: &Src, mut pos: u64) -> Run {
+    let mut buf = [0u8; 4096];
+    let end = loop {
+        match src.memo_run_end(b"text run", pos) {
+            Some((end, true)) if end >= src.len() => return Run::Cut(end),
+            Some((end, true)) => break end,
+            // Text at least to `at`: read on from there.
+            Some((at, false)) if at > pos => pos = at,
+            _ => {}
+        }
+        let n = src.read(pos, &mut buf).min(buf.len());
+        let (run, stopped) = text_run(&buf[..n]);
+        pos += run as u64;
+        if stopped {
+            break pos;
+        }
+        if n < buf.len() {
+            // The window ends: at the image's end or at max_len.
+            if pos >= MIN_LEN {
+                src.memo_note_run(b"text run", 0, pos, true);
+            }
+            return Run::Cut(pos);
+        }
+        if run == 0 {
+            // An incomplete UTF-8 sequence that the next read cannot complete.
+            break pos;
+        }
+    };
+    if end >= MIN_LEN {
+        src.memo_note_run(b"text run", 0, end, false);
+    }
+    Run::Ends(end)
+}
+
 pub fn validate(src: Src) -> Option<Verdict> {
     // The first line must end within MAX_FIRST_LINE bytes and be text.
     let nl = src.find_byte_memo(b'\n', 0, MAX_FIRST_LINE as u64)?;
@@ -85,46 +131,17 @@ pub fn validate(src: Src) -> Option<Verdict> {
         return None;
     }
     let sub = subtype(&head).map(str::to_string);
-    let mut buf = [0u8; 4096];
     // The run goes on from the first line's line feed.
-    let mut pos = nl;
-    let end = loop {
-        // A run of text an earlier candidate already followed (scripts
-        // back to back: each header would read the rest of the run again).
-        match src.memo_run_end(b"text run", pos) {
-            Some((end, true)) if end >= src.len() => {
-                return (end >= MIN_LEN)
-                    .then(|| Verdict::partial(end, src.cut_note()).with_subtype(sub));
-            }
-            Some((end, true)) => break end,
-            // Text at least to `at`: read on from there.
-            Some((at, false)) if at > pos => pos = at,
-            _ => {}
+    let end = match run_end(&src, nl) {
+        Run::Cut(end) => {
+            return (end >= MIN_LEN)
+                .then(|| Verdict::partial(end, src.cut_note()).with_subtype(sub));
         }
-        let n = src.read(pos, &mut buf);
-        let chunk = buf.get(..n)?;
-        let (run, stopped) = text_run(chunk);
-        pos += run as u64;
-        if stopped {
-            break pos;
-        }
-        if n < buf.len() {
-            // The window ends: at the image's end or at max_len.
-            if pos < MIN_LEN {
-                return None;
-            }
-            src.memo_note_run(b"text run", 0, pos, true);
-            return Some(Verdict::partial(pos, src.cut_note()).with_subtype(sub));
-        }
-        if run == 0 {
-            // An incomplete UTF-8 sequence that the next read cannot complete.
-            break pos;
-        }
+        Run::Ends(end) => end,
     };
     if end < MIN_LEN {
         return None;
     }
-    src.memo_note_run(b"text run", 0, end, false);
     let mut v = if src.ends_cleanly(end) {
         let mut v = Verdict::complete(end);
         v.notes
