@@ -1,33 +1,32 @@
 //! Markup and page descriptions in text (HTML, XML, RTF, PostScript): the run
 //! of text from the header, ended where the format closes.
 //!
-//! These formats have no length field; the file is text ([`super::text`]'s
-//! bytes) and ends with a closing mark: HTML with `</html>`, XML with the `>`
-//! of its root element's end tag, RTF with the `}` that closes its group,
-//! DSC PostScript with `%%EOF`; then usually a line break. So:
+//! These formats have no length field; the file is text and ends with a
+//! closing mark: HTML with `</html>`, XML with the `>` of its root element's
+//! end tag, RTF with the `}` that closes its group, DSC PostScript with
+//! `%%EOF`; then usually a line break. Text here is [`super::text`]'s bytes
+//! and printable Latin-1 (0xA0-0xFF outside UTF-8), which documents from
+//! before UTF-8 hold. So:
 //!
 //! * `None`: the header is not one of those, or fewer than
 //!   [`super::text::MIN_LEN`] text bytes;
 //! * `Complete`, the text rule: the run of text ends on a 512-byte boundary
 //!   or is followed by zero bytes to the next one (slack, as file systems
 //!   leave it);
-//! * `Complete`, the closing rule: otherwise, the last closing mark within
-//!   the run's last [`TAIL`] bytes and the white space (tab, CR, LF, space)
-//!   right after it end the file: what follows in the run is foreign bytes
-//!   that happen to be text (after a file, foreign bytes are text for a
-//!   byte or two by chance, not for a kilobyte);
-//! * `Partial`: no closing mark in the tail, or the window ends first.
+//! * `Complete`, the closing rule: otherwise the run went on into foreign
+//!   bytes that happen to be text, and the file ends after its last line
+//!   break or closing mark (and the white space after it), if at most
+//!   [`super::text::FOREIGN_MAX`] bytes follow in the run
+//!   ([`super::text::end_in_tail`]);
+//! * `Partial`: neither, or the window ends first.
 //!
 //! What a candidate reads is the run (shared through the carving's memo
-//! with the other headers of the same run) and at most [`TAIL`] bytes of it
-//! again: work linear in the run.
+//! with the other headers of the same run) and its last
+//! [`super::text::TAIL`] bytes again: work linear in the run.
 
 use super::Verdict;
 use super::read::Src;
-use super::text::{MIN_LEN, Run, run_end};
-
-/// How far back from the run's end a closing mark is looked for.
-pub const TAIL: u64 = 1024;
+use super::text::{FOREIGN_MAX, MIN_LEN, Run, end_before, latin1_text_run, run_end_of};
 
 /// The format a header opens, by its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,27 +61,13 @@ impl Kind {
             Kind::Ps => "%%EOF",
         }
     }
-
-    /// The end of the last closing mark in `tail`.
-    fn last_close(self, tail: &[u8]) -> Option<usize> {
-        let mark = self.name().as_bytes();
-        let ci = self == Kind::Html;
-        (mark.len()..=tail.len()).rev().find(|&end| {
-            let w = &tail[end - mark.len()..end];
-            if ci {
-                w.eq_ignore_ascii_case(mark)
-            } else {
-                w == mark
-            }
-        })
-    }
 }
 
 pub fn validate(src: Src) -> Option<Verdict> {
     let mut head = [0u8; 16];
     let n = src.read(0, &mut head).min(head.len());
     let kind = Kind::of(&head[..n])?;
-    let end = match run_end(&src, 0) {
+    let end = match run_end_of(&src, 0, b"latin-1 text run", latin1_text_run) {
         Run::Cut(end) => return (end >= MIN_LEN).then(|| Verdict::partial(end, src.cut_note())),
         Run::Ends(end) => end,
     };
@@ -95,35 +80,25 @@ pub fn validate(src: Src) -> Option<Verdict> {
             .push("text up to zero slack or a sector boundary".to_string());
         return Some(v);
     }
-    let from = end.saturating_sub(TAIL);
-    let mut tail = vec![0u8; (end - from) as usize];
-    if !src.read_exact(from, &mut tail) {
-        return Some(Verdict::partial(end, "text could not be read again"));
-    }
-    let Some(close) = kind.last_close(&tail) else {
-        return Some(Verdict::partial(
+    let mark = kind.name().as_bytes();
+    match end_before(&src, end, mark, kind == Kind::Html).filter(|&at| at >= MIN_LEN) {
+        Some(at) => {
+            let mut v = Verdict::complete(at);
+            v.notes.push(format!(
+                "text ends at its last line break or {} ({} foreign text bytes follow)",
+                kind.name(),
+                end - at
+            ));
+            Some(v)
+        }
+        None => Some(Verdict::partial(
             end,
             format!(
-                "text runs into non-text bytes at {end} before the end of its sector, and no {} in its last {TAIL} bytes",
+                "text runs into non-text bytes at {end} before the end of its sector, {FOREIGN_MAX}+ bytes after its last line break or {}",
                 kind.name()
             ),
-        ));
-    };
-    let ws = tail[close..]
-        .iter()
-        .take_while(|b| matches!(b, b'\t' | b'\n' | b'\r' | b' '))
-        .count();
-    let at = from + (close + ws) as u64;
-    if at < MIN_LEN {
-        return None;
+        )),
     }
-    let mut v = Verdict::complete(at);
-    v.notes.push(format!(
-        "text ends at its last {} and the white space after it ({} foreign text bytes follow)",
-        kind.name(),
-        end - at
-    ));
-    Some(v)
 }
 
 #[cfg(test)]
@@ -167,10 +142,18 @@ mod tests {
         assert_eq!((v.status, v.length), (Status::Complete, doc.len() as u64));
     }
 
-    /// No closing mark: partial; not a header of these formats: none.
+    /// No closing mark: the last line break ends the file, and a long last
+    /// line without one is partial; not a header of these formats: none.
     #[test]
-    fn no_mark_is_partial_and_other_text_is_none() {
-        let mut d = b"%!PS-Adobe-2.0 EPSF-2.0\n%%BoundingBox: 0 0 1 1\ngsave\n".to_vec();
+    fn no_mark_ends_at_a_line_break_or_is_partial_and_other_text_is_none() {
+        let ps = b"%!PS-Adobe-2.0 EPSF-2.0\n%%BoundingBox: 0 0 1 1\ngsave\n";
+        let mut d = ps.to_vec();
+        d.extend(b"Qz\x01");
+        d.resize(512, 0x42);
+        let v = run("markup", &d).expect("markup");
+        assert_eq!((v.status, v.length), (Status::Complete, ps.len() as u64));
+        let mut d = ps.to_vec();
+        d.extend(b"1 0 0 setrgbcolor 0 0 1 1 rectfill");
         let n = d.len() as u64;
         d.push(0x01);
         d.resize(512, 0x42);
@@ -180,15 +163,27 @@ mod tests {
         assert!(run("markup", b"<html\x00\x00\x00\x00\x00\x00\x00\x00").is_none());
     }
 
-    /// A mark further back than the tail does not end the file.
+    /// More than FOREIGN_MAX bytes after the last mark or line break: the
+    /// text is the file's own, whose end is not known.
     #[test]
-    fn a_mark_before_the_tail_is_not_looked_for() {
+    fn text_long_after_the_last_mark_is_partial() {
         let mut d = b"<html><body></body></html>".to_vec();
-        let far = d.len() + super::TAIL as usize + 10;
+        let far = d.len() + super::FOREIGN_MAX + 1;
         d.resize(far, b'a');
         d.push(0x01);
         d.resize(far + 600, 0x42);
         let v = run("markup", &d).expect("markup");
         assert_eq!((v.status, v.length), (Status::Partial, far as u64));
+    }
+
+    /// Latin-1 text (a byte of 0xA0-0xFF outside UTF-8) does not end the run.
+    #[test]
+    fn latin1_is_text_in_documents() {
+        let doc = b"<?xml version=\"1.0\" encoding=\"iso-8859-1\"?>\n<a>\xb5 caf\xe9 \xc3\xa9</a>\n";
+        let mut d = doc.to_vec();
+        d.extend(b"x\x01");
+        d.resize(1024, 0x42);
+        let v = run("markup", &d).expect("markup");
+        assert_eq!((v.status, v.length), (Status::Complete, doc.len() as u64));
     }
 }
