@@ -179,7 +179,8 @@ mod tests {
     /// Latin-1 text (a byte of 0xA0-0xFF outside UTF-8) does not end the run.
     #[test]
     fn latin1_is_text_in_documents() {
-        let doc = b"<?xml version=\"1.0\" encoding=\"iso-8859-1\"?>\n<a>\xb5 caf\xe9 \xc3\xa9</a>\n";
+        let doc =
+            b"<?xml version=\"1.0\" encoding=\"iso-8859-1\"?>\n<a>\xb5 caf\xe9 \xc3\xa9</a>\n";
         let mut d = doc.to_vec();
         d.extend(b"x\x01");
         d.resize(1024, 0x42);

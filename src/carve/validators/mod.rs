@@ -311,6 +311,7 @@ pub mod ole2;
 pub mod pdf;
 pub mod pe;
 pub mod png;
+pub mod psd;
 pub mod qcow;
 pub mod rar;
 pub mod regf;
@@ -355,6 +356,7 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("pe", pe::validate),
     ("text", text::validate),
     ("markup", markup::validate),
+    ("psd", psd::validate),
     ("macho", macho::validate),
     ("qcow", qcow::validate),
     ("vmdk", vmdk::validate),
@@ -396,8 +398,9 @@ pub fn stands_alone(validator: &str) -> bool {
 /// The names [`validate`] accepts.
 pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
-    "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "markup", "macho", "qcow",
-    "vmdk", "evtx", "regf", "lnk", "kdbx", "7z", "rar5", "rar4", "xz", "cab", "tar", "bzip2",
+    "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "markup", "psd",
+    "macho", "qcow", "vmdk", "evtx", "regf", "lnk", "kdbx", "7z", "rar5", "rar4", "xz", "cab",
+    "tar", "bzip2",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
