@@ -14,10 +14,13 @@
 //!   or is followed by zero bytes to the next one (slack, as file systems
 //!   leave it);
 //! * `Complete`, the closing rule: otherwise the run went on into foreign
-//!   bytes that happen to be text, and the file ends after its last line
-//!   break or closing mark (and the white space after it), if at most
-//!   [`super::text::FOREIGN_MAX`] bytes follow in the run
-//!   ([`super::text::end_in_tail`]);
+//!   bytes that happen to be text, and the file ends after its last closing
+//!   mark and the white space after it (an XML `>` only where it closes an
+//!   end tag or an empty element; PostScript also after its last line
+//!   break, past 64 bytes: DSC files without `%%EOF` end with one), if at
+//!   most [`super::text::FOREIGN_MAX`] bytes follow in the run
+//!   ([`super::text::end_in_tail`]). A header in random bytes is followed by
+//!   a few bytes of text, which neither make such a mark nor reach 64 bytes;
 //! * `Partial`: neither, or the window ends first.
 //!
 //! What a candidate reads is the run (shared through the carving's memo
@@ -63,6 +66,29 @@ impl Kind {
     }
 }
 
+/// Fewest bytes of a PostScript file that a line break may end.
+const MIN_LINES: u64 = 64;
+
+/// Whether the `>` that white space at most follows before `at` closes an
+/// end tag (`</name>`) or an empty element (`<name/>`), as a document's
+/// root element ends: a `>` of foreign bytes does not.
+fn closes_a_tag(src: &Src, at: u64) -> bool {
+    let from = at.saturating_sub(super::text::TAIL);
+    let mut buf = [0u8; super::text::TAIL as usize];
+    let Some(tail) = buf.get_mut(..(at - from) as usize) else {
+        return false;
+    };
+    if !src.read_exact(from, tail) {
+        return false;
+    }
+    let Some(gt) = tail.iter().rposition(|&b| b == b'>') else {
+        return false;
+    };
+    let tag = &tail[..gt];
+    let open = tag.iter().rposition(|&b| b == b'<');
+    tag.ends_with(b"/") || open.is_some_and(|lt| tag.get(lt + 1) == Some(&b'/'))
+}
+
 pub fn validate(src: Src) -> Option<Verdict> {
     let mut head = [0u8; 16];
     let n = src.read(0, &mut head).min(head.len());
@@ -81,11 +107,23 @@ pub fn validate(src: Src) -> Option<Verdict> {
         return Some(v);
     }
     let mark = kind.name().as_bytes();
-    match end_before(&src, end, mark, kind == Kind::Html).filter(|&at| at >= MIN_LEN) {
+    // Line breaks end only PostScript (DSC files without `%%EOF` end with
+    // one), and only past [`MIN_LINES`]: a header in random bytes followed
+    // by a few bytes that happen to be text and a line break is not a file.
+    let at = end_before(&src, end, mark, kind == Kind::Html, false)
+        .filter(|&at| kind != Kind::Xml || closes_a_tag(&src, at))
+        .or_else(|| {
+            (kind == Kind::Ps)
+                .then(|| end_before(&src, end, b"", false, true))
+                .flatten()
+                .filter(|&at| at >= MIN_LINES)
+        })
+        .filter(|&at| at >= MIN_LEN);
+    match at {
         Some(at) => {
             let mut v = Verdict::complete(at);
             v.notes.push(format!(
-                "text ends at its last line break or {} ({} foreign text bytes follow)",
+                "text ends at its last {} ({} foreign text bytes follow)",
                 kind.name(),
                 end - at
             ));
@@ -94,7 +132,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         None => Some(Verdict::partial(
             end,
             format!(
-                "text runs into non-text bytes at {end} before the end of its sector, {FOREIGN_MAX}+ bytes after its last line break or {}",
+                "text runs into non-text bytes at {end} before the end of its sector, {FOREIGN_MAX}+ bytes after its last {}",
                 kind.name()
             ),
         )),
@@ -146,7 +184,7 @@ mod tests {
     /// line without one is partial; not a header of these formats: none.
     #[test]
     fn no_mark_ends_at_a_line_break_or_is_partial_and_other_text_is_none() {
-        let ps = b"%!PS-Adobe-2.0 EPSF-2.0\n%%BoundingBox: 0 0 1 1\ngsave\n";
+        let ps = b"%!PS-Adobe-2.0 EPSF-2.0\n%%BoundingBox: 0 0 1 1\ngsave 0.5 setgray 0 0 1 1 rectfill\n";
         let mut d = ps.to_vec();
         d.extend(b"Qz\x01");
         d.resize(512, 0x42);
@@ -161,6 +199,29 @@ mod tests {
         assert_eq!((v.status, v.length), (Status::Partial, n));
         assert!(run("markup", b"#!/bin/sh\necho not markup\n").is_none());
         assert!(run("markup", b"<html\x00\x00\x00\x00\x00\x00\x00\x00").is_none());
+    }
+
+    /// A header in random bytes, a few text bytes with a line break or a
+    /// `>` among them: no file.
+    #[test]
+    fn headers_in_noise_are_not_closed_by_chance() {
+        for (head, noise) in [
+            (&b"<?xml version="[..], &b"1>z\x01"[..]),
+            (b"<?xml version=", b"\"1\"?>\n<\x02"),
+            (b"<html", b"a\nb>\x01"),
+            (b"%!PS-Adobe-", b"3.0\nq\x01"),
+            (b"{\\rtf", b"1 a\n\x01"),
+        ] {
+            let mut d = head.to_vec();
+            d.extend(noise);
+            d.resize(512, 0x99);
+            let v = run("markup", &d);
+            assert!(
+                v.as_ref().is_none_or(|v| v.status != Status::Complete),
+                "{}: {v:?}",
+                String::from_utf8_lossy(&d[..20])
+            );
+        }
     }
 
     /// More than FOREIGN_MAX bytes after the last mark or line break: the

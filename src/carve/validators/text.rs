@@ -117,6 +117,9 @@ pub(super) fn run_end_of(
     classify: fn(&[u8]) -> (usize, bool),
 ) -> Run {
     let mut buf = [0u8; 4096];
+    // Small first reads, doubling: a run in noise or one that ends soon after
+    // its header costs a few dozen bytes, not 4 KiB per candidate.
+    let mut piece = 64;
     let end = loop {
         match src.memo_run_end(kind, pos) {
             Some((end, true)) if end >= src.len() => return Run::Cut(end),
@@ -125,13 +128,15 @@ pub(super) fn run_end_of(
             Some((at, false)) if at > pos => pos = at,
             _ => {}
         }
-        let n = src.read(pos, &mut buf).min(buf.len());
+        let want = piece;
+        piece = (piece * 2).min(buf.len());
+        let n = src.read(pos, &mut buf[..want]).min(want);
         let (run, stopped) = classify(&buf[..n]);
         pos += run as u64;
         if stopped {
             break pos;
         }
-        if n < buf.len() {
+        if n < want {
             // The window ends: at the image's end or at max_len.
             if pos >= MIN_LEN {
                 src.memo_note_run(kind, 0, pos, true);
@@ -160,15 +165,17 @@ pub const TAIL: u64 = 64;
 
 /// Where a text file ends inside `tail`, the last bytes of its run, when the
 /// run went on into foreign bytes that happen to be text: after its last
-/// line break, or after the last `mark` (compared without case when `ci`)
-/// and the white space that follows it, whichever is later, provided at
+/// line break (when `lines`), or after the last `mark` (compared without
+/// case when `ci`) and the white space that follows it, whichever is later,
+/// provided at
 /// most [`FOREIGN_MAX`] bytes follow (a text file ends with a line break or
 /// its format's closing mark; more text after one is the file's own).
-pub(super) fn end_in_tail(tail: &[u8], mark: &[u8], ci: bool) -> Option<usize> {
+pub(super) fn end_in_tail(tail: &[u8], mark: &[u8], ci: bool, lines: bool) -> Option<usize> {
     let line = tail
         .iter()
         .rposition(|&b| b == b'\n' || b == b'\r')
-        .map(|i| i + 1);
+        .map(|i| i + 1)
+        .filter(|_| lines);
     let closed = if mark.is_empty() {
         None
     } else {
@@ -192,14 +199,14 @@ pub(super) fn end_in_tail(tail: &[u8], mark: &[u8], ci: bool) -> Option<usize> {
 }
 
 /// [`end_in_tail`] of the run `[0, end)` of `src`: the end as a window offset.
-pub(super) fn end_before(src: &Src, end: u64, mark: &[u8], ci: bool) -> Option<u64> {
+pub(super) fn end_before(src: &Src, end: u64, mark: &[u8], ci: bool, lines: bool) -> Option<u64> {
     let from = end.saturating_sub(TAIL);
     let mut tail = [0u8; TAIL as usize];
     let tail = tail.get_mut(..(end - from) as usize)?;
     if !src.read_exact(from, tail) {
         return None;
     }
-    end_in_tail(tail, mark, ci).map(|at| from + at as u64)
+    end_in_tail(tail, mark, ci, lines).map(|at| from + at as u64)
 }
 
 pub fn validate(src: Src) -> Option<Verdict> {
@@ -226,7 +233,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         v.notes
             .push("text up to zero slack or a sector boundary".to_string());
         v
-    } else if let Some(at) = end_before(&src, end, b"", false).filter(|&at| at > nl) {
+    } else if let Some(at) = end_before(&src, end, b"", false, true).filter(|&at| at > nl) {
         let mut v = Verdict::complete(at);
         v.notes.push(format!(
             "text ends at its last line break ({} foreign text bytes follow)",
