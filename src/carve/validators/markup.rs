@@ -16,7 +16,7 @@
 //! * `Complete`, the closing rule: otherwise the run went on into foreign
 //!   bytes that happen to be text, and the file ends after its last closing
 //!   mark and the white space after it (an XML `>` only where it closes an
-//!   end tag or an empty element; PostScript also after its last line
+//!   end tag, an empty element, a comment or a processing instruction; PostScript also after its last line
 //!   break, past 64 bytes: DSC files without `%%EOF` end with one), if at
 //!   most [`super::text::FOREIGN_MAX`] bytes follow in the run
 //!   ([`super::text::end_in_tail`]). A header in random bytes is followed by
@@ -71,7 +71,8 @@ const MIN_LINES: u64 = 64;
 
 /// Whether the `>` that white space at most follows before `at` closes an
 /// end tag (`</name>`) or an empty element (`<name/>`), as a document's
-/// root element ends: a `>` of foreign bytes does not.
+/// root element ends, or a comment or processing instruction, which may
+/// follow it: a `>` of foreign bytes does not.
 fn closes_a_tag(src: &Src, at: u64) -> bool {
     let from = at.saturating_sub(super::text::TAIL);
     let mut buf = [0u8; super::text::TAIL as usize];
@@ -86,7 +87,11 @@ fn closes_a_tag(src: &Src, at: u64) -> bool {
     };
     let tag = &tail[..gt];
     let open = tag.iter().rposition(|&b| b == b'<');
-    tag.ends_with(b"/") || open.is_some_and(|lt| tag.get(lt + 1) == Some(&b'/'))
+    tag.ends_with(b"/")
+        || tag.ends_with(b"--")
+        // (Not the XML declaration itself: a declaration alone is no file.)
+        || (tag.ends_with(b"?") && open.is_some_and(|lt| from + lt as u64 > 0))
+        || open.is_some_and(|lt| tag.get(lt + 1) == Some(&b'/'))
 }
 
 pub fn validate(src: Src) -> Option<Verdict> {
@@ -207,6 +212,7 @@ mod tests {
     fn headers_in_noise_are_not_closed_by_chance() {
         for (head, noise) in [
             (&b"<?xml version="[..], &b"1>z\x01"[..]),
+            (b"<?xml version=", b"1<a>\x01"),
             (b"<?xml version=", b"\"1\"?>\n<\x02"),
             (b"<html", b"a\nb>\x01"),
             (b"%!PS-Adobe-", b"3.0\nq\x01"),
