@@ -12,7 +12,8 @@
 //!   PSB: u32), then the rows;
 //! * 2/3, ZIP: no length is recorded.
 //!
-//! * `None`: a header field out of range (a stray `8BPS`);
+//! * `None`: a header field out of range (a stray `8BPS`), or an RLE row
+//!   count of zero;
 //! * `Complete`: the sections and image data add up within the window;
 //!   length = the end of the image data;
 //! * `Partial`: they run past the window (length = window);
@@ -20,7 +21,9 @@
 //!   window, as a rule of thumb) or an unknown compression method.
 //!
 //! Work: the header, three length fields and, for RLE, the row-count table,
-//! which lies inside the file: linear in the file.
+//! read up to its first zero count: another header inside it (six zero
+//! bytes) ends the read, so a run of headers reads each table byte about
+//! once.
 
 use super::Verdict;
 use super::read::Src;
@@ -81,17 +84,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             if !src.has(pos, table) {
                 return cut();
             }
-            let mut sum = 0u64;
-            let mut scratch = Vec::new();
-            let mut carry = Vec::new();
-            src.for_each_chunk(pos, table, &mut scratch, |c| {
-                carry.extend_from_slice(c);
-                let whole = carry.len() - carry.len() % entry as usize;
-                for e in carry[..whole].chunks_exact(entry as usize) {
-                    sum += e.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b));
-                }
-                carry.drain(..whole);
-            });
+            let sum = rle_sum(&src, pos, table, entry)?;
             pos.saturating_add(table).saturating_add(sum)
         }
         2 | 3 => {
@@ -111,6 +104,38 @@ pub fn validate(src: Src) -> Option<Verdict> {
         return cut();
     }
     Some(Verdict::complete(end).with_subtype(psb.then_some("psb")))
+}
+
+/// The sum of the RLE row byte counts at `[pos, pos + table)` (entries of
+/// `entry` bytes, big-endian), or `None` at a zero count: a PackBits row of
+/// at least one pixel takes 2 bytes or more. The check also bounds the work:
+/// another PSD header inside the table (6 zero bytes) stops the read there,
+/// so headers back to back read each byte of their tables about once.
+fn rle_sum(src: &Src, pos: u64, table: u64, entry: u64) -> Option<u64> {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut sum = 0u64;
+    let mut off = 0u64;
+    // Small first reads, doubling: a table that another header cuts short
+    // costs what lies before that header.
+    let mut piece = 256u64;
+    while off < table {
+        let want = usize::try_from((table - off).min(piece)).ok()?;
+        piece = (piece * 2).min(buf.len() as u64);
+        let got = src.read(pos + off, &mut buf[..want]).min(want);
+        let whole = got - got % entry as usize;
+        if whole == 0 {
+            return None;
+        }
+        for e in buf[..whole].chunks_exact(entry as usize) {
+            let n = e.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b));
+            if n == 0 {
+                return None;
+            }
+            sum += n;
+        }
+        off += whole as u64;
+    }
+    Some(sum)
 }
 
 #[cfg(test)]
@@ -181,6 +206,11 @@ mod tests {
         let mut d = good.clone();
         d[30..34].copy_from_slice(&u32::MAX.to_be_bytes());
         assert_eq!(run("psd", &d).expect("psd").status, Status::Partial);
+        // Another PSD header inside an RLE row-count table: a zero count.
+        let mut d = psd(3, 5, 7, true);
+        let at = 26 + 4 + 4 + 12 + 4 + 2 + 6;
+        d.splice(at..at + 12, *b"8BPS\x00\x01\x00\x00\x00\x00\x00\x00");
+        assert!(run("psd", &d).is_none());
         // ZIP image data: no recorded end.
         let mut d = good;
         let at = d.len() - 4 - 2;
