@@ -24,7 +24,11 @@
 //! * `archives/`: 7z, RAR 1.5-5.0, xz, bzip2, tar, zip, gzip and CAB files
 //!   of test suites (py7zr, sevenz-rust, rarfile, xz-utils, python-xz, Go's
 //!   archive and compress packages, CPython, libarchive-c, ...) and
-//!   packages as their registries serve them.
+//!   packages as their registries serve them;
+//! * `more/`: the types no other folder has: PSD, EPS, RTF, HTML, XML,
+//!   scripts, MPEG program streams, AVI, untagged MP3, EVTX (Pillow,
+//!   puremagic, oletools, pandoc, CPython, Go, ghostscript, pygame, xine-ui,
+//!   dissect.eventlog).
 //!
 //! Each file is planted whole at a 4 KiB boundary of a raw image between
 //! random and zero filler; the carving must write at least each type's
@@ -354,5 +358,43 @@ fn archives_from_test_suites_and_registries() {
         ("rar5", 20),
         ("cab", 3),
         ("tar", 20),
+    ]);
+}
+
+/// 95 files of the types no other folder has (`more/`): 15 PSD (Pillow's
+/// test images, fuzzed ones among them, and puremagic's), 9 DSC EPS
+/// (Pillow's: Illustrator 10 and CS6, gnuplot, files without `%%EOF` or with
+/// one before their trailer), 2 RTF (pandoc's template, oletools' `{\rtf2`
+/// sample), 21 HTML (Go's, CPython's, pandoc's templates, ghostscript's
+/// Sphinx manual), 19 XML (CPython's, oletools' Word and Excel 2003 XML,
+/// pandoc's DOCX/ODT/PPTX parts, CSL and templates, xine-ui's MIME type,
+/// an SVG), 21 scripts (Go's, CPython's, ghostscript's, pygame's examples:
+/// sh, bash, perl, python, a 17-byte one), 3 MPEG program streams (puremagic,
+/// xine-ui, pygame), an AVI, an untagged MP3 (MPEG 2.5), a tagged MP3, a
+/// Matroska file and an EVTX log (dissect.eventlog). Floors: what was
+/// exact on 2026-11-28 (PhotoRec 7.1 on the same image, paranoid,
+/// everything, beside each; main before the markup and PSD validators:
+/// psd 0, ps 0, rtf 0, html 0, xml 0, sh 10). Not exact: Pillow's fuzzed PSDs (`combined_larger_than_size`,
+/// `psd-large-bytecounts`, two `timeout-*`: sections or row counts that
+/// overrun the file on purpose), CPython's `test_difflib_expect.html` (a line
+/// feed before its doctype: carved from the doctype on) and `inC14N6.xml`
+/// (the random filler after it begins with a `>`, taken for its own).
+#[test]
+fn more_types_from_test_suites_and_debian_packages() {
+    let c = plant_and_carve("more", 0x6d6f_7265_0000_0001);
+    assert_eq!(c.files.len(), 95);
+    c.check(&[
+        ("psd", 11),  // PhotoRec 0
+        ("ps", 9),    // PhotoRec 0
+        ("rtf", 2),   // PhotoRec 0
+        ("html", 20), // PhotoRec 8
+        ("xml", 18),  // PhotoRec 12
+        ("sh", 21),   // PhotoRec 11
+        ("mpeg", 3),  // PhotoRec 3
+        ("avi", 1),   // PhotoRec 1
+        ("mpa", 1),   // PhotoRec 1
+        ("mp3", 1),   // PhotoRec 1
+        ("mkv", 1),   // PhotoRec 1
+        ("evtx", 1),  // PhotoRec 0
     ]);
 }

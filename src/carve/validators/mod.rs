@@ -302,6 +302,7 @@ pub mod jpeg;
 pub mod kdbx;
 pub mod lnk;
 pub mod macho;
+pub mod markup;
 pub mod mkv;
 pub mod mp3;
 pub mod mp4;
@@ -311,6 +312,7 @@ pub mod ole2;
 pub mod pdf;
 pub mod pe;
 pub mod png;
+pub mod psd;
 pub mod qcow;
 pub mod rar;
 pub mod regf;
@@ -354,6 +356,8 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("elf", elf::validate),
     ("pe", pe::validate),
     ("text", text::validate),
+    ("markup", markup::validate),
+    ("psd", psd::validate),
     ("macho", macho::validate),
     ("qcow", qcow::validate),
     ("vmdk", vmdk::validate),
@@ -395,8 +399,9 @@ pub fn stands_alone(validator: &str) -> bool {
 /// The names [`validate`] accepts.
 pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
-    "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "macho", "qcow",
-    "vmdk", "evtx", "regf", "lnk", "kdbx", "7z", "rar5", "rar4", "xz", "cab", "tar", "bzip2",
+    "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "markup", "psd",
+    "macho", "qcow", "vmdk", "evtx", "regf", "lnk", "kdbx", "7z", "rar5", "rar4", "xz", "cab",
+    "tar", "bzip2",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
