@@ -270,15 +270,18 @@ fn timed<'v>(
     // owns a candidate decodes it itself, as it would before the stage got
     // there.)
     let verdict = validate_laid_out(v, &cx.bytes, cx.geo, (start, max_len), shared, || {
+        if v != "jpeg" {
+            // (The trail is asked of the JPEG at `start` only: a JPEG
+            // nested in another format starts elsewhere.)
+            return validators::validate(v, &cx.bytes, start, Limits { max_len }, shared);
+        }
         let asked = shared
             .clone()
             .with_jpeg_trail(trail, (&cx.bytes, start), &cx.known.trails);
         let verdict = validators::validate(v, &cx.bytes, start, Limits { max_len }, &asked);
         // (The contiguous verdict: what a fragment search's own validation
         // of this header would give.)
-        if v == "jpeg" {
-            cx.known.note(start, max_len, verdict.as_ref());
-        }
+        cx.known.note(start, max_len, verdict.as_ref());
         verdict
     });
     (
