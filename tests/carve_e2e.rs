@@ -928,7 +928,9 @@ const WILD_FLOORS_FAT32: &[(&str, usize)] = &[
     ("asf", 9),
     ("avi", 1),
     ("bmp", 36),
-    ("bzip2", 19),
+    // 18: Go's go-fail-issue5747.bz2 (broken on purpose: a second stream header inside
+    // its data) now ends at that header; its live entry no longer makes it whole.
+    ("bzip2", 18),
     ("cab", 3),
     ("docx", 2),
     ("elf", 58),
@@ -978,7 +980,8 @@ const WILD_FLOORS_EXT4: &[(&str, usize)] = &[
     ("asf", 9),
     ("avi", 1),
     ("bmp", 38),
-    ("bzip2", 19),
+    // 18: see WILD_FLOORS_FAT32.
+    ("bzip2", 18),
     ("cab", 3),
     ("docx", 2),
     ("elf", 58),
