@@ -28,6 +28,8 @@ pub const MAX_RECORD: u64 = 64 << 10;
 pub const MAX_RUNS: usize = 4096;
 /// The update sequence's stride.
 const STRIDE: usize = 512;
+/// Records read at a time ([`Ntfs::each_record`]).
+const BATCH: u64 = 64;
 
 /// Attribute types read.
 pub const STANDARD_INFORMATION: u32 = 0x10;
@@ -112,6 +114,36 @@ impl Ntfs {
     /// Records `$MFT` holds (as far as it is mapped).
     pub fn records(&self) -> u64 {
         self.mft_len / self.record
+    }
+
+    /// Calls `f(record number, record)` for every record of `$MFT` in
+    /// its first `max_bytes`, its update sequence applied (torn ones and
+    /// those that are not `FILE` records skipped), read [`BATCH`] at a
+    /// time; the records read.
+    pub fn each_record(
+        &self,
+        r: &dyn ByteReader,
+        max_bytes: u64,
+        mut f: impl FnMut(u64, &[u8]),
+    ) -> u64 {
+        let total = self.records().min(max_bytes / self.record);
+        let mut buf = vec![0u8; (BATCH * self.record) as usize];
+        let mut n = 0u64;
+        while n < total {
+            let k = BATCH.min(total - n);
+            let b = &mut buf[..(k * self.record) as usize];
+            let got = read_mapped(r, &self.mft, n * self.record, b);
+            for (i, rec) in b[..got].chunks_exact_mut(self.record as usize).enumerate() {
+                if fixup(rec) {
+                    f(n + i as u64, rec);
+                }
+            }
+            if got < b.len() {
+                return n + (got as u64) / self.record;
+            }
+            n += k;
+        }
+        n
     }
 
     /// Record `n`, its update sequence applied (`None`: outside `$MFT`,

@@ -28,9 +28,6 @@ use super::ntfs::{self, DATA, Ntfs};
 use super::{Volume, le16, le64, names};
 use crate::carve::reader::ByteReader;
 
-/// Records read at a time.
-const BATCH: u64 = 64;
-
 /// Attribute flags: compressed, encrypted, sparse.
 const NOT_AS_IS: u64 = 0x0001 | 0x4000 | 0x8000;
 
@@ -38,7 +35,6 @@ const NOT_AS_IS: u64 = 0x0001 | 0x4000 | 0x8000;
 /// cluster (`None`: not an NTFS volume whose `$MFT` reads).
 pub fn read(r: &dyn ByteReader, vol: &Volume) -> Option<FileMap> {
     let v = Ntfs::open(r, vol)?;
-    let total = v.records().min(names::MAX_VOLUME_BYTES / v.record);
     let mut map = FileMap {
         source: "NTFS file record",
         ..FileMap::default()
@@ -47,30 +43,14 @@ pub fn read(r: &dyn ByteReader, vol: &Volume) -> Option<FileMap> {
         bitmap: v.bitmap(r),
         read: 0,
     };
-    let mut buf = vec![0u8; (BATCH * v.record) as usize];
-    let mut n = 0u64;
-    while n < total {
-        let k = BATCH.min(total - n);
-        let b = &mut buf[..(k * v.record) as usize];
-        let got = ntfs::read_mapped(r, &v.mft, n * v.record, b);
-        for rec in b[..got].chunks_exact_mut(v.record as usize) {
-            map.inodes += 1;
-            if !ntfs::fixup(rec) {
-                continue;
-            }
-            let Some((f, deleted)) = file_runs(&v, rec) else {
-                continue;
-            };
-            if deleted && !free.all_free(r, &v, &f.runs) {
-                continue;
-            }
+    map.inodes = v.each_record(r, names::MAX_VOLUME_BYTES, |_, rec| {
+        let Some((f, deleted)) = file_runs(&v, rec) else {
+            return;
+        };
+        if !deleted || free.all_free(r, &v, &f.runs) {
             add(&mut map, f, deleted);
         }
-        if got < b.len() {
-            break;
-        }
-        n += k;
-    }
+    });
     Some(map)
 }
 

@@ -30,8 +30,6 @@ use crate::carve::reader::ByteReader;
 const ROOT: u64 = 5;
 /// Most parents followed from one file.
 pub const MAX_DEPTH: usize = 256;
-/// Records read at a time.
-const BATCH: u64 = 64;
 
 /// A directory record: its parent reference, name, sequence number,
 /// whether in use.
@@ -127,53 +125,37 @@ fn first_run(b: &[u8]) -> Option<Vec<(Option<u64>, u64)>> {
 /// Reads `vol`'s records (`None`: not an NTFS volume whose `$MFT` reads).
 pub(super) fn walk(r: &dyn ByteReader, vol: &Volume) -> Option<VolNames> {
     let v = Ntfs::open(r, vol)?;
-    let total = v.records().min(MAX_VOLUME_BYTES / v.record);
     let mut dirs: HashMap<u64, DirRec> = HashMap::new();
     let mut files: Vec<(u64, u64, u16, String, bool, ExtMeta)> = Vec::new();
-    let mut buf = vec![0u8; (BATCH * v.record) as usize];
-    let mut n = 0u64;
-    while n < total {
-        let k = BATCH.min(total - n);
-        let b = &mut buf[..(k * v.record) as usize];
-        let got = ntfs::read_mapped(r, &v.mft, n * v.record, b);
-        for (i, rec) in b[..got].chunks_exact_mut(v.record as usize).enumerate() {
-            let no = n + i as u64;
-            if !ntfs::fixup(rec) {
-                continue;
+    v.each_record(r, MAX_VOLUME_BYTES, |no, rec| {
+        let Some(p) = parse(&v, rec) else { return };
+        let Some(name) = p.name else { return };
+        if p.is_dir {
+            if no != ROOT && dirs.len() < MAX_DIRS {
+                dirs.insert(
+                    no,
+                    DirRec {
+                        parent: name.parent,
+                        parent_seq: name.parent_seq,
+                        name: clean(&name.name),
+                        seq: p.seq,
+                        in_use: p.in_use,
+                    },
+                );
             }
-            let Some(p) = parse(&v, rec) else { continue };
-            let Some(name) = p.name else { continue };
-            if p.is_dir {
-                if no != ROOT && dirs.len() < MAX_DIRS {
-                    dirs.insert(
-                        no,
-                        DirRec {
-                            parent: name.parent,
-                            parent_seq: name.parent_seq,
-                            name: clean(&name.name),
-                            seq: p.seq,
-                            in_use: p.in_use,
-                        },
-                    );
-                }
-            } else if let Some((at, _)) = p.data
-                && files.len() < MAX_ENTRIES
-            {
-                files.push((
-                    at,
-                    name.parent,
-                    name.parent_seq,
-                    clean(&name.name),
-                    !p.in_use,
-                    p.meta,
-                ));
-            }
+        } else if let Some((at, _)) = p.data
+            && files.len() < MAX_ENTRIES
+        {
+            files.push((
+                at,
+                name.parent,
+                name.parent_seq,
+                clean(&name.name),
+                !p.in_use,
+                p.meta,
+            ));
         }
-        if got < b.len() {
-            break;
-        }
-        n += k;
-    }
+    });
     let mut names = VolNames::default();
     names.dirs.push(Dir {
         parent: 0,
