@@ -544,11 +544,11 @@ type Recall = HashMap<usize, (usize, usize)>;
 /// is a planted original byte for byte (no false join), and returns, per
 /// fragment count (3 or more), the JPEG/PNG/ZIP-family files planted and
 /// those recovered exactly, and the joins of 3+ runs written.
-fn multi_fragment_recall(counts: &str) -> Option<(Recall, usize)> {
+fn multi_fragment_recall(counts: &str, images: &[(&str, u32)]) -> Option<(Recall, usize)> {
     let dir = tempfile::tempdir().unwrap();
     let mut by_count = Recall::new();
     let mut multi = 0;
-    for (fs, seed) in [("raw", 4), ("raw", 5), ("fat32", 4), ("fat32", 5)] {
+    for &(fs, seed) in images {
         let (img, truth) = generated_image_with(
             dir.path(),
             fs,
@@ -587,13 +587,30 @@ fn multi_fragment_recall(counts: &str) -> Option<(Recall, usize)> {
     Some((by_count, multi))
 }
 
+/// The images the multi-fragment floors are measured on.
+const TEST_SEEDS: &[(&str, u32)] = &[("raw", 4), ("raw", 5), ("fat32", 4), ("fat32", 5)];
+
+/// A JPEG in three fragments whose joined second run took three clusters of
+/// the gap after it and whose third started two clusters late decoded to
+/// the exact MCU count (FAT32 seed 16, 3-5 fragments): a multi-run join is
+/// refused when a boundary moved by different amounts in the file and the
+/// image decodes as well. No false join on that image (the assertion is
+/// [`multi_fragment_recall`]'s).
+#[test]
+fn a_boundary_off_in_file_and_image_by_different_amounts_is_no_join() {
+    let Some((by_count, _)) = multi_fragment_recall("3,4,5", &[("fat32", 16)]) else {
+        return;
+    };
+    assert!(by_count.get(&3).is_some_and(|c| c.1 > 0), "{by_count:?}");
+}
+
 /// Files in three or four fragments (in file order or shuffled): the
 /// multi-fragment search rejoins a share of the JPEG/PNG/ZIP-family ones
 /// exactly, and every joined file written as complete is a planted original
 /// byte for byte (no false join).
 #[test]
 fn three_and_four_fragment_files_are_recovered_without_false_joins() {
-    let Some((by_count, multi)) = multi_fragment_recall("3,4") else {
+    let Some((by_count, multi)) = multi_fragment_recall("3,4", TEST_SEEDS) else {
         return;
     };
     let (total3, recovered3) = by_count.get(&3).copied().unwrap_or_default();
@@ -630,7 +647,7 @@ fn three_and_four_fragment_files_are_recovered_without_false_joins() {
 /// joins stop at four runs. No false join.
 #[test]
 fn five_fragment_files_are_recovered_without_false_joins() {
-    let Some((by_count, multi)) = multi_fragment_recall("5") else {
+    let Some((by_count, multi)) = multi_fragment_recall("5", TEST_SEEDS) else {
         return;
     };
     let (total, recovered) = by_count.get(&5).copied().unwrap_or_default();

@@ -86,6 +86,27 @@ impl<'a> TwoRuns<'a> {
     pub fn count(&self) -> usize {
         self.n
     }
+    /// This file with the start of run `i` (≥ 1) moved by `dv` bytes in the
+    /// file and `dimg` in the image; `None` when a run would become empty
+    /// or the start leave the image.
+    pub(super) fn shifted(&self, i: usize, dv: i64, dimg: i64) -> Option<Self> {
+        if i == 0 || i >= self.n {
+            return None;
+        }
+        let (v, img) = self.at[i];
+        let next = if i + 1 < self.n {
+            self.at[i + 1].0
+        } else {
+            self.len
+        };
+        let moved = (v.checked_add_signed(dv)?, img.checked_add_signed(dimg)?);
+        if moved.0 <= self.at[i - 1].0 || moved.0 >= next || moved.1 >= self.r.len() {
+            return None;
+        }
+        let mut j = *self;
+        j.at[i] = moved;
+        Some(j)
+    }
     /// This file with the start of run `i` (≥ 1) moved by one cluster `cl`,
     /// earlier (`back`) or later, in both the file and the image; `None` when
     /// a run would become empty.
