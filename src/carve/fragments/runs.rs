@@ -87,8 +87,7 @@ impl<'a> TwoRuns<'a> {
         self.n
     }
     /// This file with the start of run `i` (≥ 1) moved by `dv` bytes in the
-    /// file and `dimg` in the image; `None` when a run would become empty
-    /// or the start leave the image.
+    /// file and `dimg` in the image; `None` when a run would become empty.
     pub(super) fn shifted(&self, i: usize, dv: i64, dimg: i64) -> Option<Self> {
         if i == 0 || i >= self.n {
             return None;
@@ -100,7 +99,7 @@ impl<'a> TwoRuns<'a> {
             self.len
         };
         let moved = (v.checked_add_signed(dv)?, img.checked_add_signed(dimg)?);
-        if moved.0 <= self.at[i - 1].0 || moved.0 >= next || moved.1 >= self.r.len() {
+        if moved.0 <= self.at[i - 1].0 || moved.0 >= next {
             return None;
         }
         let mut j = *self;
@@ -111,26 +110,9 @@ impl<'a> TwoRuns<'a> {
     /// earlier (`back`) or later, in both the file and the image; `None` when
     /// a run would become empty.
     pub(super) fn nudged(&self, i: usize, back: bool, cl: u64) -> Option<Self> {
-        if i == 0 || i >= self.n {
-            return None;
-        }
-        let (v, img) = self.at[i];
-        let next = if i + 1 < self.n {
-            self.at[i + 1].0
-        } else {
-            self.len
-        };
-        let moved = if back {
-            (v.checked_sub(cl)?, img.checked_sub(cl)?)
-        } else {
-            (v + cl, img + cl)
-        };
-        if moved.0 <= self.at[i - 1].0 || moved.0 >= next {
-            return None;
-        }
-        let mut j = *self;
-        j.at[i] = moved;
-        Some(j)
+        let d = i64::try_from(cl).ok()?;
+        let d = if back { -d } else { d };
+        self.shifted(i, d, d)
     }
     /// This file's first `length` bytes with runs `i` and `i + 1` (≥ 1)
     /// in each other's place: the same bytes in another order. `None`

@@ -169,20 +169,30 @@ impl Ntfs {
         }
         let mut out = Vec::new();
         let mut file = 0u64;
-        for (lcn, len) in runs(a.runs()?, MAX_RUNS)? {
-            let lcn = lcn?;
-            if lcn.checked_add(len)? > self.clusters {
-                return None;
-            }
-            let bytes = len.checked_mul(self.cluster)?;
+        for run in self.image_runs(a.runs()?)? {
+            let (image, bytes) = run?;
             out.push(Extent {
                 file,
-                image: self.start.checked_add(lcn.checked_mul(self.cluster)?)?,
+                image,
                 len: bytes,
             });
             file = file.checked_add(bytes)?;
         }
         Some((out, le64(a.bytes, 0x30).min(file)))
+    }
+
+    /// The runs of run list `list` in the image, `(offset, bytes)`, in
+    /// order: an item is `None` where its run is sparse or leaves the
+    /// volume (`None` for a malformed list, [`runs`]).
+    pub fn image_runs(&self, list: &[u8]) -> Option<impl Iterator<Item = Option<(u64, u64)>> + '_> {
+        Some(runs(list, MAX_RUNS)?.into_iter().map(|(lcn, len)| {
+            let lcn = lcn?;
+            if lcn.checked_add(len)? > self.clusters {
+                return None;
+            }
+            let image = self.start.checked_add(lcn.checked_mul(self.cluster)?)?;
+            Some((image, len.checked_mul(self.cluster)?))
+        }))
     }
 
     /// `$Bitmap`'s extents and its length in bytes (`None`: record 6 is

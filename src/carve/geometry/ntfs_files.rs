@@ -136,16 +136,12 @@ fn file_runs(v: &Ntfs, rec: &[u8]) -> Option<(FileRuns, bool)> {
     let size = a.data_size();
     let mut left = size;
     let mut runs: Vec<(u64, u64)> = Vec::new();
-    for (lcn, len) in ntfs::runs(a.runs()?, ntfs::MAX_RUNS)? {
+    for run in v.image_runs(a.runs()?)? {
         if left == 0 {
             break;
         }
-        let lcn = lcn?;
-        if lcn.checked_add(len)? > v.clusters {
-            return None;
-        }
-        let at = v.start.checked_add(lcn.checked_mul(v.cluster)?)?;
-        let bytes = len.checked_mul(v.cluster)?.min(left);
+        let (at, bytes) = run?;
+        let bytes = bytes.min(left);
         left -= bytes;
         match runs.last_mut() {
             // (Adjacent runs are one stretch of the image.)
