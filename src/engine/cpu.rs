@@ -347,7 +347,10 @@ impl Engine for CpuEngine {
                 from = q + 1;
             }
         }
-        out[first..].sort_unstable();
+        // (Each group's hits are nearly in order: a stable sort merges such
+        // runs in about linear time, where an unstable one sorts from scratch;
+        // on dense input this sort was a tenth of the carving.)
+        out[first..].sort();
         Ok(())
     }
 }

@@ -42,8 +42,11 @@ enum Kind {
 
 impl Kind {
     fn of(head: &[u8]) -> Option<Kind> {
-        let lower: Vec<u8> = head.iter().map(u8::to_ascii_lowercase).collect();
-        if lower.starts_with(b"<!doctype html") || lower.starts_with(b"<html") {
+        let starts = |p: &[u8]| {
+            head.get(..p.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(p))
+        };
+        if starts(b"<!doctype html") || starts(b"<html") {
             Some(Kind::Html)
         } else if head.starts_with(b"<?xml") {
             Some(Kind::Xml)

@@ -119,13 +119,18 @@ pub trait SignatureLog: Send + Sync {
 /// forgotten: bounded memory, never a wrong answer).
 #[derive(Debug, Default)]
 pub struct SearchMemo {
-    found: std::sync::Mutex<std::collections::HashMap<(usize, Vec<u8>), Searches>>,
+    /// By reader, then by search (looked up by borrowed key: a look-up
+    /// allocates nothing, and dense input asks millions).
+    found: std::sync::Mutex<std::collections::HashMap<usize, PerReader>>,
     /// The chunk and box walks of the carving ([`super::walks`]).
     walks: super::walks::WalkMemo,
 }
 
 /// One search's remembered answers, by the image offset searched from.
 type Searches = std::collections::BTreeMap<u64, Found>;
+
+/// One reader's searches, by their needles or scan name.
+type PerReader = std::collections::HashMap<Vec<u8>, Searches>;
 
 /// Entries kept per search.
 const MEMO_ENTRIES: usize = 1 << 16;
@@ -156,13 +161,19 @@ struct Found {
 impl SearchMemo {
     fn entry(&self, reader: usize, key: &[u8], at: u64) -> Option<(u64, Found)> {
         let map = self.found.lock().unwrap_or_else(|e| e.into_inner());
-        let per = map.get(&(reader, key.to_vec()))?;
+        let per = map.get(&reader)?.get(key)?;
         per.range(..=at).next_back().map(|(&f, &e)| (f, e))
     }
 
     fn insert(&self, reader: usize, key: &[u8], from: u64, e: Found) {
         let mut map = self.found.lock().unwrap_or_else(|e| e.into_inner());
-        let per = map.entry((reader, key.to_vec())).or_default();
+        let searches = map.entry(reader).or_default();
+        if !searches.contains_key(key) {
+            searches.insert(key.to_vec(), Searches::new());
+        }
+        let Some(per) = searches.get_mut(key) else {
+            return;
+        };
         if per.len() >= MEMO_ENTRIES {
             // The older half goes: candidates come in about ascending order,
             // and an answer is looked up from the nearest search before it.

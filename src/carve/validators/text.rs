@@ -116,9 +116,11 @@ pub(super) fn run_end_of(
     kind: &[u8],
     classify: fn(&[u8]) -> (usize, bool),
 ) -> Run {
-    let mut buf = [0u8; 4096];
     // Small first reads, doubling: a run in noise or one that ends soon after
-    // its header costs a few dozen bytes, not 4 KiB per candidate.
+    // its header costs a few dozen bytes, not 4 KiB per candidate (nor a
+    // 4 KiB buffer zeroed: the large one is made only for a long run).
+    let mut small = [0u8; 256];
+    let mut large: Vec<u8> = Vec::new();
     let mut piece = 64;
     let end = loop {
         match src.memo_run_end(kind, pos) {
@@ -129,7 +131,13 @@ pub(super) fn run_end_of(
             _ => {}
         }
         let want = piece;
-        piece = (piece * 2).min(buf.len());
+        piece = (piece * 2).min(4096);
+        let buf: &mut [u8] = if want <= small.len() {
+            &mut small
+        } else {
+            large.resize(4096, 0);
+            &mut large
+        };
         let n = src.read(pos, &mut buf[..want]).min(want);
         let (run, stopped) = classify(&buf[..n]);
         pos += run as u64;
