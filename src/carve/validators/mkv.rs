@@ -79,28 +79,37 @@ type Head = (u32, Option<u64>, u64);
 /// The element header at `pos`: `Err(true)` when the window ends inside it,
 /// `Err(false)` when it is not a well-formed EBML element header.
 fn head(src: &Src, pos: u64) -> Result<Head, bool> {
-    let b0 = src.u8(pos).ok_or(true)?;
-    let idlen = b0.leading_zeros() as u64 + 1;
+    // The ID's first byte and the next, in one read: a one-byte ID's size
+    // byte (small elements are the walk's whole cost on dense input).
+    let mut b = [0u8; 12];
+    let n = src.read(pos, &mut b[..2]);
+    let b0 = *b.first().filter(|_| n > 0).ok_or(true)?;
+    let idlen = b0.leading_zeros() as usize + 1;
     if idlen > 4 {
         return Err(false);
     }
-    let mut id = u32::from(b0);
-    for i in 1..idlen {
-        id = (id << 8) | u32::from(src.u8(pos + i).ok_or(true)?);
+    if idlen > 1 || n < 2 {
+        // The rest of the ID and the size's first byte.
+        if !src.read_exact(pos + 1, &mut b[1..=idlen]) {
+            return Err(true);
+        }
     }
-    let s0 = src.u8(pos + idlen).ok_or(true)?;
-    let slen = u64::from(s0.leading_zeros()) + 1;
+    let id = b[..idlen]
+        .iter()
+        .fold(0u32, |id, &x| (id << 8) | u32::from(x));
+    let s0 = b[idlen];
+    let slen = s0.leading_zeros() as usize + 1;
     if slen > 8 {
         return Err(false);
     }
-    let mut size = u64::from(s0) & (0xFF >> slen);
-    let mut all_ones = size == 0xFF >> slen;
-    for i in 1..slen {
-        let b = src.u8(pos + idlen + i).ok_or(true)?;
-        all_ones &= b == 0xFF;
-        size = (size << 8) | u64::from(b);
+    let rest = &mut b[idlen + 1..idlen + slen];
+    if !src.read_exact(pos + idlen as u64 + 1, rest) {
+        return Err(true);
     }
-    Ok((id, (!all_ones).then_some(size), idlen + slen))
+    let first = u64::from(s0) & (0xFF >> slen);
+    let all_ones = first == 0xFF >> slen && rest.iter().all(|&x| x == 0xFF);
+    let size = rest.iter().fold(first, |v, &x| (v << 8) | u64::from(x));
+    Ok((id, (!all_ones).then_some(size), (idlen + slen) as u64))
 }
 
 /// Walks the EBML header's body `[from, end)`: returns the DocType (up to 16
