@@ -399,3 +399,39 @@ fn more_types_from_test_suites_and_debian_packages() {
         ("evtx", 1),  // PhotoRec 0
     ]);
 }
+
+/// `corpora/wild/BROKEN.tsv`, the files broken on purpose that
+/// `corpora/score.py --broken` and `tests/carve_e2e.rs` set apart by sha256:
+/// its header, five filled columns a row, each row a corpus file (its path
+/// under `corpora/`, the sha256 and type its folder's MANIFEST.tsv gives and
+/// the file's bytes hash to), no file twice.
+#[test]
+fn broken_list_names_corpus_files() {
+    let corpora = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora");
+    let list = std::fs::read_to_string(corpora.join("wild/BROKEN.tsv")).unwrap();
+    let mut lines = list.lines();
+    assert_eq!(lines.next(), Some("sha256\ttype\tfile\treason\tevidence"));
+    let mut seen = HashSet::new();
+    let mut rows = 0;
+    for l in lines {
+        let cols: Vec<&str> = l.split('\t').collect();
+        assert_eq!(cols.len(), 5, "{l}");
+        assert!(cols.iter().all(|c| !c.trim().is_empty()), "{l}");
+        let (sha, ty, file) = (cols[0], cols[1], cols[2]);
+        assert!(seen.insert(sha.to_string()), "listed twice: {l}");
+        let path = corpora.join(file);
+        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(common::sha256(&data), sha, "{file}");
+        let dir = path.parent().unwrap();
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).unwrap();
+        let entry = manifest
+            .lines()
+            .map(|m| m.split('\t').collect::<Vec<_>>())
+            .find(|m| m[0] == name)
+            .unwrap_or_else(|| panic!("{file}: not in its folder's MANIFEST.tsv"));
+        assert_eq!((entry[1], entry[3]), (ty, sha), "{file}");
+        rows += 1;
+    }
+    assert!(rows > 0);
+}
