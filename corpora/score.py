@@ -24,6 +24,9 @@ fragmented truth files and how many were recovered exactly, outputs by class,
 precision (exact outputs / outputs not counting embedded ones), decoys hit;
 unm_hdr counts unmatched outputs that begin like a truth file (its first 4 KiB):
 the right header carved with the wrong content, typically a fragmented file.
+With --broken LIST (corpora/wild/BROKEN.tsv: files their suites broke on
+purpose, by sha256), each row also gives intact planted / intact exact: the
+truth files not in the list, and how many of them were recovered exactly.
 Exit status: 0, or 2 on a usage error.
 """
 
@@ -275,8 +278,18 @@ def refine_unmatched(outputs, files, decoys, image, max_size=64 << 20):
                     break
 
 
-def compute_metrics(truth, outputs, types=None):
-    """Per-type and overall metrics as a dict."""
+def load_broken(path):
+    """sha256 set of a BROKEN.tsv (header row; sha256 in its first column)."""
+    with open(path) as f:
+        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    if not rows or rows[0][0] != "sha256":
+        raise ValueError(f"{path}: no 'sha256' header column")
+    return {r[0].strip().lower() for r in rows[1:] if r[0].strip()}
+
+
+def compute_metrics(truth, outputs, types=None, broken=None):
+    """Per-type and overall metrics as a dict; with broken (a sha256 set),
+    each row also counts intact_truth / intact_exact (truth files not broken)."""
     files = truth["files"]
     found = {}
     for o in outputs:
@@ -300,6 +313,11 @@ def compute_metrics(truth, outputs, types=None):
         r["out_unmatched_hdr"] = sum(o["class"] == "unmatched" and o.get("starts_like") is not None
                                      for o in sel_outputs)
         r["recall"] = round(r["exact"] / r["truth"], 4) if r["truth"] else None
+        if broken is not None:
+            intact = [t for t in sel_files if t["sha256"] not in broken]
+            r["intact_truth"] = len(intact)
+            r["intact_exact"] = sum(t["id"] in found for t in intact)
+            r["intact_recall"] = round(r["intact_exact"] / len(intact), 4) if intact else None
         denom = r["outputs"] - r["out_embedded"]
         r["precision"] = round(r["out_exact"] / denom, 4) if denom else None
         return r
@@ -330,6 +348,10 @@ def compute_metrics(truth, outputs, types=None):
     result["missed"] = [{"id": t["id"], "name": t["name"], "type": t["type"], "status": t["status"],
                          "fragmented": t["fragmented"]} for t in files
                         if t["id"] not in found and (not types or t["type"] in types)]
+    if broken is not None:
+        for m, t in zip(result["missed"], [t for t in files if t["id"] not in found
+                                           and (not types or t["type"] in types)]):
+            m["broken"] = t["sha256"] in broken
     result["report"] = report_checks(truth, outputs)
     return result
 
@@ -363,6 +385,9 @@ def print_table(m, title, out=None):
     out = out or sys.stdout
     cols = ["truth", "exact", "recall", "frag", "frag_ok", "outputs", "o_exact", "dup",
             "partial", "overlong", "decoy", "embedded", "unmatched", "unm_hdr", "precision"]
+    with_intact = "intact_truth" in m["overall"]
+    if with_intact:
+        cols += ["intact", "int_exact", "int_rec"]
     print(title, file=out)
     print(f"{'type':<9}" + "".join(f"{c:>10}" for c in cols), file=out)
 
@@ -371,6 +396,8 @@ def print_table(m, title, out=None):
                 r["outputs"], r["out_exact"], r["out_duplicate"], r["out_partial"], r["out_overlong"],
                 r["out_decoy"], r["out_embedded"], r["out_unmatched"], r["out_unmatched_hdr"],
                 fmt_pct(r["precision"])]
+        if with_intact:
+            vals += [r["intact_truth"], r["intact_exact"], fmt_pct(r["intact_recall"])]
         print(f"{name:<9}" + "".join(f"{v:>10}" for v in vals), file=out)
 
     for ty, r in m["per_type"].items():
@@ -405,6 +432,8 @@ def main(argv=None):
     ap.add_argument("--report-entries", action="store_true",
                     help="also score gpucarve report.jsonl entries whose file was not written")
     ap.add_argument("--json", help="write full results (metrics, every output's class) to this file")
+    ap.add_argument("--broken", help="TSV of files broken on purpose (corpora/wild/BROKEN.tsv, by sha256): "
+                                     "adds intact planted / intact exact per type")
     args = ap.parse_args(argv)
     if not os.path.isfile(args.truth):
         ap.error(f"no such truth file: {args.truth}")
@@ -416,10 +445,16 @@ def main(argv=None):
         truth, image = load_truth(args.truth, args.image)
     except (OSError, ValueError, KeyError) as e:
         ap.error(f"cannot read truth: {e}")
+    if args.broken and not os.path.isfile(args.broken):
+        ap.error(f"no such broken list: {args.broken}")
+    try:
+        broken = load_broken(args.broken) if args.broken else None
+    except (OSError, ValueError) as e:
+        ap.error(f"cannot read broken list: {e}")
     types = set(args.types.split(",")) if args.types else None
     outputs = collect_outputs(args.outdir, args.exclude, args.report_entries)
     classify(outputs, truth, image)
-    m = compute_metrics(truth, outputs, types)
+    m = compute_metrics(truth, outputs, types, broken)
     nbytes = sum(o["size"] for o in outputs)
     title = (f"== {args.tool or os.path.basename(os.path.normpath(args.outdir))} on {truth.get('image')} "
              f"({truth.get('fs')}, seed {truth.get('seed')}): {len(outputs)} outputs, {nbytes} bytes"

@@ -5,7 +5,8 @@ For each file system (raw, fat32, ext2, ext4): build a small image twice and
 check the bytes are identical; then build a synthetic carver output from the
 truth (every file exactly, plus one partial, one overlong, one decoy remnant,
 one duplicate and one junk file, with a gpucarve-style report.jsonl) and check
-that score.py classifies each of them as expected. Needs mtools, dosfstools and
+that score.py classifies each of them as expected, and that --broken counts
+the intact files apart. Needs mtools, dosfstools and
 e2fsprogs. Prints 'N passed, N failed' and exits non-zero on any failure.
 """
 
@@ -100,6 +101,37 @@ def check_fs(fs, tmp, results):
     rep = m["report"]
     results.append((f"{fs}: byte runs", rep["byte_runs_exact"] == rep["byte_runs_checked"] == n - 2,
                     f"{rep['byte_runs_exact']}/{rep['byte_runs_checked']}"))
+    results.append((f"{fs}: no intact fields without --broken", "intact_truth" not in m["overall"], ""))
+    check_broken(fs, tmp, img, out, truth, results)
+
+
+def check_broken(fs, tmp, img, out, truth, results):
+    """score.py --broken: a list naming a missed file (0, carved partial) and
+    an exact one (3) leaves the others intact; each row counts them apart."""
+    files = truth["files"]
+    broken = {files[0]["sha256"], files[3]["sha256"]}
+    tsv = os.path.join(tmp, f"{fs}-broken.tsv")
+    with open(tsv, "w") as f:
+        f.write("sha256\ttype\tfile\treason\tevidence\n")
+        f.write("".join(f"{h}\t-\t-\tsynthetic\tselftest\n" for h in sorted(broken)))
+    js = os.path.join(tmp, f"{fs}-score-broken.json")
+    with open(os.devnull, "w") as devnull:
+        old, sys.stdout = sys.stdout, devnull
+        try:
+            score.main([img + ".truth.json", out, "--json", js, "--broken", tsv])
+        finally:
+            sys.stdout = old
+    with open(js) as f:
+        m = json.load(f)
+    intact = [i for i, t in enumerate(files) if t["sha256"] not in broken]
+    want = (len(intact), sum(i >= 2 for i in intact))
+    got = (m["overall"]["intact_truth"], m["overall"]["intact_exact"])
+    results.append((f"{fs}: intact counts", got == want, f"got {got}, expected {want}"))
+    per = sum(r["intact_truth"] for r in m["per_type"].values())
+    results.append((f"{fs}: intact per type", per == want[0], f"{per} vs {want[0]}"))
+    flags = {x["id"]: x["broken"] for x in m["missed"]}
+    ok = flags.get(files[0]["id"]) is True and flags.get(files[1]["id"]) is (files[1]["sha256"] in broken)
+    results.append((f"{fs}: missed flagged broken", ok, f"{flags}"))
 
 
 def main(argv=None):

@@ -880,7 +880,11 @@ fn exact_by_type(truth: &Value, out: &Path) -> std::collections::BTreeMap<String
 /// The wild corpus in a file system: each type's floor of exact files (what
 /// was exact when the floor was set; the files short of it are broken or cut
 /// short on purpose by their suites, see tests/wild.rs), every type of the
-/// image has a floor, and every written file is a planted one or inside one.
+/// image has a floor, every written file is a planted one or inside one, and
+/// issue 36's target on the intact files (those not in
+/// `corpora/wild/BROKEN.tsv`, by sha256): every type with at least 5 of them
+/// has 98% of them exact, but the types of [`WILD_INTACT_SHORT`], held by
+/// their floors.
 fn check_wild_corpus(fs: &str, seed: u32, floors: &[(&str, usize)]) {
     let dir = tempfile::tempdir().unwrap();
     let Some((img, truth)) = wild_corpus_image(dir.path(), fs, seed) else {
@@ -910,6 +914,8 @@ fn check_wild_corpus(fs: &str, seed: u32, floors: &[(&str, usize)]) {
         .arg(&out)
         .arg("--json")
         .arg(&json)
+        .arg("--broken")
+        .arg("corpora/wild/BROKEN.tsv")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
@@ -919,7 +925,69 @@ fn check_wild_corpus(fs: &str, seed: u32, floors: &[(&str, usize)]) {
     eprintln!("{fs}: {all}");
     assert_eq!(all["out_unmatched"], 0, "{all}");
     assert!(all["precision"].as_f64().unwrap() >= 0.98, "{all}");
+    check_wild_intact(fs, &score);
 }
+
+/// Per type with at least 5 intact files planted (not in BROKEN.tsv): 98%
+/// of them exact, but the types of [`WILD_INTACT_SHORT`] (their floors hold
+/// them; a note when one reaches the target).
+fn check_wild_intact(fs: &str, score: &Value) {
+    let per_type = score["per_type"].as_object().unwrap();
+    let mut short = Vec::new();
+    for (ty, r) in per_type {
+        let intact = r["intact_truth"].as_u64().unwrap();
+        let exact = r["intact_exact"].as_u64().unwrap();
+        assert!(
+            exact <= intact && intact <= r["truth"].as_u64().unwrap(),
+            "{ty}: {r}"
+        );
+        if intact < 5 {
+            continue;
+        }
+        let reached = exact * 100 >= intact * 98;
+        let listed = WILD_INTACT_SHORT.iter().any(|(t, _)| t == ty);
+        eprintln!("{fs}: {ty} intact {exact} of {intact} exact");
+        if reached && listed {
+            eprintln!(
+                "{fs}: {ty} reaches 98% of its intact files here (off WILD_INTACT_SHORT once both images do)"
+            );
+        }
+        if !reached && !listed {
+            short.push(format!("{ty} {exact} of {intact}"));
+        }
+    }
+    assert!(
+        short.is_empty(),
+        "{fs}: intact files below 98% exact: {short:?}"
+    );
+}
+
+/// Types whose intact files (not in `corpora/wild/BROKEN.tsv`) are not yet
+/// 98% exact on one of the two images (2026-11-29), and why; their floors
+/// hold them.
+const WILD_INTACT_SHORT: &[(&str, &str)] = &[
+    (
+        "html",
+        "a line feed before the doctype; text ends no structure states",
+    ),
+    ("kdbx", "KDBX 3.1 does not record where it ends"),
+    (
+        "lnk",
+        "np.lnk's flags announce parts it lacks; iron-heart has no terminal block",
+    ),
+    (
+        "mp3",
+        "tags after the last frame (APEv2, Lyrics3) and an ID3v2.2 file",
+    ),
+    ("mp4", "64bit.mp4: a bare moov, no ftyp"),
+    ("ole2", "free sectors after the last one the tables use"),
+    ("pe", "vmlinuz: a PE header cut after 474 bytes"),
+    ("rar4", "headers encrypted: no end without the password"),
+    ("rar5", "headers encrypted: no end without the password"),
+    ("tar", "Go's unpadded tars before zero filler, pax headers"),
+    ("xml", "a '>' in the filler after it, taken for its own"),
+    ("xz", "stream padding before zero filler"),
+];
 
 /// FAT32 (512-byte clusters: files back to back, cluster after cluster).
 #[test]
@@ -950,7 +1018,9 @@ const WILD_FLOORS_FAT32: &[(&str, usize)] = &[
     ("bzip2", 18),
     ("cab", 3),
     ("docx", 2),
-    ("elf", 58),
+    // 59 (58 before 2026-11-29): pyelftools' trailing_null_dies.elf, intact, whose
+    // section 0 is a real section, is exact.
+    ("elf", 59),
     ("evtx", 1),
     ("flac", 15),
     ("gif", 136),
@@ -1001,7 +1071,8 @@ const WILD_FLOORS_EXT4: &[(&str, usize)] = &[
     ("bzip2", 18),
     ("cab", 3),
     ("docx", 2),
-    ("elf", 58),
+    // 59: see WILD_FLOORS_FAT32.
+    ("elf", 59),
     ("evtx", 1),
     ("flac", 15),
     ("gif", 135),

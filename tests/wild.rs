@@ -210,9 +210,10 @@ fn compound_files_from_olefile_oletools_and_libreoffice() {
 /// extents written by qemu-img and VMDKstream. Broken on purpose by their
 /// suites: `go-pe-vmlinuz-4.15.0-47-generic` (a PE header cut after 474
 /// bytes), pyelftools' `section_header_bogus_size`, `corrupt_sh` and
-/// `section_link_to_self` (section tables that point past the file) and
-/// `trailing_null_dies` (hand-made: its section 0 is not the null section
-/// the gABI requires). On 2026-11-28: elf 55 of 59, pe 16 of 17, macho 16
+/// `section_link_to_self` (section tables that point past the file).
+/// pyelftools' hand-made `trailing_null_dies` (its section 0 a real section,
+/// not the null one the gABI requires, its bytes the file's last) is intact
+/// and exact since 2026-11-29 (elf 55 → 56). On 2026-11-28: elf 55 of 59, pe 16 of 17, macho 16
 /// of 16, qcow 20 of 20, vmdk 15 of 15 exact, every intact file; main
 /// before the macho, qcow and vmdk validators: 55, 16, 0, 0, 0. PhotoRec
 /// 7.1 on the same image: elf 0, pe 10, macho 0, qcow 0, vmdk 0 (its ELF,
@@ -223,7 +224,7 @@ fn executables_and_disks_from_go_pyelftools_launchers_wheels_and_qemu() {
     let c = plant_and_carve("exec", 0x6578_6563_0000_0005);
     assert_eq!(c.files.len(), 127);
     c.check(&[
-        ("elf", 55),
+        ("elf", 56),
         ("pe", 16),
         ("macho", 16),
         ("qcow", 20),
@@ -397,4 +398,40 @@ fn more_types_from_test_suites_and_debian_packages() {
         ("mkv", 1),   // PhotoRec 1
         ("evtx", 1),  // PhotoRec 0
     ]);
+}
+
+/// `corpora/wild/BROKEN.tsv`, the files broken on purpose that
+/// `corpora/score.py --broken` and `tests/carve_e2e.rs` set apart by sha256:
+/// its header, five filled columns a row, each row a corpus file (its path
+/// under `corpora/`, the sha256 and type its folder's MANIFEST.tsv gives and
+/// the file's bytes hash to), no file twice.
+#[test]
+fn broken_list_names_corpus_files() {
+    let corpora = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora");
+    let list = std::fs::read_to_string(corpora.join("wild/BROKEN.tsv")).unwrap();
+    let mut lines = list.lines();
+    assert_eq!(lines.next(), Some("sha256\ttype\tfile\treason\tevidence"));
+    let mut seen = HashSet::new();
+    let mut rows = 0;
+    for l in lines {
+        let cols: Vec<&str> = l.split('\t').collect();
+        assert_eq!(cols.len(), 5, "{l}");
+        assert!(cols.iter().all(|c| !c.trim().is_empty()), "{l}");
+        let (sha, ty, file) = (cols[0], cols[1], cols[2]);
+        assert!(seen.insert(sha.to_string()), "listed twice: {l}");
+        let path = corpora.join(file);
+        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(common::sha256(&data), sha, "{file}");
+        let dir = path.parent().unwrap();
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).unwrap();
+        let entry = manifest
+            .lines()
+            .map(|m| m.split('\t').collect::<Vec<_>>())
+            .find(|m| m[0] == name)
+            .unwrap_or_else(|| panic!("{file}: not in its folder's MANIFEST.tsv"));
+        assert_eq!((entry[1], entry[3]), (ty, sha), "{file}");
+        rows += 1;
+    }
+    assert!(rows > 0);
 }

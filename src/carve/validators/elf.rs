@@ -18,7 +18,10 @@
 //! and table entry sizes matching the class, at least one table present, and
 //! no offset + size overflowing. Then the contents the tables point at, to
 //! catch a fragmented file whose later parts are someone else's data:
-//! section 0 null and at most a few other null sections, the section-name
+//! section 0 null (or, in a table without extended numbering, a real
+//! section named like the others: hand-made files such as pyelftools'
+//! `trailing_null_dies.elf` put their first section there, and readers take
+//! it) and at most a few other null sections, the section-name
 //! string table a `SHT_STRTAB` whose names are printable and NUL-terminated,
 //! the dynamic section made of known tags up to `DT_NULL`, the interpreter
 //! an absolute path.
@@ -95,7 +98,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
         phnum = 0;
     }
     // Extended numbering through section 0.
+    let mut extended = false;
     if shoff != 0 && (shnum == 0 || phnum == 0xFFFF) {
+        extended = true;
         let s0 = shoff;
         if shnum == 0 {
             shnum = word(s0.saturating_add(if wide { 32 } else { 20 }));
@@ -160,6 +165,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     }
     let mut shstrndx = u64::from(u16_(rest + 14));
     if shstrndx == 0xFFFF && shoff != 0 {
+        extended = true;
         shstrndx = u64::from(u32_(shoff.saturating_add(if wide { 40 } else { 24 })));
     }
     let t = Tables {
@@ -172,6 +178,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         shnum,
         shentsize,
         shstrndx,
+        extended,
     };
     if let Err((at, why)) = t.check(&src) {
         return Some(Verdict::partial(at.min(extent), why));
@@ -197,6 +204,9 @@ struct Tables {
     shnum: u64,
     shentsize: u64,
     shstrndx: u64,
+    /// Counts or the name-table index taken from section 0 (which must
+    /// then be the null section).
+    extended: bool,
 }
 
 /// Sections whose names are checked at most.
@@ -212,8 +222,9 @@ impl Tables {
     }
 
     /// Content checks on the structures the tables point at: the section
-    /// header table (entry 0 null, few null entries, the section-name string
-    /// table a `SHT_STRTAB` whose names are printable and NUL-terminated),
+    /// header table (entry 0 null, or a named section when no count comes
+    /// from it; few null entries; the section-name string table a
+    /// `SHT_STRTAB` whose names are printable and NUL-terminated),
     /// the dynamic section (known tags up to `DT_NULL`) and the interpreter
     /// path. On failure: the offset of the structure that failed.
     fn check(&self, s: &Src) -> Result<(), (u64, &'static str)> {
@@ -271,7 +282,10 @@ impl Tables {
         }
         let sh = |i: u64| self.shoff + i * self.shentsize;
         let ty = |i: u64| e.u32(s, sh(i) + 4).unwrap_or(0);
-        if ty(0) != 0 {
+        // Section 0 not null: only as a real section, named like the others
+        // (checked below), in a table that takes no count from it.
+        let first = u64::from(ty(0) == 0);
+        if first == 0 && (self.extended || self.shstrndx == 0) {
             return Err((self.shoff, "section 0 is not null"));
         }
         let n = self.shnum.min(MAX_TABLE);
@@ -292,7 +306,7 @@ impl Tables {
             (self.word(s, at + 16), self.word(s, at + 20))
         };
         let mut name = [0u8; 64];
-        for i in 1..n.min(MAX_NAMES) {
+        for i in first..n.min(MAX_NAMES) {
             let no = u64::from(e.u32(s, sh(i)).unwrap_or(0));
             if no >= str_size {
                 return Err((self.shoff, "section name outside the string table"));
@@ -406,6 +420,67 @@ pub(crate) mod tests {
             "{:?}",
             v.notes
         );
+    }
+
+    /// A 64-bit relocatable file laid out like pyelftools'
+    /// `trailing_null_dies.elf`: no program headers, the section table at 64
+    /// whose entry 0 is a real section (`.debug_info`, the last bytes of the
+    /// file) instead of the null one, then the name table and the sections.
+    fn first_section_not_null() -> Vec<u8> {
+        let mut v = vec![0u8; 64];
+        v[..4].copy_from_slice(b"\x7FELF");
+        (v[4], v[5], v[6]) = (2, 1, 1);
+        v[16..18].copy_from_slice(&1u16.to_le_bytes());
+        v[20..24].copy_from_slice(&1u32.to_le_bytes());
+        v[40..48].copy_from_slice(&64u64.to_le_bytes()); // shoff
+        v[52..54].copy_from_slice(&64u16.to_le_bytes());
+        v[58..60].copy_from_slice(&64u16.to_le_bytes());
+        v[60..62].copy_from_slice(&3u16.to_le_bytes()); // shnum
+        v[62..64].copy_from_slice(&2u16.to_le_bytes()); // shstrndx
+        let names = b"\0.debug_info\0.debug_abbrev\0.shstrtab\0";
+        let strtab_at = 64 + 3 * 64;
+        let abbrev_at = strtab_at + names.len();
+        let info_at = abbrev_at + 15;
+        // (name, type, offset, size) of sections 0, 1, 2.
+        let secs = [
+            (1u32, 1u32, info_at, 23usize),
+            (13, 1, abbrev_at, 15),
+            (27, 3, strtab_at, names.len()),
+        ];
+        for (name, ty, off, size) in secs {
+            let mut sh = vec![0u8; 64];
+            sh[..4].copy_from_slice(&name.to_le_bytes());
+            sh[4..8].copy_from_slice(&ty.to_le_bytes());
+            sh[24..32].copy_from_slice(&(off as u64).to_le_bytes());
+            sh[32..40].copy_from_slice(&(size as u64).to_le_bytes());
+            v.extend(sh);
+        }
+        v.extend_from_slice(names);
+        v.extend(vec![0x11; 15]);
+        v.extend(vec![0x22; 23]);
+        v
+    }
+
+    #[test]
+    fn first_section_may_be_a_real_one() {
+        let f = first_section_not_null();
+        assert_complete("elf", &f);
+        // Its end is the end of section 0: not a byte less.
+        let v = run("elf", &f).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, f.len() as u64));
+        // Named outside the name table, or with no name table: not a section.
+        let mut g = f.clone();
+        g[64..68].copy_from_slice(&1000u32.to_le_bytes());
+        let v = run("elf", &g).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, 64), "{:?}", v.notes);
+        let mut g = f.clone();
+        g[62..64].fill(0);
+        let v = run("elf", &g).unwrap();
+        assert_eq!((v.status, v.length), (Status::Partial, 64), "{:?}", v.notes);
+        // A count taken from section 0 (e_shnum 0) needs the null section.
+        let mut g = f;
+        g[60..62].fill(0);
+        assert!(run("elf", &g).is_none_or(|v| v.status != Status::Complete));
     }
 
     #[test]
