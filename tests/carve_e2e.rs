@@ -1001,6 +1001,46 @@ fn wild_corpus_on_ext4_per_type_floors() {
     check_wild_corpus("ext4", 4, WILD_FLOORS_EXT4);
 }
 
+/// Issue 36: no type loses recall when every type is enabled rather than
+/// only itself (a type's headers inside another type's files, or another
+/// validator's verdict over the same bytes, must not cost it a file). The
+/// wild corpus in FAT32: for each catalogue type, `carve --types TYPE`; each
+/// planted type's exact files with every type enabled are at least as many
+/// as in any of those runs.
+#[test]
+fn no_type_loses_recall_when_every_type_is_enabled() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((img, truth)) = wild_corpus_image(dir.path(), "fat32", 3) else {
+        return;
+    };
+    let out = dir.path().join("all");
+    common::carve_ok(&img, &out, &[]);
+    let all = exact_by_type(&truth, &out);
+    let list = common::bin().arg("signatures").output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout).to_string();
+    let types: std::collections::BTreeSet<&str> = list
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(types.len() >= 40, "{list}");
+    let mut losses = Vec::new();
+    for t in &types {
+        let out = dir.path().join(format!("only-{t}"));
+        common::carve_ok(&img, &out, &["--types", t]);
+        for (ty, (exact, _)) in exact_by_type(&truth, &out) {
+            let with_all = all.get(&ty).map_or(0, |e| e.0);
+            if exact > with_all {
+                losses.push(format!(
+                    "{ty}: {exact} with --types {t}, {with_all} with all"
+                ));
+            }
+        }
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    assert!(losses.is_empty(), "{losses:?}");
+}
+
 /// Floors of [`wild_corpus_on_fat32_per_type_floors`]: exact files per type
 /// on 2026-11-28, with `corpora/wild/more` planted. Adding that folder moved
 /// every later file (another place, another status: live, deleted or
