@@ -213,9 +213,11 @@ fn entry_layout(r: &dyn ByteReader, vol: &geometry::Volume, start: u64) -> Optio
 ///   file's last used one, a second image): carved to the entry's size; a
 ///   deleted entry only when that tail lies in the same last cluster (its
 ///   other clusters could be another file's since);
-/// * a live entry whose every byte checks out but whose structure would go
-///   on past its size (`Partial` at exactly the size): the file as its
-///   file system holds it.
+/// * an entry whose every byte checks out but whose structure would go on
+///   past its size (`Partial` at exactly the size) or does not record its
+///   end (`Unvalidated` over exactly the size: KDBX 3, RAR with encrypted
+///   headers): the file as its file system holds it; a deleted entry too,
+///   its clusters all still free (text, Go's tars without end blocks).
 ///
 /// Anything else: `None` (the carver goes on as without the entry).
 pub fn fs_entry_verdict(
@@ -236,12 +238,20 @@ pub fn fs_entry_verdict(
     }
     let view = RunsView::new(r, &runs);
     let mut v = validators::validate(validator, &view, 0, Limits { max_len: size }, cx)?;
-    if v.status == Status::Partial && v.length == size && !deleted {
-        // Every byte the live entry gives checks out, and the structure
-        // would go on past them (a TIFF whose strip counts overstate its
-        // strips): the file is what its file system holds.
+    if v.status != Status::Complete && v.length == size {
+        // Every byte the entry gives checks out, and the structure would
+        // go on past them (a TIFF whose strip counts overstate its strips,
+        // text or a tar without an end mark) or does not record its end
+        // (a KDBX 3 payload, RAR's encrypted headers): the file is what its
+        // file system holds. A deleted entry's clusters are all still free
+        // ([`entry_layout`]), and the validator read every one of them.
         v.notes.push(format!(
-            "{what}: {size} bytes, all of which check out; the structure goes on past them (the file as its file system holds it)"
+            "{what}: {size} bytes, all of which check out; {} (the file as its file system holds it)",
+            if v.status == Status::Partial {
+                "the structure goes on past them"
+            } else {
+                "the format does not record its end"
+            }
         ));
         v.status = Status::Complete;
         v.forget_break();
