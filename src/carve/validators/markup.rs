@@ -10,6 +10,9 @@
 //!
 //! * `None`: the header is not one of those, or fewer than
 //!   [`super::text::MIN_LEN`] text bytes;
+//! * `Complete`, the structure rule (HTML, XML): the document closes (its
+//!   root element's end, its `</html>`) and foreign text follows in the run
+//!   ([`super::markup_close`]);
 //! * `Complete`, the text rule: the run of text ends on a 512-byte boundary
 //!   or is followed by zero bytes to the next one (slack, as file systems
 //!   leave it);
@@ -28,6 +31,7 @@
 //! [`super::text::TAIL`] bytes again: work linear in the run.
 
 use super::Verdict;
+use super::markup_close;
 use super::read::Src;
 use super::text::{FOREIGN_MAX, MIN_LEN, Run, end_before, latin1_text_run, run_end_of};
 
@@ -104,6 +108,21 @@ pub fn validate(src: Src) -> Option<Verdict> {
     };
     if end < MIN_LEN {
         return None;
+    }
+    if matches!(kind, Kind::Html | Kind::Xml)
+        && let Some(at) = markup_close::closed_at(&src, end, kind == Kind::Xml)
+        && at >= MIN_LEN
+    {
+        let mut v = Verdict::complete(at);
+        v.notes.push(format!(
+            "the document closes at {at} ({}), foreign text follows",
+            if kind == Kind::Xml {
+                "its root element's end"
+            } else {
+                "its </html>"
+            }
+        ));
+        return Some(v);
     }
     if src.ends_cleanly(end) {
         let mut v = Verdict::complete(end);
