@@ -249,17 +249,30 @@ mod tests {
         }
     }
 
-    /// More than FOREIGN_MAX bytes after the last mark or line break: the
-    /// text is the file's own, whose end is not known.
+    /// More than FOREIGN_MAX bytes after the last mark or line break, the
+    /// document not closed by its structure (an XML root element still
+    /// open): the text is the file's own, whose end is not known. A
+    /// document that has closed (`</html>`, then text that is not markup)
+    /// ends there.
     #[test]
     fn text_long_after_the_last_mark_is_partial() {
-        let mut d = b"<html><body></body></html>".to_vec();
-        let far = d.len() + super::FOREIGN_MAX + 1;
-        d.resize(far, b'a');
-        d.push(0x01);
-        d.resize(far + 600, 0x42);
-        let v = run("markup", &d).expect("markup");
-        assert_eq!((v.status, v.length), (Status::Partial, far as u64));
+        for (doc, closed) in [
+            (&b"<?xml version=\"1.0\"?><r><a/>"[..], false),
+            (b"<html><body></body></html>", true),
+        ] {
+            let mut d = doc.to_vec();
+            let far = d.len() + super::FOREIGN_MAX + 1;
+            d.resize(far, b'a');
+            d.push(0x01);
+            d.resize(far + 600, 0x42);
+            let v = run("markup", &d).expect("markup");
+            let want = if closed {
+                (Status::Complete, doc.len() as u64)
+            } else {
+                (Status::Partial, far as u64)
+            };
+            assert_eq!((v.status, v.length), want);
+        }
     }
 
     /// Latin-1 text (a byte of 0xA0-0xFF outside UTF-8) does not end the run.
