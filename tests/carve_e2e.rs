@@ -945,7 +945,8 @@ fn wild_corpus_on_ext4_per_type_floors() {
 /// html 17 → 19, kdbx 6 → 9, lnk 33 → 34, mp3 38 → 39, png 290 → 291, psd
 /// 12 → 13, rar4/rar5 +1, tar 37 → 41, xml 18 → 19; ext4: kdbx 6 → 8,
 /// rar4/rar5 +1), and HTML and XML to end where the document closes when
-/// foreign text follows (FAT32 html 19 → 20, ext4 xml 18 → 19).
+/// foreign text follows (FAT32 html 19 → 20, ext4 xml 18 → 19), and a page to
+/// start with a line break at a sector's start (html 20 → 21 on both).
 const WILD_FLOORS_FAT32: &[(&str, usize)] = &[
     ("7z", 63),
     ("asf", 9),
@@ -961,7 +962,7 @@ const WILD_FLOORS_FAT32: &[(&str, usize)] = &[
     ("flac", 15),
     ("gif", 136),
     ("gzip", 23),
-    ("html", 20),
+    ("html", 21),
     ("jpeg", 90),
     ("kdbx", 9),
     ("lnk", 34),
@@ -1012,7 +1013,7 @@ const WILD_FLOORS_EXT4: &[(&str, usize)] = &[
     ("flac", 15),
     ("gif", 135),
     ("gzip", 23),
-    ("html", 20),
+    ("html", 21),
     ("jpeg", 89),
     ("kdbx", 8),
     ("lnk", 34),

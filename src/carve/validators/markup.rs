@@ -8,7 +8,8 @@
 //! and printable Latin-1 (0xA0-0xFF outside UTF-8), which documents from
 //! before UTF-8 hold. So:
 //!
-//! * `None`: the header is not one of those, or fewer than
+//! * `None`: the header is not one of those (an HTML page may start with a
+//!   line break before its doctype, at a 512-byte boundary), or fewer than
 //!   [`super::text::MIN_LEN`] text bytes;
 //! * `Complete`, the structure rule (HTML, XML): the document closes (its
 //!   root element's end, its `</html>`) and foreign text follows in the run
@@ -101,7 +102,13 @@ fn closes_a_tag(src: &Src, at: u64) -> bool {
 pub fn validate(src: Src) -> Option<Verdict> {
     let mut head = [0u8; 16];
     let n = src.read(0, &mut head).min(head.len());
-    let kind = Kind::of(&head[..n])?;
+    // A line break before an HTML doctype, at a sector's start only (where
+    // a file starts): within text it is the text's, not the page's.
+    let lead = usize::from(n > 0 && head[0] == b'\n');
+    if lead == 1 && src.abs(0) % 512 != 0 {
+        return None;
+    }
+    let kind = Kind::of(&head[lead..n]).filter(|&k| lead == 0 || k == Kind::Html)?;
     let end = match run_end_of(&src, 0, b"latin-1 text run", latin1_text_run) {
         Run::Cut(end) => return (end >= MIN_LEN).then(|| Verdict::partial(end, src.cut_note())),
         Run::Ends(end) => end,
@@ -166,7 +173,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::super::Status;
-    use super::super::testutil::run;
+    use super::super::testutil::{NO_LIMIT, run, run_at};
 
     /// Each format, followed by foreign bytes: a few that are text (no
     /// closing mark among them), then one that is not.
@@ -273,6 +280,22 @@ mod tests {
             };
             assert_eq!((v.status, v.length), want);
         }
+    }
+
+    /// A page that starts with a line break: taken at a sector's start
+    /// (where a file starts), not within text.
+    #[test]
+    fn a_line_break_before_a_doctype_starts_a_page_at_a_sector() {
+        let doc = b"\n<!DOCTYPE html>\n<html><body>x</body></html>\n";
+        let mut d = vec![b'a'; 512];
+        d.extend_from_slice(doc);
+        d.resize(1024, 0);
+        let v = run_at("markup", &d, 512, NO_LIMIT).expect("markup");
+        assert_eq!((v.status, v.length), (Status::Complete, doc.len() as u64));
+        let mut d = vec![b'a'; 511];
+        d.extend_from_slice(doc);
+        d.resize(1024, 0);
+        assert!(run_at("markup", &d, 511, NO_LIMIT).is_none());
     }
 
     /// Latin-1 text (a byte of 0xA0-0xFF outside UTF-8) does not end the run.

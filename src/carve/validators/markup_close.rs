@@ -154,7 +154,7 @@ impl<'s, 'a> Bytes<'s, 'a> {
 pub(super) fn closed_at(src: &Src, end: u64, xml: bool) -> Option<u64> {
     let mut r = Bytes::new(src, end);
     let mut depth = 0u32;
-    let mut htmls = 0u32;
+    let (mut doctype, mut html) = (false, false);
     loop {
         // The next `<`.
         while r.peek(1).first()? != &b'<' {
@@ -166,8 +166,12 @@ pub(super) fn closed_at(src: &Src, end: u64, xml: bool) -> Option<u64> {
         } else if r.starts(b"<![CDATA[", false) {
             r.past(b"]]>").then_some(())?;
         } else if r.starts(b"<!", false) {
-            if !xml && at > 0 && r.starts(b"<!doctype", true) {
-                return None;
+            if !xml && r.starts(b"<!doctype", true) {
+                // (A page's own doctype comes before its html element.)
+                if doctype || html {
+                    return None;
+                }
+                doctype = true;
             }
             r.past_tag_end()?;
         } else if r.starts(b"<?", false) {
@@ -177,10 +181,10 @@ pub(super) fn closed_at(src: &Src, end: u64, xml: bool) -> Option<u64> {
             r.past(b"?>").then_some(())?;
         } else if !xml {
             if r.starts(b"<html", true) {
-                htmls += 1;
-                if htmls > 1 {
+                if html {
                     return None;
                 }
+                html = true;
             }
             let close = r.starts(b"</html", true);
             r.skip(1);
@@ -252,6 +256,9 @@ mod tests {
         assert_eq!(closed(&tail, false), None);
         // A second page starts first.
         let mut two = b"<html><body>".to_vec();
+        two.extend_from_slice(&img);
+        assert_eq!(closed(&two, false), None);
+        let mut two = b"<!doctype html><p>".to_vec();
         two.extend_from_slice(&img);
         assert_eq!(closed(&two, false), None);
     }
