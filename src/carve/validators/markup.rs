@@ -105,7 +105,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     // A line break before an HTML doctype, at a sector's start only (where
     // a file starts): within text it is the text's, not the page's.
     let lead = usize::from(n > 0 && head[0] == b'\n');
-    if lead == 1 && src.abs(0) % 512 != 0 {
+    if lead == 1 && !src.abs(0).is_multiple_of(512) {
         return None;
     }
     let kind = Kind::of(&head[lead..n]).filter(|&k| lead == 0 || k == Kind::Html)?;
