@@ -170,3 +170,35 @@ fn directory_entries_end_files_whose_structure_does_not() {
         assert_eq!(r["sha256"], common::sha256(data), "{name}: {r}");
     }
 }
+
+/// A deleted page whose clusters after its first hold other text (as when
+/// it was fragmented and its later runs lie elsewhere): its entry's size
+/// does not end the text, which runs on through those clusters and past
+/// them; the page is not carved to that size from the wrong bytes.
+#[test]
+fn a_deleted_entry_does_not_end_text_that_runs_on_past_it() {
+    let d = tempfile::tempdir().unwrap();
+    let mut html = b"<!DOCTYPE html>\n<html><head><title>t</title></head><body>\n".to_vec();
+    while html.len() < 1400 {
+        html.extend_from_slice(b"<p>a paragraph of the page</p>\n");
+    }
+    html.extend_from_slice(b"</body></html>\n");
+    let files = [("page.htm", html.clone())];
+    let Some(starts) = fat32(d.path(), &files, &["page.htm"]) else {
+        return;
+    };
+    let at = starts[0].1 as usize;
+    // Other text from the page's second cluster on, for four clusters.
+    let img_path = d.path().join("fat.img");
+    let mut img = std::fs::read(&img_path).unwrap();
+    for (i, b) in img[at + 512..at + 512 * 5].iter_mut().enumerate() {
+        *b = b"older text of another document "[i % 31];
+    }
+    std::fs::write(&img_path, &img).unwrap();
+    let records = common::carve_report(&img_path, &d.path().join("out"), &["--engine", "cpu"]);
+    let r = record_at(&records, at as u64);
+    assert!(
+        r.is_none_or(|r| r["length"].as_u64() != Some(html.len() as u64)),
+        "{r:?}"
+    );
+}
