@@ -130,3 +130,75 @@ fn directory_entries_end_files_with_trailers() {
     let r = record_at(&records, 8192).expect("carved");
     assert_eq!(r["length"].as_u64(), Some(jpeg as u64), "{r}");
 }
+
+/// Formats that do not say where they end, or whose last bytes only the
+/// entry ends: a live KDBX 3 database (its payload's end is not recorded)
+/// and a deleted HTML page whose last cluster's tail holds older text (the
+/// text runs on past the entry's size) are carved to their entries' sizes.
+#[test]
+fn directory_entries_end_files_whose_structure_does_not() {
+    let d = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let kdbx =
+        std::fs::read(root.join("corpora/wild/docs/keepassrs-test_db_with_password.kdbx")).unwrap();
+    let mut html = b"<!DOCTYPE html>\n<html><head><title>t</title></head><body>\n".to_vec();
+    while html.len() < 700 {
+        html.extend_from_slice(b"<p>a paragraph of the page</p>\n");
+    }
+    html.extend_from_slice(b"</body></html>\n");
+    let files = [("db.kdbx", kdbx.clone()), ("page.htm", html.clone())];
+    let Some(starts) = fat32(d.path(), &files, &["page.htm"]) else {
+        return;
+    };
+    let at = |name: &str| starts.iter().find(|s| s.0 == name).unwrap().1;
+    // Older text in the deleted page's last cluster, after its end.
+    let img_path = d.path().join("fat.img");
+    let mut img = std::fs::read(&img_path).unwrap();
+    let end = at("page.htm") as usize + html.len();
+    let slack = end.div_ceil(512) * 512 - end;
+    assert!(slack > 64, "slack of {slack} bytes");
+    for (i, b) in img[end..end + slack].iter_mut().enumerate() {
+        *b = b"older text of a page once here "[i % 31];
+    }
+    std::fs::write(&img_path, &img).unwrap();
+    let out = d.path().join("out");
+    let records = common::carve_report(&img_path, &out, &["--engine", "cpu"]);
+    for (name, data) in &files {
+        let r = record_at(&records, at(name)).unwrap_or_else(|| panic!("{name}: not carved"));
+        assert_eq!(r["status"], "complete", "{name}: {r}");
+        assert_eq!(r["length"].as_u64(), Some(data.len() as u64), "{name}: {r}");
+        assert_eq!(r["sha256"], common::sha256(data), "{name}: {r}");
+    }
+}
+
+/// A deleted page whose clusters after its first hold other text (as when
+/// it was fragmented and its later runs lie elsewhere): its entry's size
+/// does not end the text, which runs on through those clusters and past
+/// them; the page is not carved to that size from the wrong bytes.
+#[test]
+fn a_deleted_entry_does_not_end_text_that_runs_on_past_it() {
+    let d = tempfile::tempdir().unwrap();
+    let mut html = b"<!DOCTYPE html>\n<html><head><title>t</title></head><body>\n".to_vec();
+    while html.len() < 1400 {
+        html.extend_from_slice(b"<p>a paragraph of the page</p>\n");
+    }
+    html.extend_from_slice(b"</body></html>\n");
+    let files = [("page.htm", html.clone())];
+    let Some(starts) = fat32(d.path(), &files, &["page.htm"]) else {
+        return;
+    };
+    let at = starts[0].1 as usize;
+    // Other text from the page's second cluster on, for four clusters.
+    let img_path = d.path().join("fat.img");
+    let mut img = std::fs::read(&img_path).unwrap();
+    for (i, b) in img[at + 512..at + 512 * 5].iter_mut().enumerate() {
+        *b = b"older text of another document "[i % 31];
+    }
+    std::fs::write(&img_path, &img).unwrap();
+    let records = common::carve_report(&img_path, &d.path().join("out"), &["--engine", "cpu"]);
+    let r = record_at(&records, at as u64);
+    assert!(
+        r.is_none_or(|r| r["length"].as_u64() != Some(html.len() as u64)),
+        "{r:?}"
+    );
+}

@@ -139,6 +139,9 @@ struct EntryLayout {
     runs: Vec<(u64, u64)>,
     size: u64,
     deleted: bool,
+    /// The runs are a guess (a deleted FAT entry: its chain is freed, its
+    /// clusters taken as contiguous from the first), not the file system's.
+    guessed: bool,
     /// What says so, for the verdict's note.
     what: &'static str,
 }
@@ -161,6 +164,7 @@ fn entry_layout(r: &dyn ByteReader, vol: &geometry::Volume, start: u64) -> Optio
             runs: vec![(start, size)],
             size,
             deleted,
+            guessed: false,
             what: if deleted {
                 "deleted NTFS file record (its clusters still free)"
             } else {
@@ -175,6 +179,7 @@ fn entry_layout(r: &dyn ByteReader, vol: &geometry::Volume, start: u64) -> Optio
             runs: vec![(start, f.size)],
             size: f.size,
             deleted: true,
+            guessed: true,
             what: "deleted FAT directory entry (its clusters still free)",
         });
     }
@@ -197,8 +202,31 @@ fn entry_layout(r: &dyn ByteReader, vol: &geometry::Volume, start: u64) -> Optio
         runs,
         size: f.size,
         deleted: false,
+        guessed: false,
         what: "FAT directory entry and cluster chain",
     })
+}
+
+/// Whether the structure at `start`, read on contiguously, stops (ends or
+/// breaks) after `size` bytes but within the cluster after the one that
+/// holds its last byte: what a deleted FAT entry's guessed layout needs
+/// before its size ends a structure that would go on. A deleted file that
+/// was fragmented, read on through its first run, breaks before its size or
+/// runs on through other files' clusters (a PDF to the next one's header, a
+/// gzip member to a trailer far off); one that was contiguous stops in its
+/// last cluster's slack or at the next cluster's start (text running into
+/// non-text bytes, a tar without end blocks at the next file). Reads at
+/// most the entry's clusters and one more.
+fn stops_after(
+    validator: &str,
+    r: &dyn ByteReader,
+    (start, size): (u64, u64),
+    cl: u64,
+    cx: &validators::Context,
+) -> bool {
+    let reach = size.div_ceil(cl).saturating_add(1).saturating_mul(cl);
+    validators::validate(validator, r, start, Limits { max_len: reach }, cx)
+        .is_some_and(|w| w.length >= size && w.length < reach)
 }
 
 /// The verdict of `validator` over the file at `start` as long as the file
@@ -213,9 +241,13 @@ fn entry_layout(r: &dyn ByteReader, vol: &geometry::Volume, start: u64) -> Optio
 ///   file's last used one, a second image): carved to the entry's size; a
 ///   deleted entry only when that tail lies in the same last cluster (its
 ///   other clusters could be another file's since);
-/// * a live entry whose every byte checks out but whose structure would go
-///   on past its size (`Partial` at exactly the size): the file as its
-///   file system holds it.
+/// * an entry whose every byte checks out but whose structure would go on
+///   past its size (`Partial` at exactly the size) or does not record its
+///   end (`Unvalidated` over exactly the size: KDBX 3, RAR with encrypted
+///   headers): the file as its file system holds it; a deleted entry too,
+///   its clusters all still free, and for a deleted FAT entry when the
+///   structure read on stops soon after its size ([`stops_after`]: text in
+///   a cluster's slack, Go's tars without end blocks).
 ///
 /// Anything else: `None` (the carver goes on as without the entry).
 pub fn fs_entry_verdict(
@@ -229,6 +261,7 @@ pub fn fs_entry_verdict(
         runs,
         size,
         deleted,
+        guessed,
         what,
     } = entry_layout(r, vol, start)?;
     if size > max_len {
@@ -236,12 +269,24 @@ pub fn fs_entry_verdict(
     }
     let view = RunsView::new(r, &runs);
     let mut v = validators::validate(validator, &view, 0, Limits { max_len: size }, cx)?;
-    if v.status == Status::Partial && v.length == size && !deleted {
-        // Every byte the live entry gives checks out, and the structure
-        // would go on past them (a TIFF whose strip counts overstate its
-        // strips): the file is what its file system holds.
+    if v.status != Status::Complete
+        && v.length == size
+        && (!guessed || stops_after(validator, r, (start, size), vol.cluster, cx))
+    {
+        // Every byte the entry gives checks out, and the structure would
+        // go on past them (a TIFF whose strip counts overstate its strips,
+        // text or a tar without an end mark) or does not record its end
+        // (a KDBX 3 payload, RAR's encrypted headers): the file is what its
+        // file system holds. A deleted FAT entry's clusters are all still
+        // free ([`entry_layout`]), but contiguous only by guess: the
+        // structure must stop soon after them ([`stops_after`]).
         v.notes.push(format!(
-            "{what}: {size} bytes, all of which check out; the structure goes on past them (the file as its file system holds it)"
+            "{what}: {size} bytes, all of which check out; {} (the file as its file system holds it)",
+            if v.status == Status::Partial {
+                "the structure goes on past them"
+            } else {
+                "the format does not record its end"
+            }
         ));
         v.status = Status::Complete;
         v.forget_break();

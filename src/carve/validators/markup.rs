@@ -8,8 +8,12 @@
 //! and printable Latin-1 (0xA0-0xFF outside UTF-8), which documents from
 //! before UTF-8 hold. So:
 //!
-//! * `None`: the header is not one of those, or fewer than
+//! * `None`: the header is not one of those (an HTML page may start with a
+//!   line break before its doctype, at a 512-byte boundary), or fewer than
 //!   [`super::text::MIN_LEN`] text bytes;
+//! * `Complete`, the structure rule (HTML, XML): the document closes (its
+//!   root element's end, its `</html>`) and foreign text follows in the run
+//!   ([`super::markup_close`]);
 //! * `Complete`, the text rule: the run of text ends on a 512-byte boundary
 //!   or is followed by zero bytes to the next one (slack, as file systems
 //!   leave it);
@@ -28,6 +32,7 @@
 //! [`super::text::TAIL`] bytes again: work linear in the run.
 
 use super::Verdict;
+use super::markup_close;
 use super::read::Src;
 use super::text::{FOREIGN_MAX, MIN_LEN, Run, end_before, latin1_text_run, run_end_of};
 
@@ -100,13 +105,34 @@ fn closes_a_tag(src: &Src, at: u64) -> bool {
 pub fn validate(src: Src) -> Option<Verdict> {
     let mut head = [0u8; 16];
     let n = src.read(0, &mut head).min(head.len());
-    let kind = Kind::of(&head[..n])?;
+    // A line break before an HTML doctype, at a sector's start only (where
+    // a file starts): within text it is the text's, not the page's.
+    let lead = usize::from(n > 0 && head[0] == b'\n');
+    if lead == 1 && !src.abs(0).is_multiple_of(512) {
+        return None;
+    }
+    let kind = Kind::of(&head[lead..n]).filter(|&k| lead == 0 || k == Kind::Html)?;
     let end = match run_end_of(&src, 0, b"latin-1 text run", latin1_text_run) {
         Run::Cut(end) => return (end >= MIN_LEN).then(|| Verdict::partial(end, src.cut_note())),
         Run::Ends(end) => end,
     };
     if end < MIN_LEN {
         return None;
+    }
+    if matches!(kind, Kind::Html | Kind::Xml)
+        && let Some(at) = markup_close::closed_at(&src, end, kind == Kind::Xml)
+        && at >= MIN_LEN
+    {
+        let mut v = Verdict::complete(at);
+        v.notes.push(format!(
+            "the document closes at {at} ({}), foreign text follows",
+            if kind == Kind::Xml {
+                "its root element's end"
+            } else {
+                "its </html>"
+            }
+        ));
+        return Some(v);
     }
     if src.ends_cleanly(end) {
         let mut v = Verdict::complete(end);
@@ -150,7 +176,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::super::Status;
-    use super::super::testutil::run;
+    use super::super::testutil::{NO_LIMIT, run, run_at};
 
     /// Each format, followed by foreign bytes: a few that are text (no
     /// closing mark among them), then one that is not.
@@ -233,17 +259,46 @@ mod tests {
         }
     }
 
-    /// More than FOREIGN_MAX bytes after the last mark or line break: the
-    /// text is the file's own, whose end is not known.
+    /// More than FOREIGN_MAX bytes after the last mark or line break, the
+    /// document not closed by its structure (an XML root element still
+    /// open): the text is the file's own, whose end is not known. A
+    /// document that has closed (`</html>`, then text that is not markup)
+    /// ends there.
     #[test]
     fn text_long_after_the_last_mark_is_partial() {
-        let mut d = b"<html><body></body></html>".to_vec();
-        let far = d.len() + super::FOREIGN_MAX + 1;
-        d.resize(far, b'a');
-        d.push(0x01);
-        d.resize(far + 600, 0x42);
-        let v = run("markup", &d).expect("markup");
-        assert_eq!((v.status, v.length), (Status::Partial, far as u64));
+        for (doc, closed) in [
+            (&b"<?xml version=\"1.0\"?><r><a/>"[..], false),
+            (b"<html><body></body></html>", true),
+        ] {
+            let mut d = doc.to_vec();
+            let far = d.len() + super::FOREIGN_MAX + 1;
+            d.resize(far, b'a');
+            d.push(0x01);
+            d.resize(far + 600, 0x42);
+            let v = run("markup", &d).expect("markup");
+            let want = if closed {
+                (Status::Complete, doc.len() as u64)
+            } else {
+                (Status::Partial, far as u64)
+            };
+            assert_eq!((v.status, v.length), want);
+        }
+    }
+
+    /// A page that starts with a line break: taken at a sector's start
+    /// (where a file starts), not within text.
+    #[test]
+    fn a_line_break_before_a_doctype_starts_a_page_at_a_sector() {
+        let doc = b"\n<!DOCTYPE html>\n<html><body>x</body></html>\n";
+        let mut d = vec![b'a'; 512];
+        d.extend_from_slice(doc);
+        d.resize(1024, 0);
+        let v = run_at("markup", &d, 512, NO_LIMIT).expect("markup");
+        assert_eq!((v.status, v.length), (Status::Complete, doc.len() as u64));
+        let mut d = vec![b'a'; 511];
+        d.extend_from_slice(doc);
+        d.resize(1024, 0);
+        assert!(run_at("markup", &d, 511, NO_LIMIT).is_none());
     }
 
     /// Latin-1 text (a byte of 0xA0-0xFF outside UTF-8) does not end the run.

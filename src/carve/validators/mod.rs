@@ -303,6 +303,7 @@ pub mod kdbx;
 pub mod lnk;
 pub mod macho;
 pub mod markup;
+pub mod markup_close;
 pub mod mkv;
 pub mod mp3;
 pub mod mp4;
