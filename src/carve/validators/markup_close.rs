@@ -30,8 +30,11 @@ const CHUNK: usize = 4096;
 struct Bytes<'s, 'a> {
     src: &'s Src<'a>,
     end: u64,
-    /// `buf[at..len]` holds the bytes from `pos` on.
-    buf: [u8; CHUNK],
+    /// `buf[at..len]` holds the bytes from `pos` on (grown to what the
+    /// run holds, at most [`CHUNK`]: most runs are short, and zeroing a
+    /// whole chunk for each candidate was this walk's main cost on dense
+    /// input).
+    buf: Vec<u8>,
     at: usize,
     len: usize,
     pos: u64,
@@ -42,7 +45,7 @@ impl<'s, 'a> Bytes<'s, 'a> {
         Bytes {
             src,
             end,
-            buf: [0; CHUNK],
+            buf: Vec::new(),
             at: 0,
             len: 0,
             pos: 0,
@@ -58,6 +61,9 @@ impl<'s, 'a> Bytes<'s, 'a> {
             self.at = 0;
             let from = self.pos + self.len as u64;
             let want = (CHUNK - self.len).min(self.end.saturating_sub(from) as usize);
+            if self.buf.len() < self.len + want {
+                self.buf.resize(self.len + want, 0);
+            }
             let got = self
                 .src
                 .read(from, &mut self.buf[self.len..self.len + want]);
