@@ -398,3 +398,29 @@ fn more_types_from_test_suites_and_debian_packages() {
         ("evtx", 1),  // PhotoRec 0
     ]);
 }
+
+/// The thin types (`thin/`): types that had fewer than 15 files or fewer
+/// than 3 producers in the wild corpus. FLOORS PENDING.
+#[test]
+fn thin_types_from_test_suites_and_writers() {
+    let c = plant_and_carve("thin", 0x7468_696e_0000_0001);
+    assert_eq!(c.files.len(), 141);
+    c.check(&[
+        ("pst", 0),
+        ("regf", 0),
+        ("sqlite", 0),
+        ("avi", 0),
+        ("mpa", 0),
+        ("mpeg", 0),
+        ("cab", 0),
+        ("rtf", 0),
+        ("docx", 0),
+        ("xlsx", 0),
+        ("pptx", 0),
+        ("odt", 0),
+        ("ods", 0),
+        ("odp", 0),
+        ("ps", 0),
+        ("psd", 0),
+    ]);
+}
