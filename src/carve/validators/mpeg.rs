@@ -34,6 +34,23 @@ use super::read::Src;
 pub const MIN_PACKS: u64 = 2;
 /// Start codes walked at most (bounds the time on hostile input).
 const MAX_UNITS: u64 = 50_000_000;
+/// Zero bytes taken between a packet's end and the next pack header. Video
+/// CD muxers follow each audio pack's packet with 20 zero bytes (VCD 2.0;
+/// ffmpeg's `vcd` muxer writes them), which are no packet of their own.
+const MAX_STUFF: usize = 32;
+
+/// The number of zero bytes (1..=[`MAX_STUFF`]) at `pos` that a valid pack
+/// header follows, or `None`.
+fn zero_stuffing(src: &Src, pos: u64) -> Option<u64> {
+    let mut b = [0u8; MAX_STUFF + 4];
+    let n = src.read(pos, &mut b);
+    let z = b[..n].iter().position(|&x| x != 0)?.checked_sub(2)?;
+    if z == 0 || z > MAX_STUFF || b[..n].get(z..z + 4)? != [0, 0, 1, 0xBA] {
+        return None;
+    }
+    let z = z as u64;
+    pack_header(src, pos + z).map(|_| z)
+}
 
 /// Length of the valid pack header at `off`, or `None`.
 fn pack_header(src: &Src, off: u64) -> Option<u64> {
@@ -79,6 +96,8 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut pos = first;
     let mut packs = 1u64;
     let mut packets = 0u64;
+    // The zero stuffing last seen before a pack header, if any.
+    let mut stuffing = None;
     for _ in 0..MAX_UNITS {
         let Some(code) = src.bytes::<4>(pos) else {
             // The window ends inside the stream (or right after a packet).
@@ -90,7 +109,12 @@ pub fn validate(src: Src) -> Option<Verdict> {
             return Some(v);
         };
         if code[..3] != [0, 0, 1] {
-            break;
+            let Some(z) = zero_stuffing(&src, pos) else {
+                break;
+            };
+            stuffing = Some(z);
+            pos += z;
+            continue;
         }
         match code[3] {
             0xB9 => {
@@ -124,6 +148,20 @@ pub fn validate(src: Src) -> Option<Verdict> {
     }
     if packets == 0 {
         return None;
+    }
+    // A stream that stuffs its packs with zeros ends with its last pack's
+    // stuffing (the same number of zeros) when that ends cleanly.
+    if let Some(z) = stuffing
+        && packs >= MIN_PACKS
+        && src.has(pos, z)
+        && (0..z).all(|i| src.u8(pos + i) == Some(0))
+        && src.ends_cleanly(pos + z)
+    {
+        let mut v = Verdict::complete(pos + z);
+        v.notes.push(format!(
+            "{packs} packs, {packets} packets; no end code: ends after its last pack's {z} zero bytes of stuffing, at the end of a sector or before zero slack"
+        ));
+        return Some(v);
     }
     if packs >= MIN_PACKS && src.ends_cleanly(pos) {
         let mut v = Verdict::complete(pos);
@@ -245,6 +283,56 @@ mod tests {
             .expect("second pack")
             + 4;
         assert!(run("mpeg", &d[second..]).is_none());
+    }
+
+    /// A Video CD stream: each pack's audio packet followed by 20 zero
+    /// bytes; `last` sizes the last packet.
+    fn vcd(packs: usize, last: usize) -> Vec<u8> {
+        let mut d = Vec::new();
+        for i in 0..packs {
+            d.extend(pack1());
+            if i == 0 {
+                d.extend(packet(0xBB, 12));
+            }
+            d.extend(packet(0xC0, if i + 1 == packs { last } else { 200 }));
+            d.extend([0u8; 20]);
+        }
+        d
+    }
+
+    #[test]
+    fn zero_stuffing_between_packs_is_walked() {
+        // The stream ends on a sector boundary after its last stuffing.
+        let probe = vcd(3, 0).len();
+        let last = probe.next_multiple_of(512) - probe;
+        let mut d = vcd(3, last);
+        let n = d.len();
+        assert_eq!(n % 512, 0);
+        d.extend([0x55u8; 600]);
+        let v = run("mpeg", &d).expect("valid");
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Complete, n as u64),
+            "{:?}",
+            v.notes
+        );
+        // Fewer zeros than the stream's stuffing after its last packet,
+        // then foreign bytes: not proven to end there.
+        let mut d = vcd(3, last);
+        d.truncate(n - 10);
+        d.extend([0x55u8; 600]);
+        let v = run("mpeg", &d).expect("valid");
+        assert_eq!((v.status, v.length), (Status::Partial, (n - 20) as u64));
+        // More zeros than MAX_STUFF before a pack: the walk stops there.
+        let mut d = stream(pack1, 1, false);
+        let stop = d.len();
+        d.extend([0u8; 40]);
+        d.extend(pack1());
+        d.extend(packet(0xE0, 300));
+        d.extend([0, 0, 1, 0xB9]);
+        d.resize(d.len().next_multiple_of(512), 0x55);
+        let v = run("mpeg", &d).expect("valid");
+        assert_eq!(v.length, stop as u64, "{:?}", v.notes);
     }
 
     #[test]
