@@ -390,7 +390,7 @@ mod tests {
     /// An MPEG-1 pack header whose clock reads `scr`.
     fn pack1_at(scr: u64) -> Vec<u8> {
         let mut h = pack1();
-        h[4] = 0x21 | ((scr >> 30) & 7) as u8 * 2;
+        h[4] = 0x21 | (((scr >> 30) & 7) as u8 * 2);
         h[5] = (scr >> 22) as u8;
         h[6] = ((scr >> 15) & 0x7F) as u8 * 2 + 1;
         h[7] = (scr >> 7) as u8;

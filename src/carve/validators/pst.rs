@@ -69,7 +69,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         return None;
     }
     let min = AMAP0 + PAGE;
-    let on_grid = amap_last >= AMAP0 && (amap_last - AMAP0) % INTERVAL == 0;
+    let on_grid = amap_last >= AMAP0 && (amap_last - AMAP0).is_multiple_of(INTERVAL);
     if eof < min || !on_grid || amap_last + PAGE > eof {
         return Some(Verdict::partial(
             AMAP0.min(src.len()),
