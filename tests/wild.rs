@@ -28,7 +28,13 @@
 //! * `more/`: the types no other folder has: PSD, EPS, RTF, HTML, XML,
 //!   scripts, MPEG program streams, AVI, untagged MP3, EVTX (Pillow,
 //!   puremagic, oletools, pandoc, CPython, Go, ghostscript, pygame, xine-ui,
-//!   dissect.eventlog).
+//!   dissect.eventlog);
+//! * `thin/`: more files of the types that had few: PST, registry hives,
+//!   SQLite, PSD, OOXML and ODF, RTF, CAB, AVI, MPEG program streams, MPEG
+//!   audio with no tag, PostScript (outlook-pst, dfwinreg, nt_hive2,
+//!   dissect.sql, Fiona, pytoshop, oletools, hachoir; and files written
+//!   here by ffmpeg, twolame, LAME, gcab, cabarchive, sqlite3, pandoc,
+//!   groff, enscript and Ghostscript).
 //!
 //! Each file is planted whole at a 4 KiB boundary of a raw image between
 //! random and zero filler; the carving must write at least each type's
@@ -435,4 +441,45 @@ fn broken_list_names_corpus_files() {
         rows += 1;
     }
     assert!(rows > 0);
+}
+
+/// 141 files of the types that had fewer than 15 files or 3 producers
+/// (`thin/`): a PST (outlook-pst's `Empty.pst`), 7 registry hives (Windows
+/// XP and 7 `NTUSER.DAT` of dfwinreg, Windows 10 hives of nt_hive2, dirty,
+/// recovered and tool-made), 17 SQLite databases (dissect.sql, a GDAL
+/// GeoPackage, and the sqlite3 shell's and Python's: page sizes 512-65,536,
+/// WAL, vacuum modes, UTF-16, virtual tables), 19 PSD (pytoshop: Photoshop
+/// and GIMP), 40 OOXML and ODF documents (oletools: Word, Excel, PowerPoint
+/// 2007+, LibreOffice), RTF (Word's RTF 1.7 specification, pandoc), CAB
+/// (Microsoft's, gcab, cabarchive), AVI and MPEG program streams (ffmpeg,
+/// hachoir), MPEG audio with no tag (twolame, LAME, ffmpeg) and PostScript
+/// (grops, enscript, Ghostscript). Floors: what was exact on 2026-11-28,
+/// PhotoRec 7.1 on the same image (paranoid, everything) beside each. Not
+/// exact: hachoir's AVI (cut to 10 KB
+/// of a 369 MB RIFF on purpose), nt_hive2's `NewDirtyHive.clean1` (its
+/// writer left the base block's checksum stale: off by one bit, so the
+/// base block is invalid), and enscript's README (the random filler after
+/// its `%%EOF` line reads as 20 more bytes of text).
+#[test]
+fn thin_types_from_test_suites_and_writers() {
+    let c = plant_and_carve("thin", 0x7468_696e_0000_0001);
+    assert_eq!(c.files.len(), 141);
+    c.check(&[
+        ("pst", 1),     // PhotoRec 1
+        ("regf", 6),    // PhotoRec 0
+        ("sqlite", 17), // PhotoRec 17
+        ("avi", 10),    // PhotoRec 10
+        ("mpa", 15),    // PhotoRec 8 (8 before the layer II signatures)
+        ("mpeg", 7),    // PhotoRec 6
+        ("cab", 11),    // PhotoRec 11
+        ("rtf", 5),     // PhotoRec 5
+        ("docx", 13),   // PhotoRec 13
+        ("xlsx", 12),   // PhotoRec 12
+        ("pptx", 12),   // PhotoRec 12
+        ("odt", 1),     // PhotoRec 1
+        ("ods", 1),     // PhotoRec 1
+        ("odp", 1),     // PhotoRec 1
+        ("ps", 7),      // PhotoRec 0
+        ("psd", 19),    // PhotoRec 0
+    ]);
 }

@@ -314,6 +314,7 @@ pub mod pdf;
 pub mod pe;
 pub mod png;
 pub mod psd;
+pub mod pst;
 pub mod qcow;
 pub mod rar;
 pub mod regf;
@@ -364,6 +365,7 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("vmdk", vmdk::validate),
     ("evtx", evtx::validate),
     ("regf", regf::validate),
+    ("pst", pst::validate),
     ("lnk", lnk::validate),
     ("kdbx", kdbx::validate),
     ("7z", sevenz::validate),
@@ -401,8 +403,8 @@ pub fn stands_alone(validator: &str) -> bool {
 pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
     "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "markup", "psd",
-    "macho", "qcow", "vmdk", "evtx", "regf", "lnk", "kdbx", "7z", "rar5", "rar4", "xz", "cab",
-    "tar", "bzip2",
+    "macho", "qcow", "vmdk", "evtx", "regf", "pst", "lnk", "kdbx", "7z", "rar5", "rar4", "xz",
+    "cab", "tar", "bzip2",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -842,6 +844,7 @@ mod props {
             ("vmdk", vmdk::tests::seed()),
             ("evtx", evtx::tests::seed()),
             ("regf", regf::tests::seed()),
+            ("pst", pst::tests::seed()),
             ("lnk", lnk::tests::seed()),
             ("kdbx", kdbx::tests::seed()),
             ("jpeg", jpeg::tests::progressive()),

@@ -180,12 +180,13 @@ fn walk(src: &Src, pos: u64, limit: u32) -> Chain {
     }
 }
 
-/// The longest layer III frame (MPEG-1 at 320 kbit/s, 32 kHz, padded; and
-/// MPEG-2.5 at 160 kbit/s, 8 kHz).
-const MAX_FRAME: u64 = 1441;
+/// The longest frame the `mpa` signatures start: layer II, MPEG-1 at
+/// 384 kbit/s, 32 kHz, padded (`144 * 384000 / 32000 + 1`; layer III's
+/// longest is 1 441 bytes).
+const MAX_FRAME: u64 = 1729;
 
-/// MPEG audio with no ID3v2 tag in front (the `mpa` type: layer III frame
-/// syncs at the start of a sector): a file when it does not continue a
+/// MPEG audio with no ID3v2 tag in front (the `mpa` type: layer II and III
+/// frame syncs at the start of a sector): a file when it does not continue a
 /// stream (no frame of the same stream ends exactly where it starts: inside
 /// an MP3, every frame starts one) and [`MIN_FRAMES`] frames chain from its
 /// first byte; then as [`validate`]. Its subtype is `mp3`.

@@ -17,7 +17,9 @@
 //!
 //! * `None`: the base block's signature, version or checksum is wrong.
 //! * `Complete`: the bins add up to the recorded size; length = 4096 +
-//!   that size.
+//!   that size, or, for a hive the kernel saved (its file named in the base
+//!   block), the next multiple of 256 KiB when only zeros lie between (see
+//!   [`padded_end`]).
 //! * `Partial`: the bins run past the window (length = window) or a bin or
 //!   cell does not check out (length = end of the last good bin).
 
@@ -25,6 +27,8 @@ use super::Verdict;
 use super::read::Src;
 
 const BASE: u64 = 4096;
+/// The step in which Windows grows a hive's primary file.
+const GROW: u64 = 256 << 10;
 
 pub fn validate(src: Src) -> Option<Verdict> {
     let mut b = [0u8; 512];
@@ -85,9 +89,42 @@ pub fn validate(src: Src) -> Option<Verdict> {
         bins += 1;
         at += size;
     }
-    let mut v = Verdict::complete(end);
+    let file_end = padded_end(&src, &b, end);
+    let mut v = Verdict::complete(file_end);
     v.notes.push(format!("{bins} hive bin(s)"));
+    if file_end > end {
+        v.notes.push(format!(
+            "zero padding from {end} to the 256 KiB step at {file_end}"
+        ));
+    }
     Some(v)
+}
+
+/// Windows grows a hive's file in steps of 256 KiB and fills the step's
+/// tail with zeros (libyal libregf 2: "the primary file can be larger than
+/// the hive bins data size"; every hive the kernel saved in the wild
+/// corpus is a multiple of 256 KiB). A hive the kernel saved names its
+/// file in the base block (the last 31 UTF-16 characters of its path at
+/// 0x30); hives written by other tools (hivex, test generators) leave that
+/// field empty and end at their last bin. So: a named hive whose data end
+/// is followed by zeros up to the next 256 KiB multiple ends there;
+/// anything else (no name, a non-zero byte, the window cut first) ends at
+/// `end`. Reads at most 256 KiB.
+fn padded_end(src: &Src, base: &[u8; 512], end: u64) -> u64 {
+    if base[0x30..0x70].iter().all(|&x| x == 0) {
+        return end;
+    }
+    let step = end.next_multiple_of(GROW);
+    let mut buf = [0u8; 4096];
+    let mut at = end;
+    while at < step {
+        let n = (step - at).min(buf.len() as u64) as usize;
+        if !src.read_exact(at, &mut buf[..n]) || buf[..n].iter().any(|&x| x != 0) {
+            return end;
+        }
+        at += n as u64;
+    }
+    step
 }
 
 enum Cells {
@@ -193,6 +230,47 @@ pub(crate) mod tests {
         d[4096 + 32..4096 + 36].copy_from_slice(&(-5000i32).to_le_bytes());
         let v = run("regf", &d).unwrap();
         assert_eq!((v.status, v.length), (Status::Partial, 4096));
+    }
+
+    /// The seed as the kernel saves it: its path in the base block.
+    fn named() -> Vec<u8> {
+        let mut d = seed();
+        for (i, c) in "\\??\\C:\\Users\\u\\ntuser.dat".encode_utf16().enumerate() {
+            d[0x30 + 2 * i..0x32 + 2 * i].copy_from_slice(&c.to_le_bytes());
+        }
+        let mut d = with_checksum(d[..4096].to_vec());
+        d.extend_from_slice(&seed()[4096..]);
+        d
+    }
+
+    #[test]
+    fn kernel_saved_hive_ends_at_its_256k_step() {
+        let step = 256 << 10;
+        // Named, zeros to the step, then foreign bytes: the step.
+        let mut d = named();
+        let data_end = d.len();
+        d.resize(step, 0);
+        d.extend_from_slice(&[0xAB; 5000]);
+        let v = run("regf", &d).unwrap();
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Complete, step as u64),
+            "{:?}",
+            v.notes
+        );
+        // A non-zero byte inside the padding: the data end.
+        let mut e = d.clone();
+        e[step - 1] = 1;
+        let v = run("regf", &e).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, data_end as u64));
+        // The window ends inside the padding: the data end.
+        let v = run("regf", &d[..step - 10]).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, data_end as u64));
+        // Not named (a tool's hive): zeros after it are not its own.
+        let mut e = seed();
+        e.resize(step + 100, 0);
+        let v = run("regf", &e).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, data_end as u64));
     }
 
     #[test]

@@ -29,7 +29,8 @@
 //! pointing past the metadata; stream-optimized, every marker's type and
 //! that a grain's data begins with a zlib header.
 //!
-//! * `None`: a header check fails.
+//! * `None`: a header check fails, or the header is a stream-optimized
+//!   extent's footer (a footer marker in the sector before it).
 //! * `Complete`: the extent (or the end-of-stream marker) lies inside the
 //!   window; length = its end.
 //! * `Partial`: a table or the extent runs past the window (length =
@@ -97,6 +98,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
         }
     }
     let markers = flags & MARKERS != 0;
+    if markers && after_footer_marker(&src) {
+        return None;
+    }
     if markers && gd == u64::MAX {
         return stream(src, sec(overhead)?, flags & COMPRESSED != 0);
     }
@@ -176,6 +180,20 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut v = Verdict::complete(end);
     v.subtype = Some("sparse".to_string());
     Some(v)
+}
+
+/// True when the sector before the candidate is a footer marker (one
+/// sector, size 0, type 3, zero padding): the header is the footer of a
+/// stream-optimized extent, its copy with the grain directory's offset, and
+/// no file starts there.
+fn after_footer_marker(src: &Src) -> bool {
+    let mut b = Vec::new();
+    src.preceding(512, &mut b);
+    b.len() == 512
+        && b[..8] == 1u64.to_le_bytes()
+        && b[8..12] == [0; 4]
+        && b[12..16] == 3u32.to_le_bytes()
+        && b[16..].iter().all(|&x| x == 0)
 }
 
 /// Walks the markers of a stream-optimized extent from `at` to the
@@ -298,6 +316,18 @@ pub(crate) mod tests {
         v.extend(header(3 | super::COMPRESSED | super::MARKERS, 7, 2));
         v.resize(v.len() + 512, 0);
         v
+    }
+
+    #[test]
+    fn a_stream_footer_is_no_file_of_its_own() {
+        let d = streamed();
+        let footer = d.len() - 1024;
+        assert!(d[footer..].starts_with(b"KDMV"));
+        assert!(run_at("vmdk", &d, footer as u64, NO_LIMIT).is_none());
+        // The same header after anything but a footer marker is a start.
+        let mut e = d.clone();
+        e[footer - 500] = 1; // the marker's padding no longer zero
+        assert!(run_at("vmdk", &e, footer as u64, NO_LIMIT).is_some());
     }
 
     #[test]
