@@ -25,27 +25,36 @@ pub(super) const MAX_JUNK: u64 = 32;
 /// Most markers a lenient walk finds after foreign bytes in one file.
 pub(super) const MAX_JUNK_SKIPS: u32 = 4;
 
-/// Where in `b` (bytes from where a marker should start) libjpeg's
-/// `next_marker` finds one: the first `FF` of a run of `FF`s followed by a
-/// code other than `00`, after at most [`MAX_JUNK`] discarded bytes (any
-/// byte but `FF`, and `FF 00`); `None` when there is none by then.
-pub(super) fn marker_after_junk(b: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    while i as u64 <= MAX_JUNK {
-        if *b.get(i)? != 0xFF {
-            i += 1;
+/// Most fill `FF`s before a marker's code (as [`Walk::marker`] allows).
+const MAX_FILL: u64 = 4096;
+
+/// Where libjpeg's `next_marker` finds a marker from the cursor's position
+/// on: the first `FF` of a run of (at most [`MAX_FILL`]) `FF`s followed by
+/// a code other than `00`, after at most [`MAX_JUNK`] discarded bytes (any
+/// byte but `FF`, and `FF`s followed by `00`); `None` when there is none by
+/// then. The cursor is left anywhere.
+pub(super) fn marker_after_junk(c: &mut Cursor) -> Option<u64> {
+    let from = c.pos();
+    loop {
+        let at = c.pos();
+        if at - from > MAX_JUNK {
+            return None;
+        }
+        if c.u8()? != 0xFF {
             continue;
         }
-        let mut j = i + 1;
-        while *b.get(j)? == 0xFF {
-            j += 1;
+        let mut fill = 0;
+        let code = loop {
+            match c.u8()? {
+                0xFF if fill < MAX_FILL => fill += 1,
+                0xFF => return None,
+                b => break b,
+            }
+        };
+        if code != 0 {
+            return Some(at);
         }
-        if b[j] != 0 {
-            return Some(i);
-        }
-        i = j + 1;
     }
-    None
 }
 
 /// Markers that may legitimately follow SOI as the first segment.
@@ -125,7 +134,7 @@ struct Walk<'a> {
     lenient: bool,
     /// Markers found after foreign bytes, and those bytes.
     junk_skips: u32,
-    junk_bytes: u32,
+    junk_bytes: u64,
 }
 
 /// One marker segment's place: its marker, where the marker and the body
@@ -262,15 +271,13 @@ impl Walk<'_> {
     /// or no junk).
     fn junk(&mut self) {
         let from = self.c.pos();
-        let mut b = [0u8; MAX_JUNK as usize + 8];
-        let n = self.src.read(from, &mut b);
-        let Some(at) = marker_after_junk(&b[..n]) else {
-            return;
-        };
-        if at > 0 && self.junk_skips < MAX_JUNK_SKIPS {
+        let at = marker_after_junk(&mut Cursor::new(self.src, from));
+        if let Some(at) = at.filter(|&at| at > from)
+            && self.junk_skips < MAX_JUNK_SKIPS
+        {
             self.junk_skips += 1;
-            self.junk_bytes += at as u32;
-            self.c.seek(from + at as u64);
+            self.junk_bytes += at - from;
+            self.c.seek(at);
         }
     }
 
