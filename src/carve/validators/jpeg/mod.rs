@@ -172,7 +172,7 @@ pub struct Damage {
     /// fails. Meaningful when `damaged`.
     pub fail_at: u64,
     /// The damage is of a kind libjpeg passes (foreign bytes where a
-    /// marker must be): a lenient walk
+    /// marker must be, a marker within [`walk::MAX_JUNK`] bytes): a lenient walk
     /// ([`validate`]'s retry) may find the file whole.
     pub tolerable: bool,
 }

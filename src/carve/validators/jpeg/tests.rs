@@ -479,6 +479,11 @@ fn foreign_bytes_before_a_marker_are_passed_as_libjpeg_does() {
     assert_eq!(dqt, dqt2);
     let v = run("jpeg", &f).unwrap();
     assert_eq!((v.status, v.length), (Status::Partial, dqt as u64));
+    // (No retry then: the strict walk sees no marker in reach.)
+    let mut d = super::Damage::default();
+    let sl = Slice(&f);
+    super::validate_probe(super::Src::new(&sl, 0, NO_LIMIT), &mut d).unwrap();
+    assert_eq!((d.damaged, d.tolerable), (true, false));
     // Junk before as many markers as are passed, and before one more.
     for (skips, status) in [
         (MAX_JUNK_SKIPS, Status::Complete),

@@ -32,7 +32,7 @@ const MAX_FILL: u64 = 4096;
 /// on: the first `FF` of a run of (at most [`MAX_FILL`]) `FF`s followed by
 /// a code other than `00`, after at most [`MAX_JUNK`] discarded bytes (any
 /// byte but `FF`, and `FF`s followed by `00`); `None` when there is none by
-/// then. The cursor is left anywhere.
+/// then. The cursor is left anywhere (the caller seeks).
 pub(super) fn marker_after_junk(c: &mut Cursor) -> Option<u64> {
     let from = c.pos();
     loop {
@@ -243,7 +243,7 @@ impl Walk<'_> {
             Some(0xFF) => {}
             Some(b) => {
                 let note = format!("expected a marker at {marker_pos}, found {b:#04x}");
-                d.tolerable = true;
+                d.tolerable = self.passable(marker_pos);
                 return ControlFlow::Break(self.damaged(d, self.good_end, self.c.pos(), note));
             }
             None => return ControlFlow::Break(self.cut()),
@@ -270,15 +270,27 @@ impl Walk<'_> {
     /// marker's first `FF` (unmoved when there is none within the bound,
     /// or no junk).
     fn junk(&mut self) {
+        // (On the walk's own cursor: its buffer holds these bytes.)
         let from = self.c.pos();
-        let at = marker_after_junk(&mut Cursor::new(self.src, from));
-        if let Some(at) = at.filter(|&at| at > from)
-            && self.junk_skips < MAX_JUNK_SKIPS
-        {
-            self.junk_skips += 1;
-            self.junk_bytes += at - from;
-            self.c.seek(at);
+        let at = marker_after_junk(&mut self.c);
+        match at.filter(|&at| at > from && self.junk_skips < MAX_JUNK_SKIPS) {
+            Some(at) => {
+                self.junk_skips += 1;
+                self.junk_bytes += at - from;
+                self.c.seek(at);
+            }
+            None => self.c.seek(from),
         }
+    }
+
+    /// Whether a lenient walk would pass junk at `pos`, where a marker
+    /// must be (else its retry is no use).
+    fn passable(&mut self, pos: u64) -> bool {
+        let back = self.c.pos();
+        self.c.seek(pos);
+        let at = marker_after_junk(&mut self.c);
+        self.c.seek(back);
+        at.is_some_and(|at| at > pos)
     }
 
     /// Markers without a length: EOI ends the walk, RSTn and TEM are
@@ -309,7 +321,7 @@ impl Walk<'_> {
             )),
             m if !has_length(m) => {
                 // (`FF 00` where a marker must be: junk to libjpeg.)
-                d.tolerable |= m == 0;
+                d.tolerable = m == 0 && self.passable(marker_pos);
                 let note = format!("reserved marker {m:#04x} at {marker_pos}");
                 ControlFlow::Break(self.damaged(d, self.good_end, self.c.pos(), note))
             }
