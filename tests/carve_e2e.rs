@@ -1073,7 +1073,8 @@ fn no_type_loses_recall_when_every_type_is_enabled() {
 /// ones too when the structure stops soon after (elf, html, kdbx, lnk, rar4,
 /// rar5, sh, xml, zip), pyelftools' trailing_null_dies.elf (elf 59), and
 /// the `mpa` type starts layer II frames too (mpa 9 → 16: twolame's and
-/// ffmpeg's .mp2).
+/// ffmpeg's .mp2), and four Pillow JPEGs with junk before a marker, which
+/// libjpeg passes with a warning, are carved whole (jpeg +4).
 const WILD_FLOORS_FAT32: &[(&str, usize)] = &[
     ("7z", 63),
     ("asf", 9),
@@ -1090,7 +1091,7 @@ const WILD_FLOORS_FAT32: &[(&str, usize)] = &[
     ("gif", 136),
     ("gzip", 23),
     ("html", 21),
-    ("jpeg", 89),
+    ("jpeg", 93),
     ("kdbx", 8),
     ("lnk", 34),
     ("macho", 16),
@@ -1145,7 +1146,7 @@ const WILD_FLOORS_EXT4: &[(&str, usize)] = &[
     ("gif", 136),
     ("gzip", 23),
     ("html", 21),
-    ("jpeg", 90),
+    ("jpeg", 94),
     ("kdbx", 8),
     ("lnk", 34),
     ("macho", 16),

@@ -175,14 +175,16 @@ fn mp3s_from_taggers_test_suites() {
 }
 
 /// Pillow's test images (432: 79 TIFF, 53 JPEG, 252 PNG, 38 GIF, 10 BMP).
-/// Floors: what was exact on 2026-11-28 (BENCHMARKS.md has PhotoRec beside).
+/// Floors: what was exact on 2026-11-28 (BENCHMARKS.md has PhotoRec beside);
+/// jpeg 45 → 49 on 2026-11-29: four files with junk before a marker, which
+/// libjpeg passes with a warning, are carved whole.
 #[test]
 fn images_from_pillows_test_suite() {
     let c = plant_and_carve("pillow", 0x7069_6c6c_6f77_0001);
     assert_eq!(c.files.len(), 432);
     c.check(&[
         ("tiff", 69),
-        ("jpeg", 45),
+        ("jpeg", 49),
         ("png", 250),
         ("gif", 35),
         ("bmp", 8),

@@ -522,6 +522,7 @@ fn head_verdict(
             let d = Damage {
                 damaged: true,
                 fail_at,
+                ..Damage::default()
             };
             Some((v.clone(), d))
         }

@@ -45,6 +45,16 @@
 //! every verdict and damage offset, is exactly that of a code-by-code
 //! decoder (checked against the previous decoder, kept for the tests).
 //!
+//! Foreign bytes where a marker must follow a segment (junk after a
+//! comment, `FF 00`, a length hexedited short that lands inside the
+//! segment's data) are what libjpeg passes with "Corrupt JPEG data: N
+//! extraneous bytes before marker": when the strict walk breaks there, a
+//! lenient walk passes at most [`walk::MAX_JUNK`] such bytes before a marker,
+//! [`walk::MAX_JUNK_SKIPS`] times (noted), and its verdict is taken only when
+//! the file is then complete; otherwise the strict verdict and its damage
+//! stand (the fragment search sees only strict walks). Nothing is ever
+//! skipped inside entropy-coded data.
+//!
 //! * `None`: not `FF D8 FF <segment marker>`, or damage before the second
 //!   segment (a lone plausible segment is not evidence enough).
 //! * `Complete`: EOI reached after at least one frame header and one scan,
@@ -101,6 +111,15 @@ pub fn validate(src: Src) -> Option<Verdict> {
         None => (validate_probe(src, &mut d), None),
     };
     let mut v = v?;
+    if d.damaged && d.tolerable && v.status == super::Status::Partial {
+        // What libjpeg reads in full is carved whole; anything else keeps
+        // the strict verdict (and its damage, for the fragment search).
+        let mut tables = Tables::new_lenient(MAX_BLOCKS);
+        let lenient = walk_inner(src, &mut Damage::default(), &mut tables);
+        if let Some(l) = lenient.filter(|l| l.status == super::Status::Complete) {
+            return Some(l);
+        }
+    }
     if d.damaged && v.status == super::Status::Partial {
         let trail = trail
             .map(|mut t| {
@@ -152,6 +171,10 @@ pub struct Damage {
     /// first foreign byte decodes, so the decoder reads past it before it
     /// fails. Meaningful when `damaged`.
     pub fail_at: u64,
+    /// The damage is of a kind libjpeg passes (foreign bytes where a
+    /// marker must be, a marker within [`walk::MAX_JUNK`] bytes): a lenient walk
+    /// ([`validate`]'s retry) may find the file whole.
+    pub tolerable: bool,
 }
 
 /// [`validate`], also filling `d` when the verdict is damage.

@@ -55,8 +55,27 @@ fn dht_ok(b: &[u8]) -> bool {
     i == b.len() && !b.is_empty()
 }
 
+/// The strict walk's verdict, or where it is partial, the lenient walk's
+/// when that one finds the file complete (foreign bytes before markers
+/// passed as libjpeg's `next_marker` does, within the bounds).
 pub fn validate(src: Src) -> Option<Verdict> {
-    validate_probe(src, &mut Damage::default())
+    let strict = validate_probe(src, &mut Damage::default())?;
+    if strict.status == super::super::Status::Partial {
+        let mut tables = Tables {
+            dc: Default::default(),
+            ac: Default::default(),
+            restart: 0,
+            history: None,
+            budget: MAX_BLOCKS,
+            snap: SnapCtl::default(),
+            lenient: Some((0, 0)),
+        };
+        let lenient = walk_inner(src, &mut Damage::default(), &mut tables);
+        if let Some(l) = lenient.filter(|l| l.status == super::super::Status::Complete) {
+            return Some(l);
+        }
+    }
+    Some(strict)
 }
 
 /// Where a damaged JPEG broke, for the fragment search
@@ -177,6 +196,7 @@ fn walk(src: Src, d: &mut Damage, ctl: SnapCtl) -> (Option<Verdict>, Option<Snap
         history: None,
         budget: MAX_BLOCKS,
         snap: ctl,
+        lenient: None,
     };
     let v = walk_inner(src, d, &mut tables);
     let got = tables.snap.got.take();
@@ -223,6 +243,43 @@ fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> 
         }
     };
     for _ in 0..MAX_MARKERS {
+        // Lenient: junk before the marker, byte by byte as libjpeg's
+        // next_marker discards it (not FF, or FF 00), within the bounds.
+        if let Some((skips, bytes)) = tables.lenient.as_mut() {
+            let from = c.pos();
+            let mut at = from;
+            let found = loop {
+                if at - from > super::walk::MAX_JUNK {
+                    break None;
+                }
+                match src.u8(at) {
+                    None => break None,
+                    Some(0xFF) => {}
+                    Some(_) => {
+                        at += 1;
+                        continue;
+                    }
+                }
+                let mut next = at + 1;
+                while src.u8(next) == Some(0xFF) && next - at <= 4096 {
+                    next += 1;
+                }
+                match src.u8(next) {
+                    None => break None,
+                    Some(0xFF) => break None,
+                    Some(0) => at = next + 1,
+                    Some(_) => break Some(at),
+                }
+            };
+            if let Some(at) = found
+                && at > from
+                && *skips < super::walk::MAX_JUNK_SKIPS
+            {
+                *skips += 1;
+                *bytes += at - from;
+                c.seek(at);
+            }
+        }
         // Marker: FF, optional fill FFs, then the code.
         let marker_pos = c.pos();
         match c.u8() {
@@ -257,6 +314,11 @@ fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Option<Verdict> 
                 let mut v = Verdict::complete(end);
                 if progressive {
                     v.notes.push(format!("progressive, {scans} scans"));
+                }
+                if let Some((skips @ 1.., bytes)) = tables.lenient {
+                    v.notes.push(format!(
+                        "{bytes} foreign byte(s) before {skips} marker(s) passed, as libjpeg does"
+                    ));
                 }
                 if let Some(why) = undecoded_why {
                     v.notes.push(format!(
@@ -1085,6 +1147,9 @@ struct Tables {
     /// decode many blocks from few bits).
     budget: u64,
     snap: SnapCtl,
+    /// A lenient walk ([`validate`]'s retry): markers found after junk and
+    /// the junk's bytes.
+    lenient: Option<(u32, u64)>,
 }
 
 /// Blocks decoded at most per candidate, over all scans.

@@ -41,6 +41,10 @@ pub(super) struct Tables {
     /// `paused`.
     pub(super) pause_at: u64,
     pub(super) paused: Option<(u64, u32, u8, u64)>,
+    /// A walk that passes foreign bytes before a marker as libjpeg does,
+    /// within bounds ([`super::walk`]): the retry of a strict walk that
+    /// met them ([`super::validate`]).
+    pub(super) lenient: bool,
 }
 
 impl Tables {
@@ -60,7 +64,15 @@ impl Tables {
             hist_hi: 0,
             pause_at: u64::MAX,
             paused: None,
+            lenient: false,
         }
+    }
+
+    /// A lenient walk's tables ([`Tables::lenient`]).
+    pub(super) fn new_lenient(budget: u64) -> Self {
+        let mut t = Tables::new(budget, SnapCtl::default(), false);
+        t.lenient = true;
+        t
     }
 
     /// Every word of the history may differ from the snapshot's.

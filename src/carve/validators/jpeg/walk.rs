@@ -19,6 +19,44 @@ use crate::carve::validators::read::{Cursor, Src};
 /// More markers than this is not a real JPEG.
 pub(super) const MAX_MARKERS: u32 = 1_000_000;
 
+/// Most foreign bytes a lenient walk passes before one marker.
+pub(super) const MAX_JUNK: u64 = 32;
+
+/// Most markers a lenient walk finds after foreign bytes in one file.
+pub(super) const MAX_JUNK_SKIPS: u32 = 4;
+
+/// Most fill `FF`s before a marker's code (as [`Walk::marker`] allows).
+const MAX_FILL: u64 = 4096;
+
+/// Where libjpeg's `next_marker` finds a marker from the cursor's position
+/// on: the first `FF` of a run of (at most [`MAX_FILL`]) `FF`s followed by
+/// a code other than `00`, after at most [`MAX_JUNK`] discarded bytes (any
+/// byte but `FF`, and `FF`s followed by `00`); `None` when there is none by
+/// then. The cursor is left anywhere (the caller seeks).
+pub(super) fn marker_after_junk(c: &mut Cursor) -> Option<u64> {
+    let from = c.pos();
+    loop {
+        let at = c.pos();
+        if at - from > MAX_JUNK {
+            return None;
+        }
+        if c.u8()? != 0xFF {
+            continue;
+        }
+        let mut fill = 0;
+        let code = loop {
+            match c.u8()? {
+                0xFF if fill < MAX_FILL => fill += 1,
+                0xFF => return None,
+                b => break b,
+            }
+        };
+        if code != 0 {
+            return Some(at);
+        }
+    }
+}
+
 /// Markers that may legitimately follow SOI as the first segment.
 pub(super) fn first_segment_marker(m: u8) -> bool {
     matches!(m, 0xC0..=0xCF | 0xDB..=0xDF | 0xE0..=0xEF | 0xFE)
@@ -91,6 +129,12 @@ struct Walk<'a> {
     mpf: Vec<(u64, u64)>,
     /// End of the last structure that was fully validated.
     good_end: u64,
+    /// Foreign bytes before markers are passed as libjpeg does
+    /// ([`Walk::junk`]): a retry after the strict walk met them.
+    lenient: bool,
+    /// Markers found after foreign bytes, and those bytes.
+    junk_skips: u32,
+    junk_bytes: u64,
 }
 
 /// One marker segment's place: its marker, where the marker and the body
@@ -132,6 +176,9 @@ pub(super) fn walk_inner(src: Src, d: &mut Damage, tables: &mut Tables) -> Optio
         progressive: false,
         mpf: Vec::new(),
         good_end: 2,
+        lenient: tables.lenient,
+        junk_skips: 0,
+        junk_bytes: 0,
     };
     match w.markers(d, tables) {
         ControlFlow::Break(v) => v,
@@ -185,13 +232,18 @@ impl Walk<'_> {
     }
 
     /// The next marker: `FF`, optional fill `FF`s, then the code; returns
-    /// where it starts and the code.
+    /// where it starts and the code. A lenient walk first passes foreign
+    /// bytes before it as libjpeg does ([`Walk::junk`]).
     fn marker(&mut self, d: &mut Damage) -> Flow<(u64, u8)> {
+        if self.lenient {
+            self.junk();
+        }
         let marker_pos = self.c.pos();
         match self.c.u8() {
             Some(0xFF) => {}
             Some(b) => {
                 let note = format!("expected a marker at {marker_pos}, found {b:#04x}");
+                d.tolerable = self.passable(marker_pos);
                 return ControlFlow::Break(self.damaged(d, self.good_end, self.c.pos(), note));
             }
             None => return ControlFlow::Break(self.cut()),
@@ -208,6 +260,37 @@ impl Walk<'_> {
             }
         }
         ControlFlow::Continue((marker_pos, m))
+    }
+
+    /// Where a segment should be followed by a marker, libjpeg's
+    /// `next_marker` (jdmarker.c) discards what is not one: bytes other
+    /// than `FF`, and `FF 00`, warning "N extraneous bytes before marker".
+    /// A lenient walk does the same, at most [`MAX_JUNK`] bytes before a
+    /// marker and [`MAX_JUNK_SKIPS`] times a file; the cursor moves to the
+    /// marker's first `FF` (unmoved when there is none within the bound,
+    /// or no junk).
+    fn junk(&mut self) {
+        // (On the walk's own cursor: its buffer holds these bytes.)
+        let from = self.c.pos();
+        let at = marker_after_junk(&mut self.c);
+        match at.filter(|&at| at > from && self.junk_skips < MAX_JUNK_SKIPS) {
+            Some(at) => {
+                self.junk_skips += 1;
+                self.junk_bytes += at - from;
+                self.c.seek(at);
+            }
+            None => self.c.seek(from),
+        }
+    }
+
+    /// Whether a lenient walk would pass junk at `pos`, where a marker
+    /// must be (else its retry is no use).
+    fn passable(&mut self, pos: u64) -> bool {
+        let back = self.c.pos();
+        self.c.seek(pos);
+        let at = marker_after_junk(&mut self.c);
+        self.c.seek(back);
+        at.is_some_and(|at| at > pos)
     }
 
     /// Markers without a length: EOI ends the walk, RSTn and TEM are
@@ -237,6 +320,8 @@ impl Walk<'_> {
                 "run of fill bytes".into(),
             )),
             m if !has_length(m) => {
+                // (`FF 00` where a marker must be: junk to libjpeg.)
+                d.tolerable = m == 0 && self.passable(marker_pos);
                 let note = format!("reserved marker {m:#04x} at {marker_pos}");
                 ControlFlow::Break(self.damaged(d, self.good_end, self.c.pos(), note))
             }
@@ -269,6 +354,12 @@ impl Walk<'_> {
                     self.mpf.len()
                 )),
             }
+        }
+        if self.junk_skips > 0 {
+            v.notes.push(format!(
+                "{} foreign byte(s) before {} marker(s) passed, as libjpeg does",
+                self.junk_bytes, self.junk_skips
+            ));
         }
         if let Some(why) = self.undecoded_why {
             v.notes.push(format!(
