@@ -123,25 +123,39 @@ impl<'s, 'a> Bytes<'s, 'a> {
         }
     }
 
-    /// Past white space, comments and (XML) processing instructions.
-    fn past_misc(&mut self, xml: bool) {
+    /// Past white space, comments and (XML) processing instructions; where
+    /// the document ends among them: after a line feed, white space that no
+    /// line feed ends is not the document's (its last line ends with its
+    /// line feed; a space or a lone carriage return after it starts the
+    /// foreign text).
+    fn past_misc(&mut self, xml: bool) -> u64 {
+        // The end of the white space's last line feed, since the last
+        // comment or processing instruction.
+        let mut line_end: Option<u64> = None;
         loop {
             let first = self.peek(1).first().copied();
             match first {
-                Some(b' ' | b'\t' | b'\r' | b'\n') => self.skip(1),
+                Some(b' ' | b'\t' | b'\r' | b'\n') => {
+                    self.skip(1);
+                    if first == Some(b'\n') {
+                        line_end = Some(self.pos);
+                    }
+                }
                 Some(b'<') if self.starts(b"<!--", false) => {
+                    line_end = None;
                     if !self.past(b"-->") {
-                        return;
+                        return self.pos;
                     }
                 }
                 Some(b'<')
                     if xml && self.starts(b"<?", false) && !self.starts(b"<?xml ", false) =>
                 {
+                    line_end = None;
                     if !self.past(b"?>") {
-                        return;
+                        return self.pos;
                     }
                 }
-                _ => return,
+                _ => return line_end.unwrap_or(self.pos),
             }
         }
     }
@@ -214,9 +228,9 @@ pub(super) fn closed_at(src: &Src, end: u64, xml: bool) -> Option<u64> {
             }
         }
     }
-    r.past_misc(xml);
+    let at = r.past_misc(xml);
     let next = *r.peek(1).first()?;
-    (xml || next != b'<').then_some(r.pos)
+    (xml || next != b'<').then_some(at)
 }
 
 #[cfg(test)]
