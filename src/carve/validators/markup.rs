@@ -11,8 +11,9 @@
 //! * `None`: the header is not one of those (an HTML page may start with a
 //!   line break before its doctype, at a 512-byte boundary), or fewer than
 //!   [`super::text::MIN_LEN`] text bytes;
-//! * `Complete`, the structure rule (HTML, XML): the document closes (its
-//!   root element's end, its `</html>`) and foreign text follows in the run
+//! * `Complete`, the structure rule (HTML, XML, RTF): the document closes
+//!   (its root element's end, its `</html>`, its outer group's `}`) and
+//!   foreign text follows in the run
 //!   ([`super::markup_close`]);
 //! * `Complete`, the text rule: the run of text ends on a 512-byte boundary
 //!   or is followed by zero bytes to the next one (slack, as file systems
@@ -131,6 +132,16 @@ pub fn validate(src: Src) -> Option<Verdict> {
             } else {
                 "its </html>"
             }
+        ));
+        return Some(v);
+    }
+    if kind == Kind::Rtf
+        && let Some(at) = markup_close::rtf_closed_at(&src, end)
+        && at >= MIN_LEN
+    {
+        let mut v = Verdict::complete(at);
+        v.notes.push(format!(
+            "the document closes at {at} (the }} of its outer group), foreign text follows"
         ));
         return Some(v);
     }
