@@ -11,8 +11,9 @@
 //! * `None`: the header is not one of those (an HTML page may start with a
 //!   line break before its doctype, at a 512-byte boundary), or fewer than
 //!   [`super::text::MIN_LEN`] text bytes;
-//! * `Complete`, the structure rule (HTML, XML): the document closes (its
-//!   root element's end, its `</html>`) and foreign text follows in the run
+//! * `Complete`, the structure rule (HTML, XML, RTF): the document closes
+//!   (its root element's end, its `</html>`, its outer group's `}`) and
+//!   foreign text follows in the run
 //!   ([`super::markup_close`]);
 //! * `Complete`, the text rule: the run of text ends on a 512-byte boundary
 //!   or is followed by zero bytes to the next one (slack, as file systems
@@ -134,6 +135,16 @@ pub fn validate(src: Src) -> Option<Verdict> {
         ));
         return Some(v);
     }
+    if kind == Kind::Rtf
+        && let Some(at) = markup_close::rtf_closed_at(&src, end)
+        && at >= MIN_LEN
+    {
+        let mut v = Verdict::complete(at);
+        v.notes.push(format!(
+            "the document closes at {at} (the }} of its outer group), foreign text follows"
+        ));
+        return Some(v);
+    }
     if src.ends_cleanly(end) {
         let mut v = Verdict::complete(end);
         v.notes
@@ -202,6 +213,40 @@ mod tests {
                 String::from_utf8_lossy(doc)
             );
         }
+    }
+
+    /// After the line feed that ends a document's last line, white space
+    /// that no line feed ends (a space, a lone carriage return) starts the
+    /// foreign bytes: by the structure rule (foreign text follows) and by
+    /// the closing rule (a non-text byte soon after).
+    #[test]
+    fn white_space_after_the_last_line_feed_is_not_the_documents() {
+        let docs: [&[u8]; 3] = [
+            b"<!DOCTYPE html>\n<html><body><p>x</p></body></html>\n",
+            b"<?xml version=\"1.0\"?>\n<root a=\"1\"><b/></root>\r\n\r\n",
+            b"%!PS-Adobe-3.0\n%%Pages: 1\nshowpage\n%%EOF\n",
+        ];
+        for doc in docs {
+            for after in [&b" 12:34:08 INFO\x01"[..], b"\r\x05", b" \t\x01"] {
+                let mut d = doc.to_vec();
+                d.extend(after);
+                d.resize(1024, 0x42);
+                let v = run("markup", &d).expect("markup");
+                assert_eq!(
+                    (v.status, v.length),
+                    (Status::Complete, doc.len() as u64),
+                    "{} then {after:?}",
+                    String::from_utf8_lossy(doc)
+                );
+            }
+        }
+        // Spaces before the line feed are the document's.
+        let doc = b"<!DOCTYPE html>\n<html><body></body></html>  \n";
+        let mut d = doc.to_vec();
+        d.extend(b"\r\x05");
+        d.resize(1024, 0x42);
+        let v = run("markup", &d).expect("markup");
+        assert_eq!((v.status, v.length), (Status::Complete, doc.len() as u64));
     }
 
     /// Zero slack after the text: the whole run, even after the last mark.

@@ -11,6 +11,10 @@
 //!   `</html>` outside comments, then white space and comments; text that
 //!   is not markup after them (`<` after them may be a page's trailing
 //!   markup, which parsers keep, so it does not end the page).
+//! * RTF (RTF 1.9.1, "an RTF file consists of a single group"): the `}`
+//!   that closes the group the file opens with, braces counted outside
+//!   escapes (`\{`, `\}`, `\\`) and the raw bytes of `\binN`; then white
+//!   space.
 //!
 //! The walk tracks XML elements' depth (tags, with quoted attribute values
 //! that may hold `>`; comments, CDATA sections, declarations with an
@@ -129,25 +133,39 @@ impl<'s, 'a> Bytes<'s, 'a> {
         }
     }
 
-    /// Past white space, comments and (XML) processing instructions.
-    fn past_misc(&mut self, xml: bool) {
+    /// Past white space, comments and (XML) processing instructions; where
+    /// the document ends among them: after a line feed, white space that no
+    /// line feed ends is not the document's (its last line ends with its
+    /// line feed; a space or a lone carriage return after it starts the
+    /// foreign text).
+    fn past_misc(&mut self, xml: bool) -> u64 {
+        // The end of the white space's last line feed, since the last
+        // comment or processing instruction.
+        let mut line_end: Option<u64> = None;
         loop {
             let first = self.peek(1).first().copied();
             match first {
-                Some(b' ' | b'\t' | b'\r' | b'\n') => self.skip(1),
+                Some(b' ' | b'\t' | b'\r' | b'\n') => {
+                    self.skip(1);
+                    if first == Some(b'\n') {
+                        line_end = Some(self.pos);
+                    }
+                }
                 Some(b'<') if self.starts(b"<!--", false) => {
+                    line_end = None;
                     if !self.past(b"-->") {
-                        return;
+                        return self.pos;
                     }
                 }
                 Some(b'<')
                     if xml && self.starts(b"<?", false) && !self.starts(b"<?xml ", false) =>
                 {
+                    line_end = None;
                     if !self.past(b"?>") {
-                        return;
+                        return self.pos;
                     }
                 }
-                _ => return,
+                _ => return line_end.unwrap_or(self.pos),
             }
         }
     }
@@ -220,9 +238,69 @@ pub(super) fn closed_at(src: &Src, end: u64, xml: bool) -> Option<u64> {
             }
         }
     }
-    r.past_misc(xml);
+    let at = r.past_misc(xml);
     let next = *r.peek(1).first()?;
-    (xml || next != b'<').then_some(r.pos)
+    (xml || next != b'<').then_some(at)
+}
+
+/// Where the RTF document at the window's start closes (the `}` that ends
+/// its outermost group, and the white space after it up to its last line
+/// feed), when foreign text follows before `end`, the end of its run of
+/// text; `None` when the run ends first or another document starts inside
+/// the group (its own candidate walks on from there).
+pub(super) fn rtf_closed_at(src: &Src, end: u64) -> Option<u64> {
+    let mut r = Bytes::new(src, end);
+    let mut depth = 0u32;
+    loop {
+        match r.next()? {
+            b'\\' => {
+                if r.starts(b"bin", false) {
+                    r.skip(3);
+                    // `\binN`: N raw bytes (bounded by the run) after the
+                    // control word and its delimiting space.
+                    let mut n: u64 = 0;
+                    while let Some(&d) = r.peek(1).first().filter(|d| d.is_ascii_digit()) {
+                        n = n.saturating_mul(10).saturating_add(u64::from(d - b'0'));
+                        r.skip(1);
+                    }
+                    if r.starts(b" ", false) {
+                        r.skip(1);
+                    }
+                    let left = end.saturating_sub(r.pos);
+                    if n > left {
+                        return None;
+                    }
+                    r.skip(n as usize);
+                } else {
+                    r.skip(1);
+                }
+            }
+            b'{' => {
+                if depth > 0 && r.starts(b"\\rtf", false) {
+                    return None;
+                }
+                depth += 1;
+            }
+            b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut line_end = None;
+    loop {
+        match *r.peek(1).first()? {
+            b'\n' => {
+                r.skip(1);
+                line_end = Some(r.pos);
+            }
+            b' ' | b'\t' | b'\r' => r.skip(1),
+            _ => return Some(line_end.unwrap_or(r.pos)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -233,6 +311,24 @@ mod tests {
     fn closed(doc: &[u8], xml: bool) -> Option<u64> {
         let r = Slice(doc);
         closed_at(&Src::new(&r, 0, NO_LIMIT), doc.len() as u64, xml)
+    }
+
+    #[test]
+    fn rtf_closes_with_the_brace_of_its_outer_group() {
+        let rtf = |doc: &[u8]| {
+            let r = Slice(doc);
+            rtf_closed_at(&Src::new(&r, 0, NO_LIMIT), doc.len() as u64)
+        };
+        let doc = b"{\\rtf1\\ansi{\\fonttbl{\\f0 Times;}}\\f0 a \\{ b \\} c \\\\{\\bin3 }}}x}}\r\n";
+        let mut img = doc.to_vec();
+        img.extend_from_slice(b" older text of a file once here");
+        assert_eq!(rtf(&img), Some(doc.len() as u64));
+        // The run ends first (white space alone after it): not this rule's.
+        assert_eq!(rtf(doc), None);
+        assert_eq!(rtf(&img[..doc.len() - 4]), None);
+        // Another document inside the group; a `\bin` past the run.
+        assert_eq!(rtf(b"{\\rtf1 a {\\rtf1 b} c} text"), None);
+        assert_eq!(rtf(b"{\\rtf1 a \\bin99999 } c} text"), None);
     }
 
     #[test]

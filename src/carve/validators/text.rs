@@ -174,7 +174,8 @@ pub const TAIL: u64 = 64;
 /// Where a text file ends inside `tail`, the last bytes of its run, when the
 /// run went on into foreign bytes that happen to be text: after its last
 /// line break (when `lines`), or after the last `mark` (compared without
-/// case when `ci`) and the white space that follows it, whichever is later,
+/// case when `ci`) and the white space that follows it up to its last line
+/// feed (up to its end where it holds none), whichever is later,
 /// provided at
 /// most [`FOREIGN_MAX`] bytes follow (a text file ends with a line break or
 /// its format's closing mark; more text after one is the file's own).
@@ -197,10 +198,16 @@ pub(super) fn end_in_tail(tail: &[u8], mark: &[u8], ci: bool, lines: bool) -> Op
         })
     };
     let closed = closed.map(|e| {
-        e + tail[e..]
+        let ws = tail[e..]
             .iter()
             .take_while(|b| matches!(b, b'\t' | b'\n' | b'\r' | b' '))
-            .count()
+            .count();
+        // After a line feed, white space that no line feed ends is foreign:
+        // a file's last line ends with its line feed.
+        e + tail[e..e + ws]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(ws, |i| i + 1)
     });
     let at = line.max(closed)?;
     (tail.len() - at <= FOREIGN_MAX).then_some(at)

@@ -22,8 +22,10 @@
 //!   header (or empty index) that is neither;
 //! * `Complete`: every stream's footer and index check out; length = the end
 //!   of the last stream plus the stream padding after it, when the padding
-//!   is followed by another stream (padding before foreign bytes is not
-//!   included, it cannot be told from zero filler);
+//!   is followed by another stream, or ends before a non-zero byte in the
+//!   sector where the stream ends (padding that reaches a sector's end
+//!   before foreign bytes is not included: it cannot be told from zero
+//!   slack);
 //! * `Partial`: no footer in the window (length = window).
 //!
 //! Bounded: the scan is one forward pass; the bytes CRC'd while checking
@@ -204,6 +206,15 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 let crosses =
                     src.abs(q).is_multiple_of(512) && src.abs(pos) / 512 != src.abs(q) / 512;
                 if !src.starts_with_at(q, &MAGIC) || crosses {
+                    // Padding that ends before a non-zero byte in the sector
+                    // where the stream ends is not slack (slack runs to the
+                    // sector's end): the file's own, as the format allows.
+                    if q > pos
+                        && src.abs(q) / 512 == src.abs(pos) / 512
+                        && src.u8(q).is_some_and(|b| b != 0)
+                    {
+                        pos = q;
+                    }
                     break;
                 }
                 pos = q;
@@ -289,11 +300,23 @@ pub(crate) mod tests {
         two.extend_from_slice(&[0; 8]);
         two.extend_from_slice(&make(b"second"));
         assert_complete("xz", &two);
-        // Padding before foreign bytes is not included.
+        // Padding before foreign bytes in the sector where the stream
+        // ends is the file's; padding to the sector's end (slack) is not.
         let mut pad = f.clone();
         pad.extend_from_slice(&[0; 8]);
         pad.extend_from_slice(b"foreign");
         let v = run("xz", &pad).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, f.len() as u64 + 8));
+        let mut slack = f.clone();
+        slack.resize(512, 0);
+        slack.extend_from_slice(b"foreign");
+        let v = run("xz", &slack).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, f.len() as u64));
+        // Zeros not a multiple of 4 before foreign bytes: not padding.
+        let mut odd = f.clone();
+        odd.extend_from_slice(&[0; 6]);
+        odd.extend_from_slice(b"foreign");
+        let v = run("xz", &odd).unwrap();
         assert_eq!((v.status, v.length), (Status::Complete, f.len() as u64));
     }
 
