@@ -168,6 +168,10 @@ fn directory_entries_end_files_whose_structure_does_not() {
         assert_eq!(r["status"], "complete", "{name}: {r}");
         assert_eq!(r["length"].as_u64(), Some(data.len() as u64), "{name}: {r}");
         assert_eq!(r["sha256"], common::sha256(data), "{name}: {r}");
+        // Whole as its entry holds it: no note says it was cut.
+        let notes = r["notes"].to_string();
+        assert!(!notes.contains("truncated"), "{name}: {r}");
+        assert!(notes.contains("as its file system holds it"), "{name}: {r}");
     }
 }
 

@@ -279,7 +279,10 @@ pub fn fs_entry_verdict(
         // (a KDBX 3 payload, RAR's encrypted headers): the file is what its
         // file system holds. A deleted FAT entry's clusters are all still
         // free ([`entry_layout`]), but contiguous only by guess: the
-        // structure must stop soon after them ([`stops_after`]).
+        // structure must stop soon after them ([`stops_after`]). (The
+        // validator's note that its window ended, the entry's end here, is
+        // not the file's: it is whole.)
+        v.notes.retain(|n| !n.starts_with("truncated: "));
         v.notes.push(format!(
             "{what}: {size} bytes, all of which check out; {} (the file as its file system holds it)",
             if v.status == Status::Partial {
