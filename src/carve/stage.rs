@@ -359,3 +359,24 @@ fn send_on(cx: &Context<'_>, vtx: &SyncSender<Validated>, f: InFlight) -> bool {
         Err(TrySendError::Disconnected(_)) => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A piece's seconds go to its candidates by the bytes each read (plus
+    /// a task's share), and add up to the piece's.
+    #[test]
+    fn a_pieces_time_is_shared_by_bytes_read() {
+        let mut done: Vec<Timed<'_>> = vec![
+            (0, None, "jpeg", 0.0, 64 * 1024 - 64),
+            (1, None, "gif", 0.0, 0),
+            (2, None, "png", 0.0, 64),
+        ];
+        share_time(&mut done, 2.0);
+        let total: f64 = done.iter().map(|t| t.3).sum();
+        assert!((total - 2.0).abs() < 1e-9, "{total}");
+        assert!((done[0].3 / done[1].3 - 1024.0).abs() < 1e-6);
+        assert!((done[2].3 / done[1].3 - 2.0).abs() < 1e-9);
+    }
+}
