@@ -61,15 +61,7 @@ fn dht_ok(b: &[u8]) -> bool {
 pub fn validate(src: Src) -> Option<Verdict> {
     let strict = validate_probe(src, &mut Damage::default())?;
     if strict.status == super::super::Status::Partial {
-        let mut tables = Tables {
-            dc: Default::default(),
-            ac: Default::default(),
-            restart: 0,
-            history: None,
-            budget: MAX_BLOCKS,
-            snap: SnapCtl::default(),
-            lenient: Some((0, 0)),
-        };
+        let mut tables = Tables::new(SnapCtl::default(), Some((0, 0)));
         let lenient = walk_inner(src, &mut Damage::default(), &mut tables);
         if let Some(l) = lenient.filter(|l| l.status == super::super::Status::Complete) {
             return Some(l);
@@ -189,15 +181,7 @@ impl SnapCtl {
 }
 
 fn walk(src: Src, d: &mut Damage, ctl: SnapCtl) -> (Option<Verdict>, Option<Snap>) {
-    let mut tables = Tables {
-        dc: Default::default(),
-        ac: Default::default(),
-        restart: 0,
-        history: None,
-        budget: MAX_BLOCKS,
-        snap: ctl,
-        lenient: None,
-    };
+    let mut tables = Tables::new(ctl, None);
     let v = walk_inner(src, d, &mut tables);
     let got = tables.snap.got.take();
     (v, got)
@@ -1150,6 +1134,21 @@ struct Tables {
     /// A lenient walk ([`validate`]'s retry): markers found after junk and
     /// the junk's bytes.
     lenient: Option<(u32, u64)>,
+}
+
+impl Tables {
+    /// No tables yet, the whole block budget.
+    fn new(snap: SnapCtl, lenient: Option<(u32, u64)>) -> Self {
+        Tables {
+            dc: Default::default(),
+            ac: Default::default(),
+            restart: 0,
+            history: None,
+            budget: MAX_BLOCKS,
+            snap,
+            lenient,
+        }
+    }
 }
 
 /// Blocks decoded at most per candidate, over all scans.
