@@ -133,6 +133,19 @@ impl<'s, 'a> Bytes<'s, 'a> {
         }
     }
 
+    /// Past one byte of white space, if one is next; a line feed's end goes
+    /// to `line_end`.
+    fn past_white(&mut self, line_end: &mut Option<u64>) -> bool {
+        let Some(&b @ (b' ' | b'\t' | b'\r' | b'\n')) = self.peek(1).first() else {
+            return false;
+        };
+        self.skip(1);
+        if b == b'\n' {
+            *line_end = Some(self.pos);
+        }
+        true
+    }
+
     /// Past white space, comments and (XML) processing instructions; where
     /// the document ends among them: after a line feed, white space that no
     /// line feed ends is not the document's (its last line ends with its
@@ -143,14 +156,10 @@ impl<'s, 'a> Bytes<'s, 'a> {
         // comment or processing instruction.
         let mut line_end: Option<u64> = None;
         loop {
-            let first = self.peek(1).first().copied();
-            match first {
-                Some(b' ' | b'\t' | b'\r' | b'\n') => {
-                    self.skip(1);
-                    if first == Some(b'\n') {
-                        line_end = Some(self.pos);
-                    }
-                }
+            if self.past_white(&mut line_end) {
+                continue;
+            }
+            match self.peek(1).first().copied() {
                 Some(b'<') if self.starts(b"<!--", false) => {
                     line_end = None;
                     if !self.past(b"-->") {
@@ -291,16 +300,10 @@ pub(super) fn rtf_closed_at(src: &Src, end: u64) -> Option<u64> {
         }
     }
     let mut line_end = None;
-    loop {
-        match *r.peek(1).first()? {
-            b'\n' => {
-                r.skip(1);
-                line_end = Some(r.pos);
-            }
-            b' ' | b'\t' | b'\r' => r.skip(1),
-            _ => return Some(line_end.unwrap_or(r.pos)),
-        }
-    }
+    while r.past_white(&mut line_end) {}
+    // (Foreign text follows: the run goes on.)
+    r.peek(1).first()?;
+    Some(line_end.unwrap_or(r.pos))
 }
 
 #[cfg(test)]
