@@ -485,3 +485,17 @@ fn thin_types_from_test_suites_and_writers() {
         ("psd", 19),    // PhotoRec 0
     ]);
 }
+
+/// `corpora/wild/newtypes`: JPEG 2000 files (JP2, JPX, raw codestreams)
+/// from Pillow's test suite and written here by OpenJPEG's opj_compress,
+/// ffmpeg (its own encoder and libopenjpeg) and Pillow (`generate.sh`).
+/// The misses are Pillow's broken files (BROKEN.tsv).
+#[test]
+fn new_types_from_test_suites_and_writers() {
+    let c = plant_and_carve("newtypes", 0x6e65_7774_0000_0001);
+    assert_eq!(c.files.len(), 43);
+    c.check(&[
+        ("jp2", 23), // PhotoRec 0 (29 .jp2 written, none of a file's exact length)
+        ("j2k", 13), // PhotoRec 0
+    ]);
+}

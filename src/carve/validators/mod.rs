@@ -298,6 +298,7 @@ pub mod evtx;
 pub mod flac;
 pub mod gif;
 pub mod gzip;
+pub mod jp2;
 pub mod jpeg;
 pub mod kdbx;
 pub mod lnk;
@@ -375,6 +376,8 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("cab", cab::validate),
     ("tar", tar::validate),
     ("bzip2", bzip2::validate),
+    ("jp2", jp2::validate),
+    ("j2k", jp2::validate_codestream),
 ];
 
 /// True for the validators whose `Complete` verdict checks the file's
@@ -404,7 +407,7 @@ pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
     "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "markup", "psd",
     "macho", "qcow", "vmdk", "evtx", "regf", "pst", "lnk", "kdbx", "7z", "rar5", "rar4", "xz",
-    "cab", "tar", "bzip2",
+    "cab", "tar", "bzip2", "jp2", "j2k",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -816,6 +819,11 @@ mod props {
         ("cab", &[b"MSCF\x00\x00\x00\x00"]),
         ("tar", &[b"a.txt\x00"]),
         ("bzip2", &[b"BZh91AY&SY"]),
+        (
+            "jp2",
+            &[b"\x00\x00\x00\x0CjP  \x0D\x0A\x87\x0A\x00\x00\x00\x14ftyp"],
+        ),
+        ("j2k", &[b"\xFF\x4F\xFF\x51\x00\x29"]),
     ];
 
     fn seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -856,6 +864,8 @@ mod props {
             ("cab", cab::tests::seed()),
             ("tar", tar::tests::seed()),
             ("bzip2", bzip2::tests::seed()),
+            ("jp2", jp2::tests::seed()),
+            ("j2k", jp2::tests::codestream_bytes(2, 30)),
         ]
     }
 

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Writes the generated files of corpora/wild/newtypes from synthetic input
+# (run here, in this folder; the MANIFEST.tsv rows name each tool and
+# version). Tools: opj_compress (Debian 12 libopenjp2-tools), ffmpeg 5.1
+# (native jpeg2000 encoder and libopenjpeg), Pillow 13 (its OpenJPEG).
+# PYTHON: a Python with Pillow 13 (python3 -m venv v && v/bin/pip install Pillow).
+set -euo pipefail
+PYTHON=${PYTHON:-python3}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+# Synthetic pictures: gradients, circles and noise (seeded).
+$PYTHON - "$T" <<'PY'
+import random, sys, math
+random.seed(36)
+d = sys.argv[1]
+def img(w, h, ch, name):
+    px = bytearray()
+    for y in range(h):
+        for x in range(w):
+            r = math.hypot(x - w / 2, y - h / 3)
+            v = [int((x * 255) // max(w - 1, 1)), int((y * 255) // max(h - 1, 1)), 200 if r < min(w, h) / 4 else 40]
+            for c in range(ch):
+                px.append(max(0, min(255, v[c % 3] + random.randint(-12, 12))))
+    hdr = (b"P6" if ch == 3 else b"P5") + b"\n%d %d\n255\n" % (w, h)
+    open(f"{d}/{name}", "wb").write(hdr + px)
+img(160, 120, 3, "rgb.ppm")
+img(333, 97, 1, "gray.pgm")
+img(64, 64, 3, "small.ppm")
+img(700, 500, 3, "big.ppm")
+PY
+o() { opj_compress "$@" >/dev/null; }
+o -i "$T/rgb.ppm" -o gen-opj-lossless.jp2
+o -i "$T/rgb.ppm" -o gen-opj-rate40.j2k -r 40
+o -i "$T/gray.pgm" -o gen-opj-gray-irreversible.jp2 -I -r 20,10
+o -i "$T/big.ppm" -o gen-opj-tiles128.jp2 -t 128,128 -r 30
+o -i "$T/big.ppm" -o gen-opj-tiles-tp-r.j2k -t 256,256 -TP R -n 4 -r 50
+o -i "$T/rgb.ppm" -o gen-opj-sop-eph-rpcl.jp2 -SOP -EPH -p RPCL -r 10
+o -i "$T/small.ppm" -o gen-opj-small-plt-tlm.jp2 -PLT -TLM
+o -i "$T/gray.pgm" -o gen-opj-gray-cblk16.j2k -b 16,16 -c [64,64]
+o -i "$T/big.ppm" -o gen-opj-mct0-precincts.jp2 -mct 0 -c [128,128],[64,64] -r 25
+f() { ffmpeg -v error -y -i "$@"; }
+f "$T/rgb.ppm" -c:v jpeg2000 -pred 1 gen-ffmpeg-native-lossless.jp2
+f "$T/rgb.ppm" -c:v jpeg2000 -format j2k -tile_width 64 -tile_height 64 gen-ffmpeg-native-tiled.j2k
+f "$T/gray.pgm" -c:v jpeg2000 -q:v 8 gen-ffmpeg-native-gray.jp2
+f "$T/small.ppm" -c:v libopenjpeg gen-ffmpeg-libopenjpeg.jp2
+f "$T/rgb.ppm" -c:v libopenjpeg -format j2k -compression_level 30 gen-ffmpeg-libopenjpeg.j2k
+$PYTHON - "$T" <<'PY'
+import sys
+from PIL import Image
+d = sys.argv[1]
+im = Image.open(f"{d}/rgb.ppm")
+im.save("gen-pillow-default.jp2")
+im.save("gen-pillow-layers.jp2", quality_mode="rates", quality_layers=[40, 20, 10])
+im.convert("L").save("gen-pillow-gray.j2k")
+im.save("gen-pillow-tiled-lrcp.jp2", tile_size=(64, 64), progression="LRCP", irreversible=True)
+Image.open(f"{d}/small.ppm").save("gen-pillow-comment.jp2", comment="gpucarve corpus", no_jp2=False)
+PY
