@@ -488,14 +488,20 @@ fn thin_types_from_test_suites_and_writers() {
 
 /// `corpora/wild/newtypes`: JPEG 2000 files (JP2, JPX, raw codestreams)
 /// from Pillow's test suite and written here by OpenJPEG's opj_compress,
-/// ffmpeg (its own encoder and libopenjpeg) and Pillow (`generate.sh`).
-/// The misses are Pillow's broken files (BROKEN.tsv).
+/// ffmpeg (its own encoder and libopenjpeg) and Pillow; fonts (TrueType,
+/// OpenType CFF, WOFF, WOFF2, a collection) from Pillow's test suite,
+/// sphinx_rtd_theme, rustdoc and Debian's URW fonts, and written here by
+/// fontTools (`generate.sh`). The misses are broken files (BROKEN.tsv).
 #[test]
 fn new_types_from_test_suites_and_writers() {
     let c = plant_and_carve("newtypes", 0x6e65_7774_0000_0001);
-    assert_eq!(c.files.len(), 43);
+    assert_eq!(c.files.len(), 74);
     c.check(&[
-        ("jp2", 23), // PhotoRec 0 (29 .jp2 written, none of a file's exact length)
-        ("j2k", 13), // PhotoRec 0
+        ("jp2", 23),  // PhotoRec 0 (29 .jp2 written, none of a file's exact length)
+        ("j2k", 13),  // PhotoRec 0
+        ("ttf", 16),  // PhotoRec 0
+        ("woff", 5),  // PhotoRec 5
+        ("woff2", 7), // PhotoRec 0
+        ("ttc", 1),   // PhotoRec 0
     ]);
 }

@@ -55,3 +55,48 @@ im.convert("L").save("gen-pillow-gray.j2k")
 im.save("gen-pillow-tiled-lrcp.jp2", tile_size=(64, 64), progression="LRCP", irreversible=True)
 Image.open(f"{d}/small.ppm").save("gen-pillow-comment.jp2", comment="gpucarve corpus", no_jp2=False)
 PY
+# --- Fonts: fontTools 4.68 (FontBuilder: TrueType and CFF outlines; WOFF,
+# WOFF2 and a collection of them) ---
+$PYTHON - <<'PY'
+from fontTools.fontBuilder import FontBuilder
+from fontTools.pens.ttGlyphPen import TTGlyphPen
+from fontTools.pens.t2CharStringPen import T2CharStringPen
+from fontTools.ttLib import TTFont, TTCollection
+
+def build(cff, name, glyphs=("A", "B", "C"), upm=1000):
+    fb = FontBuilder(upm, isTTF=not cff)
+    order = [".notdef", *glyphs]
+    fb.setupGlyphOrder(order)
+    fb.setupCharacterMap({ord(g): g for g in glyphs})
+    def draw(pen, k):
+        pen.moveTo((50 + k * 10, 0)); pen.lineTo((50, 700 - k * 40)); pen.lineTo((450, 700)); pen.lineTo((450 - k * 5, 0)); pen.closePath()
+    if cff:
+        cs = {}
+        for k, g in enumerate(order):
+            p = T2CharStringPen(500, None); draw(p, k); cs[g] = p.getCharString()
+        fb.setupCFF(name, {"FullName": name}, cs, {})
+    else:
+        gl = {}
+        for k, g in enumerate(order):
+            p = TTGlyphPen(None); draw(p, k); gl[g] = p.glyph()
+        fb.setupGlyf(gl)
+    fb.setupHorizontalMetrics({g: (500, 50) for g in order})
+    fb.setupHorizontalHeader(ascent=800, descent=-200)
+    fb.setupNameTable({"familyName": name, "styleName": "Regular"})
+    fb.setupOS2(sTypoAscender=800, usWinAscent=800, usWinDescent=200)
+    fb.setupPost()
+    return fb.font
+
+for cff, ext in ((False, "ttf"), (True, "otf")):
+    f = build(cff, "Gpucarve" + ext.upper())
+    f.save(f"gen-fonttools-three-glyphs.{ext}")
+    for flavor in ("woff", "woff2"):
+        f = build(cff, "Gpucarve" + ext.upper() + flavor)
+        f.flavor = flavor
+        f.save(f"gen-fonttools-{ext}.{flavor}")
+big = build(False, "GpucarveBig", glyphs=tuple(chr(c) for c in range(0x41, 0x5B)) + tuple(chr(c) for c in range(0x61, 0x7B)), upm=2048)
+big.save("gen-fonttools-52-glyphs-upm2048.ttf")
+c = TTCollection()
+c.fonts = [build(False, "GpucarveA"), build(False, "GpucarveB", glyphs=("X", "Y"))]
+c.save("gen-fonttools-two-fonts.ttc")
+PY

@@ -296,6 +296,7 @@ pub mod cab;
 pub mod elf;
 pub mod evtx;
 pub mod flac;
+pub mod font;
 pub mod gif;
 pub mod gzip;
 pub mod jp2;
@@ -378,6 +379,10 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("bzip2", bzip2::validate),
     ("jp2", jp2::validate),
     ("j2k", jp2::validate_codestream),
+    ("ttf", font::validate_sfnt),
+    ("ttc", font::validate_ttc),
+    ("woff", font::validate_woff),
+    ("woff2", font::validate_woff2),
 ];
 
 /// True for the validators whose `Complete` verdict checks the file's
@@ -407,7 +412,7 @@ pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
     "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "markup", "psd",
     "macho", "qcow", "vmdk", "evtx", "regf", "pst", "lnk", "kdbx", "7z", "rar5", "rar4", "xz",
-    "cab", "tar", "bzip2", "jp2", "j2k",
+    "cab", "tar", "bzip2", "jp2", "j2k", "ttf", "ttc", "woff", "woff2",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -824,6 +829,10 @@ mod props {
             &[b"\x00\x00\x00\x0CjP  \x0D\x0A\x87\x0A\x00\x00\x00\x14ftyp"],
         ),
         ("j2k", &[b"\xFF\x4F\xFF\x51\x00\x29"]),
+        ("ttf", &[b"\x00\x01\x00\x00\x00", b"OTTO\x00"]),
+        ("ttc", &[b"ttcf\x00\x01\x00\x00", b"ttcf\x00\x02\x00\x00"]),
+        ("woff", &[b"wOFF"]),
+        ("woff2", &[b"wOF2"]),
     ];
 
     fn seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -866,6 +875,9 @@ mod props {
             ("bzip2", bzip2::tests::seed()),
             ("jp2", jp2::tests::seed()),
             ("j2k", jp2::tests::codestream_bytes(2, 30)),
+            ("ttf", font::tests::seed()),
+            ("woff", font::tests::woff_seed()),
+            ("woff2", font::tests::woff2_seed()),
         ]
     }
 
