@@ -42,6 +42,7 @@ validator_targets! {
     "7z" => v_7z, "rar5" => v_rar5, "rar4" => v_rar4, "xz" => v_xz, "cab" => v_cab, "tar" => v_tar,
     "bzip2" => v_bzip2, "jp2" => v_jp2, "j2k" => v_j2k,
     "ttf" => v_ttf, "ttc" => v_ttc, "woff" => v_woff, "woff2" => v_woff2,
+    "ico" => v_ico, "icns" => v_icns,
 }
 
 const OTHER_TARGETS: &[Target] = &[

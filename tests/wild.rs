@@ -491,11 +491,13 @@ fn thin_types_from_test_suites_and_writers() {
 /// ffmpeg (its own encoder and libopenjpeg) and Pillow; fonts (TrueType,
 /// OpenType CFF, WOFF, WOFF2, a collection) from Pillow's test suite,
 /// sphinx_rtd_theme, rustdoc and Debian's URW fonts, and written here by
-/// fontTools (`generate.sh`). The misses are broken files (BROKEN.tsv).
+/// fontTools; icons and cursors (ICO, CUR, ICNS) from Pillow's test suite
+/// and written here by ImageMagick, Pillow and png2icns (`generate.sh`).
+/// The misses are broken files (BROKEN.tsv).
 #[test]
 fn new_types_from_test_suites_and_writers() {
     let c = plant_and_carve("newtypes", 0x6e65_7774_0000_0001);
-    assert_eq!(c.files.len(), 74);
+    assert_eq!(c.files.len(), 99);
     c.check(&[
         ("jp2", 23),  // PhotoRec 0 (29 .jp2 written, none of a file's exact length)
         ("j2k", 13),  // PhotoRec 0
@@ -503,5 +505,7 @@ fn new_types_from_test_suites_and_writers() {
         ("woff", 5),  // PhotoRec 5
         ("woff2", 7), // PhotoRec 0
         ("ttc", 1),   // PhotoRec 0
+        ("ico", 16),  // PhotoRec 13
+        ("icns", 6),  // PhotoRec 6
     ]);
 }

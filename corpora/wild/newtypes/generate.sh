@@ -100,3 +100,26 @@ c = TTCollection()
 c.fonts = [build(False, "GpucarveA"), build(False, "GpucarveB", glyphs=("X", "Y"))]
 c.save("gen-fonttools-two-fonts.ttc")
 PY
+# --- Icons: ImageMagick 6.9.11 (ICO of BMP and PNG images), Pillow (ICO,
+# ICNS), png2icns (Debian 12 icnsutils 0.8.1) ---
+$PYTHON - "$T" <<'PY'
+import sys, random
+from PIL import Image, ImageDraw
+d = sys.argv[1]
+random.seed(7)
+for n in (16, 32, 48, 128, 256, 512):
+    im = Image.new("RGBA", (n, n), (0, 0, 0, 0))
+    dr = ImageDraw.Draw(im)
+    dr.ellipse((n // 8, n // 8, n - n // 8, n - n // 8), fill=(30, 120, 200, 255), outline=(250, 200, 20, 255), width=max(1, n // 16))
+    dr.rectangle((n // 3, n // 3, n // 2, n // 2), fill=(random.randint(0, 255), 40, 60, 180))
+    im.save(f"{d}/icon{n}.png")
+base = Image.open(f"{d}/icon256.png")
+base.save("gen-pillow-sizes.ico", sizes=[(16, 16), (32, 32), (48, 48), (256, 256)])
+base.save("gen-pillow-bmp.ico", sizes=[(16, 16), (32, 32)], bitmap_format="bmp")
+Image.open(f"{d}/icon512.png").save("gen-pillow.icns")
+PY
+convert "$T/icon48.png" gen-imagemagick-48.ico
+convert "$T/icon256.png" -define icon:auto-resize=64,48,32,16 gen-imagemagick-auto-resize.ico
+convert "$T/icon16.png" -colors 16 -type Palette BMP3:"$T/p16.bmp" && convert "$T/p16.bmp" gen-imagemagick-palette16.ico
+png2icns gen-png2icns-three.icns "$T/icon16.png" "$T/icon32.png" "$T/icon128.png" >/dev/null
+png2icns gen-png2icns-512.icns "$T/icon512.png" >/dev/null

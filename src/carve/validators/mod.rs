@@ -299,6 +299,7 @@ pub mod flac;
 pub mod font;
 pub mod gif;
 pub mod gzip;
+pub mod icon;
 pub mod jp2;
 pub mod jpeg;
 pub mod kdbx;
@@ -383,6 +384,8 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("ttc", font::validate_ttc),
     ("woff", font::validate_woff),
     ("woff2", font::validate_woff2),
+    ("ico", icon::validate_ico),
+    ("icns", icon::validate_icns),
 ];
 
 /// True for the validators whose `Complete` verdict checks the file's
@@ -412,7 +415,7 @@ pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
     "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "markup", "psd",
     "macho", "qcow", "vmdk", "evtx", "regf", "pst", "lnk", "kdbx", "7z", "rar5", "rar4", "xz",
-    "cab", "tar", "bzip2", "jp2", "j2k", "ttf", "ttc", "woff", "woff2",
+    "cab", "tar", "bzip2", "jp2", "j2k", "ttf", "ttc", "woff", "woff2", "ico", "icns",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -833,6 +836,11 @@ mod props {
         ("ttc", &[b"ttcf\x00\x01\x00\x00", b"ttcf\x00\x02\x00\x00"]),
         ("woff", &[b"wOFF"]),
         ("woff2", &[b"wOF2"]),
+        (
+            "ico",
+            &[b"\x00\x00\x01\x00\x01\x00", b"\x00\x00\x02\x00\x01\x00"],
+        ),
+        ("icns", &[b"icns"]),
     ];
 
     fn seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -878,6 +886,8 @@ mod props {
             ("ttf", font::tests::seed()),
             ("woff", font::tests::woff_seed()),
             ("woff2", font::tests::woff2_seed()),
+            ("ico", icon::tests::seed()),
+            ("icns", icon::tests::icns_seed()),
         ]
     }
 
