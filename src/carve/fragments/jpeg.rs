@@ -59,15 +59,24 @@ const SLACK: u64 = 16;
 /// (the file breaks again later) when noise before the candidate may
 /// reach less far.
 const MIN_CROSS: u64 = 8 << 10;
+/// Least decoded past a split by a crossing shorter than [`MIN_CROSS`]
+/// (a fragment of a few clusters), which must end within [`SHORT_TOL`]
+/// bytes (a quarter cluster at most) past a cluster boundary.
+const SHORT_MIN: u64 = 2048;
+/// See [`SHORT_MIN`]: how far past a cluster boundary the decode of a
+/// short fragment may fail (the decoder notices foreign data a few bytes
+/// in; noise fails anywhere).
+const SHORT_TOL: u64 = 256;
 /// Most proven crossings kept per search, followed (nearest first) when
 /// no join proves the whole file.
 const MAX_CROSSINGS: usize = 2;
-/// Most fragments of a JPEG join (below [`MAX_RUNS`]): a decode proves no
-/// order, and the fragments of one picture (or of pictures coded with the
-/// same tables) decode as each other's continuation; in five fragments,
-/// middle ones permuted reached the exact MCU count (a false join on a
-/// generated image, raw seed 11), never seen in four.
-const JPEG_MAX_RUNS: usize = 4;
+/// Most fragments of a JPEG join: a decode proves no order, and the
+/// fragments of one picture (or of pictures coded with the same tables)
+/// decode as each other's continuation (in five fragments, middle ones
+/// permuted reached the exact MCU count: a false join on raw seed 11);
+/// [`order_proven`] refuses a join any other order of whose runs decodes
+/// as well.
+const JPEG_MAX_RUNS: usize = 5;
 const _: () = assert!(JPEG_MAX_RUNS <= MAX_RUNS);
 /// Least (candidates, bytes) allowed to the searches after crossings.
 const CROSS_FLOOR: (u64, u64) = (128 << 10, 32 << 20);
@@ -561,6 +570,17 @@ fn place_splits(
                 .filter(|&s| s >= cl && s >= lowest && s > head.split())
         })
         .collect();
+    // Zeroed space after a fragment decodes on (with many encoders'
+    // tables zero bits are valid blocks): the decode fails only where the
+    // zeros end, clusters past the split. The start of that run of one
+    // byte value is a split (first: the split nearest the failure lies
+    // inside the run). No cluster of a picture's own entropy data is one
+    // value (the candidates' prefilter refuses such data too).
+    if let Some(s) = flat_run_start(head, d.fail_at.min(max_len), cl)
+        && !splits.contains(&s)
+    {
+        splits.insert(0, s);
+    }
     // In an ext2/3 volume the file goes on after an indirect block at its
     // block-map boundaries. An indirect block is mostly zero bytes, and
     // zero bits decode as flat blocks with many encoders' tables: the
@@ -577,6 +597,45 @@ fn place_splits(
         splits.push(s);
     }
     splits
+}
+
+/// Bytes of a cluster compared at a time by [`flat_run_start`].
+const FLAT_PIECE: u64 = 64 << 10;
+
+/// Where the run of whole clusters of one byte value (zeroed space) ends
+/// within two clusters of `fail_at` starts, in `head` after its last
+/// split (walked back cluster by cluster over bytes the decode went
+/// through: bounded by what it read); `None` without such a run.
+fn flat_run_start(head: &TwoRuns, fail_at: u64, cl: u64) -> Option<u64> {
+    let floor = head.split().saturating_add(1).max(cl);
+    let mut buf = vec![0u8; cl.min(FLAT_PIECE) as usize];
+    let mut flat = |s: u64| -> bool {
+        let mut value = None;
+        let mut off = 0;
+        while off < cl {
+            let n = (cl - off).min(FLAT_PIECE) as usize;
+            let Some(piece) = buf.get_mut(..n) else {
+                return false;
+            };
+            if head.read_at(s + off, piece) != n {
+                return false;
+            }
+            let v = *value.get_or_insert(piece[0]);
+            if piece.iter().any(|&x| x != v) {
+                return false;
+            }
+            off += n as u64;
+        }
+        true
+    };
+    let top = fail_at / cl * cl;
+    let mut s = (0..3)
+        .map_while(|k| top.checked_sub(k * cl).filter(|&s| s >= floor))
+        .find(|&s| flat(s))?;
+    while s >= floor + cl && flat(s - cl) {
+        s -= cl;
+    }
+    Some(s)
 }
 
 /// The head's decoder state at each split and a cluster before it, so
@@ -671,13 +730,32 @@ fn try_join<'a>(
     let noise_reach = split + cl + cl.max(1024) + SLACK;
     let more = head.count() + 2 <= JPEG_MAX_RUNS;
     let crosses = |d: &Damage| more && d.damaged && d.fail_at > noise_reach.max(split + MIN_CROSS);
+    // A fragment shorter than that: its decode is valid over whole
+    // clusters (at least [`SHORT_MIN`] bytes) and fails just past a
+    // cluster boundary, where the next fragment would start; the cluster
+    // before the candidate must then fail within itself (below).
+    let tol = (cl / 4).min(SHORT_TOL);
+    let short = |d: &Damage| {
+        more && d.damaged
+            && d.fail_at >= split.saturating_add(cl.max(SHORT_MIN))
+            && (d.fail_at - split) % cl <= tol
+    };
     // Cheap test: decode a little past the split.
     let probe = head.then(split, s2, split.saturating_add(PROBE).min(max_len))?;
     let (v, d) = check(&probe, snap, b)?;
     let mut crossing = crosses(&d);
-    if (d.damaged && !crossing) || (v.status == Status::Complete && v.length <= split) {
+    let short_cross = !crossing && short(&d);
+    if (d.damaged && !crossing && !short_cross)
+        || (v.status == Status::Complete && v.length <= split)
+    {
         return None;
     }
+    crossing |= short_cross;
+    let reach = if short_cross {
+        split + cl + tol
+    } else {
+        noise_reach
+    };
     let j = head.then(split, s2, max_len)?;
     if tail_of_copy(r, &j, SOI) {
         return None;
@@ -692,14 +770,19 @@ fn try_join<'a>(
     match check(&probe, snap, b) {
         // Noise before s2 may decode a little way into the real tail
         // before the decoder notices: allow one more cluster (1 KiB at least).
-        Some((_, d)) if d.damaged && d.fail_at <= noise_reach => {}
+        Some((_, d)) if d.damaged && d.fail_at <= reach => {}
         // Through the probe's window without a fault. Zeroed space does
         // that (with many encoders' tables a run of zero bits is a run of
         // flat blocks, and the decoder falls back in step with the tail):
         // the MCU count decides, at the end of the file. What lies before
         // s2 must not complete the file; if it does not, s2 is the only
         // place the tail can start (the nudge test below checks it again).
-        Some((pv, d)) if !d.damaged && pv.status == Status::Partial && pv.length >= probe.len => {
+        Some((pv, d))
+            if !short_cross
+                && !d.damaged
+                && pv.status == Status::Partial
+                && pv.length >= probe.len =>
+        {
             let from_before = head.then(split, before, max_len)?;
             match check(&from_before, snap, b) {
                 Some((fv, _)) if fv.status == Status::Complete => return None,
@@ -725,8 +808,13 @@ fn try_join<'a>(
         v = Some(full);
     }
     if crossing {
+        let how = if short_cross {
+            "up to a cluster boundary past its start, the cluster before it failing"
+        } else {
+            "across its start for more than two clusters"
+        };
         let note = format!(
-            "fragment {} proven by a JPEG entropy decode valid across its start for more than two clusters; split at {split}, fragment at {s2}",
+            "fragment {} proven by a JPEG entropy decode valid {how}; split at {split}, fragment at {s2}",
             j.count()
         );
         return Some(Err((j, note, decoded)));
@@ -793,20 +881,8 @@ fn try_join<'a>(
             }
         }
     }
-    // A decode proves no order either: the fragments of one picture
-    // decode as each other's continuation (raw seed 17: the middle two of
-    // four, swapped, reached the exact MCU count). The same runs with two
-    // neighbours after the header swapped must fail. (Not charged either:
-    // one decode per pair, of the one join accepted.)
-    for i in 1..j.count() {
-        let Some(alt) = j.swapped(i, v.length) else {
-            continue;
-        };
-        let mut d = Damage::default();
-        let src = Src::new(&alt, 0, Limits { max_len: alt.len });
-        if vj::validate_probe(src, &mut d).is_some_and(|w| w.status == Status::Complete) {
-            return None;
-        }
+    if !order_proven(&j, v.length, snaps) {
+        return None;
     }
     let scans = if v.notes.iter().any(|n| n.contains("progressive")) {
         " in every scan"
@@ -824,12 +900,158 @@ fn try_join<'a>(
     joined(&j, v.length, v.subtype, note).map(Ok)
 }
 
+/// Every order of runs `1..n` (the header run stays first) but the
+/// join's own: at most 4! − 1 = 23 for five runs.
+fn other_orders(n: usize) -> Vec<Vec<usize>> {
+    fn extend(prefix: &mut Vec<usize>, n: usize, out: &mut Vec<Vec<usize>>) {
+        if prefix.len() == n {
+            if prefix.iter().enumerate().any(|(i, &k)| i != k) {
+                out.push(prefix.clone());
+            }
+            return;
+        }
+        for k in 1..n {
+            if !prefix.contains(&k) {
+                prefix.push(k);
+                extend(prefix, n, out);
+                prefix.pop();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if (2..=MAX_RUNS).contains(&n) {
+        extend(&mut vec![0], n, &mut out);
+    }
+    out
+}
+
+/// The order proof of a join `j` whose first `length` bytes decode to the
+/// exact MCU count: no other order of its runs after the header does.
+/// A Huffman decode proves no order by itself: the fragments of one
+/// picture (or of pictures coded with the same tables) decode as each
+/// other's continuation (raw seed 17: the middle two of four, swapped;
+/// raw seed 11: the middle ones of five, permuted, reached the exact MCU
+/// count). Where the file has restart markers their numbers prove the
+/// order and every other order fails; where it has none the join is
+/// taken only when its order is the only one that decodes. Each other
+/// order is decoded from the snapshot at the first run it moves when the
+/// search holds one. (Not charged to the search's budget, spent by then:
+/// at most 23 decodes of the one join accepted, most failing within a
+/// cluster or two of the first moved run.)
+fn order_proven(j: &TwoRuns, length: u64, snaps: &Snaps) -> bool {
+    for order in other_orders(j.count()) {
+        let Some(alt) = j.reordered(&order, length) else {
+            continue;
+        };
+        let moved = order.iter().enumerate().position(|(i, &k)| i != k);
+        let from = moved.map_or(0, |i| j.at[i].0);
+        let sn = snaps
+            .get(&from)
+            .and_then(Option::as_ref)
+            .filter(|sn| sn.split() == from);
+        let mut d = Damage::default();
+        let src = Src::new(&alt, 0, Limits { max_len: alt.len });
+        let w = match sn {
+            Some(sn) => vj::validate_resume(src, &mut d, sn),
+            None => vj::validate_probe(src, &mut d),
+        };
+        if w.is_some_and(|w| w.status == Status::Complete) {
+            return false;
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::carve::fragments::entropy::{
         BUSY, EntropySectors, SLOT_SECTORS, masks, masks_bytewise,
     };
+
+    /// A baseline grey JPEG of `w` × `h` blocks whose every pair of blocks
+    /// codes as the same two bytes (`AD 88`: DC +2, one AC coefficient,
+    /// EOB; DC −1, EOB): a flat picture, any cluster of which decodes as
+    /// any other.
+    fn flat_jpeg(w: u16, h: u16) -> Vec<u8> {
+        fn seg(out: &mut Vec<u8>, m: u8, data: &[u8]) {
+            out.extend_from_slice(&[0xFF, m]);
+            out.extend_from_slice(&((data.len() + 2) as u16).to_be_bytes());
+            out.extend_from_slice(data);
+        }
+        let mut v = vec![0xFF, 0xD8];
+        let mut dqt = vec![0u8];
+        dqt.extend((1..=64).map(|i| i as u8));
+        seg(&mut v, 0xDB, &dqt);
+        let (pw, ph) = ((w * 8).to_be_bytes(), (h * 8).to_be_bytes());
+        seg(&mut v, 0xC0, &[8, ph[0], ph[1], pw[0], pw[1], 1, 1, 0x11, 0]);
+        // DC symbols 0, 1, 2 (codes 00, 01, 10); AC EOB, 0/1, ZRL, 1/1,
+        // 0/2, 1/0 (codes 00, 01, 100, 101, 110, 111).
+        let mut dht = vec![0x00, 0, 3];
+        dht.extend_from_slice(&[0; 14]);
+        dht.extend_from_slice(&[0, 1, 2, 0x10, 0, 2, 4]);
+        dht.extend_from_slice(&[0; 13]);
+        dht.extend_from_slice(&[0x00, 0x01, 0xF0, 0x11, 0x02, 0x10]);
+        seg(&mut v, 0xC4, &dht);
+        seg(&mut v, 0xDA, &[1, 1, 0x00, 0, 63, 0]);
+        for _ in 0..u32::from(w) * u32::from(h) / 2 {
+            v.extend_from_slice(&[0xAD, 0x88]);
+        }
+        v.extend_from_slice(&[0xFF, 0xD9]);
+        v
+    }
+
+    /// The order proof: a real picture cut in five at cluster boundaries
+    /// and joined in its own order is proven (no other order of its runs
+    /// decodes to the exact MCU count) and complete; a permuted join of
+    /// it fails to decode; a flat picture cut alike decodes in every order
+    /// (as the middle fragments of one picture did on raw seed 11): no
+    /// order proven, the join refused.
+    #[test]
+    fn a_join_of_five_runs_is_taken_only_in_the_one_order_that_decodes() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples/d-debian.jpg");
+        let real = std::fs::read(path).unwrap();
+        let flat = flat_jpeg(64, 512);
+        assert_eq!(other_orders(5).len(), 23);
+        assert_eq!(other_orders(3), vec![vec![0, 2, 1]]);
+        assert!(other_orders(1).is_empty() && other_orders(6).is_empty());
+        for (file, proven) in [(&real, true), (&flat, false)] {
+            let whole = Src::new(file, 0, Limits { max_len: file.len() as u64 });
+            let v = vj::validate_probe(whole, &mut Damage::default()).unwrap();
+            assert_eq!(v.status, Status::Complete);
+            // Cuts at 40, 80, 130 and 180 clusters of 512; the pieces laid
+            // out in the image in the order 0, 3, 1, 4, 2 with gaps.
+            let cuts = [0u64, 40 * 512, 80 * 512, 130 * 512, 180 * 512];
+            let sizes: Vec<u64> = (0..5)
+                .map(|i| cuts.get(i + 1).copied().unwrap_or(file.len() as u64) - cuts[i])
+                .collect();
+            let mut img = vec![0x55u8; 1 << 20];
+            let mut at = [0u64; 5];
+            let mut pos = 4096;
+            for i in [0, 3, 1, 4, 2] {
+                at[i] = pos;
+                let (c, n) = (cuts[i] as usize, sizes[i] as usize);
+                img[pos as usize..pos as usize + n].copy_from_slice(&file[c..c + n]);
+                pos += sizes[i].div_ceil(512) * 512 + 3 * 512;
+            }
+            let r: &dyn ByteReader = &img;
+            let len = file.len() as u64;
+            let mut j = TwoRuns::one(r, at[0], len);
+            for i in 1..5 {
+                j = j.then(cuts[i], at[i], len).unwrap();
+            }
+            let src = Src::new(&j, 0, Limits { max_len: j.len });
+            let got = vj::validate_probe(src, &mut Damage::default()).unwrap();
+            assert_eq!((got.status, got.length), (Status::Complete, len));
+            assert_eq!(order_proven(&j, len, &Snaps::new()), proven);
+            // Runs 1 and 3 in each other's place (not neighbours).
+            let alt = j.reordered(&[0, 3, 2, 1, 4], len).unwrap();
+            let src = Src::new(&alt, 0, Limits { max_len: alt.len });
+            let w = vj::validate_probe(src, &mut Damage::default());
+            assert_eq!(w.is_some_and(|w| w.status == Status::Complete), !proven);
+        }
+    }
 
     /// An image of 512-byte sectors of every kind the prefilter tells
     /// apart: entropy-like bytes, zeros, text, a few high bytes (windows
