@@ -571,12 +571,12 @@ fn place_splits(
         })
         .collect();
     // Zeroed space after a fragment decodes on (with many encoders'
-    // tables zero bits are valid blocks): the decode fails only where the
-    // zeros end, clusters past the split. The start of that run of one
-    // byte value is a split (first: the split nearest the failure lies
-    // inside the run). No cluster of a picture's own entropy data is one
-    // value (the candidates' prefilter refuses such data too).
-    if let Some(s) = flat_run_start(head, d.fail_at.min(max_len), cl)
+    // tables zero bits are valid blocks), and so may text: the decode
+    // fails only where that data ends, clusters past the split. The start
+    // of that run of clusters that are not entropy-coded data is a split
+    // (first: the split nearest the failure lies inside the run). The
+    // candidates' prefilter refuses such clusters as a fragment's start.
+    if let Some(s) = foreign_run_start(head, d.fail_at.min(max_len), cl)
         && !splits.contains(&s)
     {
         splits.insert(0, s);
@@ -599,40 +599,26 @@ fn place_splits(
     splits
 }
 
-/// Bytes of a cluster compared at a time by [`flat_run_start`].
-const FLAT_PIECE: u64 = 64 << 10;
-
-/// Where the run of whole clusters of one byte value (zeroed space) ends
-/// within two clusters of `fail_at` starts, in `head` after its last
-/// split (walked back cluster by cluster over bytes the decode went
-/// through: bounded by what it read); `None` without such a run.
-fn flat_run_start(head: &TwoRuns, fail_at: u64, cl: u64) -> Option<u64> {
+/// Where the run of whole clusters that cannot be entropy-coded data
+/// ([`entropy_like_bytes`] of their first [`LOOK`] bytes: zeroed space,
+/// text) ending within two clusters of `fail_at` starts, in `head` after
+/// its last split (walked back cluster by cluster over bytes the decode
+/// went through: bounded by what it read); `None` without such a run.
+fn foreign_run_start(head: &TwoRuns, fail_at: u64, cl: u64) -> Option<u64> {
     let floor = head.split().saturating_add(1).max(cl);
-    let mut buf = vec![0u8; cl.min(FLAT_PIECE) as usize];
-    let mut flat = |s: u64| -> bool {
-        let mut value = None;
-        let mut off = 0;
-        while off < cl {
-            let n = (cl - off).min(FLAT_PIECE) as usize;
-            let Some(piece) = buf.get_mut(..n) else {
-                return false;
-            };
-            if head.read_at(s + off, piece) != n {
-                return false;
-            }
-            let v = *value.get_or_insert(piece[0]);
-            if piece.iter().any(|&x| x != v) {
-                return false;
-            }
-            off += n as u64;
-        }
-        true
+    let mut buf = [0u8; LOOK as usize];
+    let n = cl.clamp(SECTOR as u64, LOOK) as usize;
+    let mut foreign = |s: u64| -> bool {
+        let Some(piece) = buf.get_mut(..n) else {
+            return false;
+        };
+        head.read_at(s, piece) == n && !entropy_like_bytes(piece)
     };
     let top = fail_at / cl * cl;
     let mut s = (0..3)
         .map_while(|k| top.checked_sub(k * cl).filter(|&s| s >= floor))
-        .find(|&s| flat(s))?;
-    while s >= floor + cl && flat(s - cl) {
+        .find(|&s| foreign(s))?;
+    while s >= floor + cl && foreign(s - cl) {
         s -= cl;
     }
     Some(s)

@@ -104,9 +104,13 @@
 //! cluster is taken twice, and all runs share the file's budget.
 //!
 //! A JPEG decode runs on through zeroed space after a fragment (zero bits
-//! are valid blocks with many encoders' tables) and fails only clusters
-//! later, where the zeros end: the start of that run of clusters of one
-//! byte value is a split too.
+//! are valid blocks with many encoders' tables), and through some text,
+//! and fails only clusters later, where that data ends: the start of that
+//! run of clusters that cannot be entropy-coded data is a split too. A
+//! crossing into a fragment shorter than the 8 KiB and two clusters above
+//! counts when its decode is valid over whole clusters (2 KiB at least)
+//! and fails just past a cluster boundary (within a quarter cluster, 256
+//! bytes at most), the cluster before it failing within itself.
 //!
 //! A proven join becomes a `complete` file with two byte runs and a note
 //! `bifragment join proven by …`; the number of candidates tried is noted
