@@ -59,14 +59,6 @@ const SLACK: u64 = 16;
 /// (the file breaks again later) when noise before the candidate may
 /// reach less far.
 const MIN_CROSS: u64 = 8 << 10;
-/// Least decoded past a split by a crossing shorter than [`MIN_CROSS`]
-/// (a fragment of a few clusters), which must end within [`SHORT_TOL`]
-/// bytes (a quarter cluster at most) past a cluster boundary.
-const SHORT_MIN: u64 = 2048;
-/// See [`SHORT_MIN`]: how far past a cluster boundary the decode of a
-/// short fragment may fail (the decoder notices foreign data a few bytes
-/// in; noise fails anywhere).
-const SHORT_TOL: u64 = 256;
 /// Most proven crossings kept per search, followed (nearest first) when
 /// no join proves the whole file.
 const MAX_CROSSINGS: usize = 2;
@@ -472,7 +464,13 @@ pub(super) fn recover(
             b.exhausted = true;
             return None;
         }
-        match try_join(head, (split, s2, cl), max_len, (&snaps, spec), b)? {
+        // Whether the last bytes before s2 cannot be entropy-coded data
+        // (zeroed space, text): what they decode as then says nothing of
+        // where the fragment starts ([`try_join`]).
+        let m = cl.clamp(SECTOR as u64, LOOK).min(s2);
+        let foreign = m >= SECTOR as u64 && !looks_entropy(b, (&mut cache, &mut look), s2 - m, m);
+        let at = (split, s2, cl, foreign);
+        match try_join(head, at, max_len, (&snaps, spec), b)? {
             Ok(found) => Some(found),
             Err(c) => {
                 if crossings.len() < MAX_CROSSINGS {
@@ -703,7 +701,7 @@ type Crossing<'a> = (TwoRuns<'a>, String, Option<(Verdict, Damage)>);
 /// join may take one more run.
 fn try_join<'a>(
     head: &TwoRuns<'a>,
-    (split, s2, cl): (u64, u64, u64),
+    (split, s2, cl, foreign): (u64, u64, u64, bool),
     max_len: u64,
     (snaps, spec): (&Snaps, vj::TrailSpec),
     b: &mut Budget,
@@ -716,32 +714,13 @@ fn try_join<'a>(
     let noise_reach = split + cl + cl.max(1024) + SLACK;
     let more = head.count() + 2 <= JPEG_MAX_RUNS;
     let crosses = |d: &Damage| more && d.damaged && d.fail_at > noise_reach.max(split + MIN_CROSS);
-    // A fragment shorter than that: its decode is valid over whole
-    // clusters (at least [`SHORT_MIN`] bytes) and fails just past a
-    // cluster boundary, where the next fragment would start; the cluster
-    // before the candidate must then fail within itself (below).
-    let tol = (cl / 4).min(SHORT_TOL);
-    let short = |d: &Damage| {
-        more && d.damaged
-            && d.fail_at >= split.saturating_add(cl.max(SHORT_MIN))
-            && (d.fail_at - split) % cl <= tol
-    };
     // Cheap test: decode a little past the split.
     let probe = head.then(split, s2, split.saturating_add(PROBE).min(max_len))?;
     let (v, d) = check(&probe, snap, b)?;
     let mut crossing = crosses(&d);
-    let short_cross = !crossing && short(&d);
-    if (d.damaged && !crossing && !short_cross)
-        || (v.status == Status::Complete && v.length <= split)
-    {
+    if (d.damaged && !crossing) || (v.status == Status::Complete && v.length <= split) {
         return None;
     }
-    crossing |= short_cross;
-    let reach = if short_cross {
-        split + cl + tol
-    } else {
-        noise_reach
-    };
     let j = head.then(split, s2, max_len)?;
     if tail_of_copy(r, &j, SOI) {
         return None;
@@ -756,18 +735,21 @@ fn try_join<'a>(
     match check(&probe, snap, b) {
         // Noise before s2 may decode a little way into the real tail
         // before the decoder notices: allow one more cluster (1 KiB at least).
-        Some((_, d)) if d.damaged && d.fail_at <= reach => {}
+        Some((_, d)) if d.damaged && d.fail_at <= noise_reach => {}
         // Through the probe's window without a fault. Zeroed space does
         // that (with many encoders' tables a run of zero bits is a run of
         // flat blocks, and the decoder falls back in step with the tail):
         // the MCU count decides, at the end of the file. What lies before
         // s2 must not complete the file; if it does not, s2 is the only
         // place the tail can start (the nudge test below checks it again).
+        // So may data before s2 that cannot be the file's at all (its last
+        // bytes are not entropy-coded data: zeroed space, text), decoding
+        // on into the candidate's bytes in step with them, then failing:
+        // it says nothing of where the fragment starts, as long as it does
+        // not complete the file in s2's place.
         Some((pv, d))
-            if !short_cross
-                && !d.damaged
-                && pv.status == Status::Partial
-                && pv.length >= probe.len =>
+            if foreign
+                || (!d.damaged && pv.status == Status::Partial && pv.length >= probe.len) =>
         {
             let from_before = head.then(split, before, max_len)?;
             match check(&from_before, snap, b) {
@@ -794,13 +776,8 @@ fn try_join<'a>(
         v = Some(full);
     }
     if crossing {
-        let how = if short_cross {
-            "up to a cluster boundary past its start, the cluster before it failing"
-        } else {
-            "across its start for more than two clusters"
-        };
         let note = format!(
-            "fragment {} proven by a JPEG entropy decode valid {how}; split at {split}, fragment at {s2}",
+            "fragment {} proven by a JPEG entropy decode valid across its start for more than two clusters; split at {split}, fragment at {s2}",
             j.count()
         );
         return Some(Err((j, note, decoded)));
@@ -970,7 +947,11 @@ mod tests {
         dqt.extend((1..=64).map(|i| i as u8));
         seg(&mut v, 0xDB, &dqt);
         let (pw, ph) = ((w * 8).to_be_bytes(), (h * 8).to_be_bytes());
-        seg(&mut v, 0xC0, &[8, ph[0], ph[1], pw[0], pw[1], 1, 1, 0x11, 0]);
+        seg(
+            &mut v,
+            0xC0,
+            &[8, ph[0], ph[1], pw[0], pw[1], 1, 1, 0x11, 0],
+        );
         // DC symbols 0, 1, 2 (codes 00, 01, 10); AC EOB, 0/1, ZRL, 1/1,
         // 0/2, 1/0 (codes 00, 01, 100, 101, 110, 111).
         let mut dht = vec![0x00, 0, 3];
@@ -1003,7 +984,13 @@ mod tests {
         assert_eq!(other_orders(3), vec![vec![0, 2, 1]]);
         assert!(other_orders(1).is_empty() && other_orders(6).is_empty());
         for (file, proven) in [(&real, true), (&flat, false)] {
-            let whole = Src::new(file, 0, Limits { max_len: file.len() as u64 });
+            let whole = Src::new(
+                file,
+                0,
+                Limits {
+                    max_len: file.len() as u64,
+                },
+            );
             let v = vj::validate_probe(whole, &mut Damage::default()).unwrap();
             assert_eq!(v.status, Status::Complete);
             // Cuts at 40, 80, 130 and 180 clusters of 512; the pieces laid

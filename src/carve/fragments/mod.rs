@@ -62,7 +62,9 @@
 //!     before must not look like entropy data, unless another JPEG owns it);
 //!   - a cheap decode of 32 KiB past the split, then the same decode with the
 //!     cluster before the second start in its place must fail (else that
-//!     cluster continues the head as well as the candidate does), then the
+//!     cluster continues the head as well as the candidate does; unless its
+//!     last bytes cannot be entropy-coded data, zeroed space or text, whose
+//!     bits the decoder may take and fall in step with the candidate), then the
 //!     full validator over the join: every Huffman code valid, coefficient
 //!     indices in range, the exact MCU count of every scan, restart markers in
 //!     sequence, EOI after the last MCU; and at least 2 KiB of second fragment
@@ -106,11 +108,10 @@
 //! A JPEG decode runs on through zeroed space after a fragment (zero bits
 //! are valid blocks with many encoders' tables), and through some text,
 //! and fails only clusters later, where that data ends: the start of that
-//! run of clusters that cannot be entropy-coded data is a split too. A
-//! crossing into a fragment shorter than the 8 KiB and two clusters above
-//! counts when its decode is valid over whole clusters (2 KiB at least)
-//! and fails just past a cluster boundary (within a quarter cluster, 256
-//! bytes at most), the cluster before it failing within itself.
+//! run of clusters that cannot be entropy-coded data is a split too. (A
+//! fragment shorter than the 8 KiB and two clusters above is not crossed:
+//! with some pictures' tables a decode takes a 4 KiB cluster of noise
+//! without a fault and stops just past its end as often as a fragment's.)
 //!
 //! A proven join becomes a `complete` file with two byte runs and a note
 //! `bifragment join proven by …`; the number of candidates tried is noted
@@ -556,7 +557,13 @@ mod tests {
         let mut got = [0u8; 12];
         assert_eq!(alt.read_at(0, &mut got), 12);
         assert_eq!(got, [10, 11, 12, 13, 14, 60, 61, 62, 63, 30, 31, 32]);
-        for bad in [&[1, 0, 2][..], &[0, 1, 1], &[0, 1], &[0, 2, 1, 3], &[0, 1, 5]] {
+        for bad in [
+            &[1, 0, 2][..],
+            &[0, 1, 1],
+            &[0, 1],
+            &[0, 2, 1, 3],
+            &[0, 1, 5],
+        ] {
             assert!(three.reordered(bad, 12).is_none(), "{bad:?}");
         }
     }
