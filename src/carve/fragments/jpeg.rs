@@ -429,7 +429,7 @@ pub(super) fn recover(
     if v.status != Status::Partial || !d.damaged || v.length < 2 {
         return None;
     }
-    let splits = place_splits(head, &d, max_len, cl, block_map, b);
+    let (splits, past_foreign) = place_splits(head, &d, max_len, cl, block_map, b);
     if splits.is_empty() {
         return None;
     }
@@ -469,7 +469,15 @@ pub(super) fn recover(
         // where the fragment starts ([`try_join`]).
         let m = cl.clamp(SECTOR as u64, LOOK).min(s2);
         let foreign = m >= SECTOR as u64 && !looks_entropy(b, (&mut cache, &mut look), s2 - m, m);
-        let at = (split, s2, cl, foreign);
+        // A split placed back at the start of data the decode ran through
+        // adds candidates a decode proves less well: the tail after it
+        // must be longer.
+        let min_tail = if past_foreign == Some(split) {
+            MIN_CROSS
+        } else {
+            MIN_TAIL
+        };
+        let at = (split, s2, cl, foreign, min_tail);
         match try_join(head, at, max_len, (&snaps, spec), b)? {
             Ok(found) => Some(found),
             Err(c) => {
@@ -556,7 +564,7 @@ fn place_splits(
     cl: u64,
     block_map: Option<u64>,
     b: &Budget,
-) -> Vec<u64> {
+) -> (Vec<u64>, Option<u64>) {
     // The split lies at or before the point where decoding failed, and
     // within a cluster of it: foreign data that decodes for longer is
     // coded with the same tables, and the split cannot be placed.
@@ -574,10 +582,12 @@ fn place_splits(
     // of that run of clusters that are not entropy-coded data is a split
     // (first: the split nearest the failure lies inside the run). The
     // candidates' prefilter refuses such clusters as a fragment's start.
+    let mut past_foreign = None;
     if let Some(s) = foreign_run_start(head, d.fail_at.min(max_len), cl)
         && !splits.contains(&s)
     {
         splits.insert(0, s);
+        past_foreign = Some(s);
     }
     // In an ext2/3 volume the file goes on after an indirect block at its
     // block-map boundaries. An indirect block is mostly zero bytes, and
@@ -594,7 +604,7 @@ fn place_splits(
     {
         splits.push(s);
     }
-    splits
+    (splits, past_foreign)
 }
 
 /// Where the run of whole clusters that cannot be entropy-coded data
@@ -701,7 +711,7 @@ type Crossing<'a> = (TwoRuns<'a>, String, Option<(Verdict, Damage)>);
 /// join may take one more run.
 fn try_join<'a>(
     head: &TwoRuns<'a>,
-    (split, s2, cl, foreign): (u64, u64, u64, bool),
+    (split, s2, cl, foreign, min_tail): (u64, u64, u64, bool, u64),
     max_len: u64,
     (snaps, spec): (&Snaps, vj::TrailSpec),
     b: &mut Budget,
@@ -783,7 +793,7 @@ fn try_join<'a>(
         return Some(Err((j, note, decoded)));
     }
     let v = v?;
-    if v.status != Status::Complete || v.length < split.saturating_add(MIN_TAIL) {
+    if v.status != Status::Complete || v.length < split.saturating_add(min_tail) {
         return None;
     }
     // Some scans take any bits at a fixed number of blocks per byte (DC
@@ -979,7 +989,7 @@ mod tests {
         let path =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples/d-debian.jpg");
         let real = std::fs::read(path).unwrap();
-        let flat = flat_jpeg(64, 512);
+        let flat = flat_jpeg(64, 4096);
         assert_eq!(other_orders(5).len(), 23);
         assert_eq!(other_orders(3), vec![vec![0, 2, 1]]);
         assert!(other_orders(1).is_empty() && other_orders(6).is_empty());
