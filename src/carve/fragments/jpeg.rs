@@ -556,7 +556,9 @@ fn head_verdict(
 }
 
 /// The split points of `head`, whose decode failed at `d.fail_at`
-/// (nearest the failure first, then an ext2/3 block-map boundary).
+/// (the start of a run of foreign data the decode ran through, then those
+/// nearest the failure, then an ext2/3 block-map boundary), and the first
+/// of those when there is one.
 fn place_splits(
     head: &TwoRuns,
     d: &Damage,
