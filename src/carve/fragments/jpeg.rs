@@ -62,12 +62,13 @@ const MIN_CROSS: u64 = 8 << 10;
 /// Most proven crossings kept per search, followed (nearest first) when
 /// no join proves the whole file.
 const MAX_CROSSINGS: usize = 2;
-/// Most fragments of a JPEG join (below [`MAX_RUNS`]): a decode proves no
-/// order, and the fragments of one picture (or of pictures coded with the
-/// same tables) decode as each other's continuation; in five fragments,
-/// middle ones permuted reached the exact MCU count (a false join on a
-/// generated image, raw seed 11), never seen in four.
-const JPEG_MAX_RUNS: usize = 4;
+/// Most fragments of a JPEG join: a decode proves no order, and the
+/// fragments of one picture (or of pictures coded with the same tables)
+/// decode as each other's continuation (in five fragments, middle ones
+/// permuted reached the exact MCU count: a false join on raw seed 11);
+/// [`order_proven`] refuses a join any other order of whose runs decodes
+/// as well.
+const JPEG_MAX_RUNS: usize = 5;
 const _: () = assert!(JPEG_MAX_RUNS <= MAX_RUNS);
 /// Least (candidates, bytes) allowed to the searches after crossings.
 const CROSS_FLOOR: (u64, u64) = (128 << 10, 32 << 20);
@@ -428,7 +429,7 @@ pub(super) fn recover(
     if v.status != Status::Partial || !d.damaged || v.length < 2 {
         return None;
     }
-    let splits = place_splits(head, &d, max_len, cl, block_map, b);
+    let (splits, past_foreign) = place_splits(head, &d, max_len, cl, block_map, b);
     if splits.is_empty() {
         return None;
     }
@@ -463,7 +464,21 @@ pub(super) fn recover(
             b.exhausted = true;
             return None;
         }
-        match try_join(head, (split, s2, cl), max_len, (&snaps, spec), b)? {
+        // Whether the last bytes before s2 cannot be entropy-coded data
+        // (zeroed space, text): what they decode as then says nothing of
+        // where the fragment starts ([`try_join`]).
+        let m = cl.clamp(SECTOR as u64, LOOK).min(s2);
+        let foreign = m >= SECTOR as u64 && !looks_entropy(b, (&mut cache, &mut look), s2 - m, m);
+        // A split placed back at the start of data the decode ran through
+        // adds candidates a decode proves less well: the tail after it
+        // must be longer.
+        let min_tail = if past_foreign == Some(split) {
+            MIN_CROSS
+        } else {
+            MIN_TAIL
+        };
+        let at = (split, s2, cl, foreign, min_tail);
+        match try_join(head, at, max_len, (&snaps, spec), b)? {
             Ok(found) => Some(found),
             Err(c) => {
                 if crossings.len() < MAX_CROSSINGS {
@@ -541,7 +556,9 @@ fn head_verdict(
 }
 
 /// The split points of `head`, whose decode failed at `d.fail_at`
-/// (nearest the failure first, then an ext2/3 block-map boundary).
+/// (the start of a run of foreign data the decode ran through, then those
+/// nearest the failure, then an ext2/3 block-map boundary), and the first
+/// of those when there is one.
 fn place_splits(
     head: &TwoRuns,
     d: &Damage,
@@ -549,7 +566,7 @@ fn place_splits(
     cl: u64,
     block_map: Option<u64>,
     b: &Budget,
-) -> Vec<u64> {
+) -> (Vec<u64>, Option<u64>) {
     // The split lies at or before the point where decoding failed, and
     // within a cluster of it: foreign data that decodes for longer is
     // coded with the same tables, and the split cannot be placed.
@@ -561,6 +578,19 @@ fn place_splits(
                 .filter(|&s| s >= cl && s >= lowest && s > head.split())
         })
         .collect();
+    // Zeroed space after a fragment decodes on (with many encoders'
+    // tables zero bits are valid blocks), and so may text: the decode
+    // fails only where that data ends, clusters past the split. The start
+    // of that run of clusters that are not entropy-coded data is a split
+    // (first: the split nearest the failure lies inside the run). The
+    // candidates' prefilter refuses such clusters as a fragment's start.
+    let mut past_foreign = None;
+    if let Some(s) = foreign_run_start(head, d.fail_at.min(max_len), cl)
+        && !splits.contains(&s)
+    {
+        splits.insert(0, s);
+        past_foreign = Some(s);
+    }
     // In an ext2/3 volume the file goes on after an indirect block at its
     // block-map boundaries. An indirect block is mostly zero bytes, and
     // zero bits decode as flat blocks with many encoders' tables: the
@@ -576,7 +606,32 @@ fn place_splits(
     {
         splits.push(s);
     }
-    splits
+    (splits, past_foreign)
+}
+
+/// Where the run of whole clusters that cannot be entropy-coded data
+/// ([`entropy_like_bytes`] of their first [`LOOK`] bytes: zeroed space,
+/// text) ending within two clusters of `fail_at` starts, in `head` after
+/// its last split (walked back cluster by cluster over bytes the decode
+/// went through: bounded by what it read); `None` without such a run.
+fn foreign_run_start(head: &TwoRuns, fail_at: u64, cl: u64) -> Option<u64> {
+    let floor = head.split().saturating_add(1).max(cl);
+    let mut buf = [0u8; LOOK as usize];
+    let n = cl.clamp(SECTOR as u64, LOOK) as usize;
+    let mut foreign = |s: u64| -> bool {
+        let Some(piece) = buf.get_mut(..n) else {
+            return false;
+        };
+        head.read_at(s, piece) == n && !entropy_like_bytes(piece)
+    };
+    let top = fail_at / cl * cl;
+    let mut s = (0..3)
+        .map_while(|k| top.checked_sub(k * cl).filter(|&s| s >= floor))
+        .find(|&s| foreign(s))?;
+    while s >= floor + cl && foreign(s - cl) {
+        s -= cl;
+    }
+    Some(s)
 }
 
 /// The head's decoder state at each split and a cluster before it, so
@@ -658,7 +713,7 @@ type Crossing<'a> = (TwoRuns<'a>, String, Option<(Verdict, Damage)>);
 /// join may take one more run.
 fn try_join<'a>(
     head: &TwoRuns<'a>,
-    (split, s2, cl): (u64, u64, u64),
+    (split, s2, cl, foreign, min_tail): (u64, u64, u64, bool, u64),
     max_len: u64,
     (snaps, spec): (&Snaps, vj::TrailSpec),
     b: &mut Budget,
@@ -699,7 +754,15 @@ fn try_join<'a>(
         // the MCU count decides, at the end of the file. What lies before
         // s2 must not complete the file; if it does not, s2 is the only
         // place the tail can start (the nudge test below checks it again).
-        Some((pv, d)) if !d.damaged && pv.status == Status::Partial && pv.length >= probe.len => {
+        // So may data before s2 that cannot be the file's at all (its last
+        // bytes are not entropy-coded data: zeroed space, text), decoding
+        // on into the candidate's bytes in step with them, then failing:
+        // it says nothing of where the fragment starts, as long as it does
+        // not complete the file in s2's place.
+        Some((pv, d))
+            if foreign
+                || (!d.damaged && pv.status == Status::Partial && pv.length >= probe.len) =>
+        {
             let from_before = head.then(split, before, max_len)?;
             match check(&from_before, snap, b) {
                 Some((fv, _)) if fv.status == Status::Complete => return None,
@@ -732,7 +795,7 @@ fn try_join<'a>(
         return Some(Err((j, note, decoded)));
     }
     let v = v?;
-    if v.status != Status::Complete || v.length < split.saturating_add(MIN_TAIL) {
+    if v.status != Status::Complete || v.length < split.saturating_add(min_tail) {
         return None;
     }
     // Some scans take any bits at a fixed number of blocks per byte (DC
@@ -793,20 +856,8 @@ fn try_join<'a>(
             }
         }
     }
-    // A decode proves no order either: the fragments of one picture
-    // decode as each other's continuation (raw seed 17: the middle two of
-    // four, swapped, reached the exact MCU count). The same runs with two
-    // neighbours after the header swapped must fail. (Not charged either:
-    // one decode per pair, of the one join accepted.)
-    for i in 1..j.count() {
-        let Some(alt) = j.swapped(i, v.length) else {
-            continue;
-        };
-        let mut d = Damage::default();
-        let src = Src::new(&alt, 0, Limits { max_len: alt.len });
-        if vj::validate_probe(src, &mut d).is_some_and(|w| w.status == Status::Complete) {
-            return None;
-        }
+    if !order_proven(&j, v.length, snaps) {
+        return None;
     }
     let scans = if v.notes.iter().any(|n| n.contains("progressive")) {
         " in every scan"
@@ -824,12 +875,168 @@ fn try_join<'a>(
     joined(&j, v.length, v.subtype, note).map(Ok)
 }
 
+/// Every order of runs `1..n` (the header run stays first) but the
+/// join's own: at most 4! − 1 = 23 for five runs.
+fn other_orders(n: usize) -> Vec<Vec<usize>> {
+    fn extend(prefix: &mut Vec<usize>, n: usize, out: &mut Vec<Vec<usize>>) {
+        if prefix.len() == n {
+            if prefix.iter().enumerate().any(|(i, &k)| i != k) {
+                out.push(prefix.clone());
+            }
+            return;
+        }
+        for k in 1..n {
+            if !prefix.contains(&k) {
+                prefix.push(k);
+                extend(prefix, n, out);
+                prefix.pop();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if (2..=MAX_RUNS).contains(&n) {
+        extend(&mut vec![0], n, &mut out);
+    }
+    out
+}
+
+/// The order proof of a join `j` whose first `length` bytes decode to the
+/// exact MCU count: no other order of its runs after the header does.
+/// A Huffman decode proves no order by itself: the fragments of one
+/// picture (or of pictures coded with the same tables) decode as each
+/// other's continuation (raw seed 17: the middle two of four, swapped;
+/// raw seed 11: the middle ones of five, permuted, reached the exact MCU
+/// count). Where the file has restart markers their numbers prove the
+/// order and every other order fails; where it has none the join is
+/// taken only when its order is the only one that decodes. Each other
+/// order is decoded from the snapshot at the first run it moves when the
+/// search holds one. (Not charged to the search's budget, spent by then:
+/// at most 23 decodes of the one join accepted, most failing within a
+/// cluster or two of the first moved run.)
+fn order_proven(j: &TwoRuns, length: u64, snaps: &Snaps) -> bool {
+    for order in other_orders(j.count()) {
+        let Some(alt) = j.reordered(&order, length) else {
+            continue;
+        };
+        let moved = order.iter().enumerate().position(|(i, &k)| i != k);
+        let from = moved.map_or(0, |i| j.at[i].0);
+        let sn = snaps
+            .get(&from)
+            .and_then(Option::as_ref)
+            .filter(|sn| sn.split() == from);
+        let mut d = Damage::default();
+        let src = Src::new(&alt, 0, Limits { max_len: alt.len });
+        let w = match sn {
+            Some(sn) => vj::validate_resume(src, &mut d, sn),
+            None => vj::validate_probe(src, &mut d),
+        };
+        if w.is_some_and(|w| w.status == Status::Complete) {
+            return false;
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::carve::fragments::entropy::{
         BUSY, EntropySectors, SLOT_SECTORS, masks, masks_bytewise,
     };
+
+    /// A baseline grey JPEG of `w` × `h` blocks whose every pair of blocks
+    /// codes as the same two bytes (`AD 88`: DC +2, one AC coefficient,
+    /// EOB; DC −1, EOB): a flat picture, any cluster of which decodes as
+    /// any other.
+    fn flat_jpeg(w: u16, h: u16) -> Vec<u8> {
+        fn seg(out: &mut Vec<u8>, m: u8, data: &[u8]) {
+            out.extend_from_slice(&[0xFF, m]);
+            out.extend_from_slice(&((data.len() + 2) as u16).to_be_bytes());
+            out.extend_from_slice(data);
+        }
+        let mut v = vec![0xFF, 0xD8];
+        let mut dqt = vec![0u8];
+        dqt.extend((1..=64).map(|i| i as u8));
+        seg(&mut v, 0xDB, &dqt);
+        let (pw, ph) = ((w * 8).to_be_bytes(), (h * 8).to_be_bytes());
+        seg(
+            &mut v,
+            0xC0,
+            &[8, ph[0], ph[1], pw[0], pw[1], 1, 1, 0x11, 0],
+        );
+        // DC symbols 0, 1, 2 (codes 00, 01, 10); AC EOB, 0/1, ZRL, 1/1,
+        // 0/2, 1/0 (codes 00, 01, 100, 101, 110, 111).
+        let mut dht = vec![0x00, 0, 3];
+        dht.extend_from_slice(&[0; 14]);
+        dht.extend_from_slice(&[0, 1, 2, 0x10, 0, 2, 4]);
+        dht.extend_from_slice(&[0; 13]);
+        dht.extend_from_slice(&[0x00, 0x01, 0xF0, 0x11, 0x02, 0x10]);
+        seg(&mut v, 0xC4, &dht);
+        seg(&mut v, 0xDA, &[1, 1, 0x00, 0, 63, 0]);
+        for _ in 0..u32::from(w) * u32::from(h) / 2 {
+            v.extend_from_slice(&[0xAD, 0x88]);
+        }
+        v.extend_from_slice(&[0xFF, 0xD9]);
+        v
+    }
+
+    /// The order proof: a real picture cut in five at cluster boundaries
+    /// and joined in its own order is proven (no other order of its runs
+    /// decodes to the exact MCU count) and complete; a permuted join of
+    /// it fails to decode; a flat picture cut alike decodes in every order
+    /// (as the middle fragments of one picture did on raw seed 11): no
+    /// order proven, the join refused.
+    #[test]
+    fn a_join_of_five_runs_is_taken_only_in_the_one_order_that_decodes() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/samples/d-debian.jpg");
+        let real = std::fs::read(path).unwrap();
+        let flat = flat_jpeg(64, 4096);
+        assert_eq!(other_orders(5).len(), 23);
+        assert_eq!(other_orders(3), vec![vec![0, 2, 1]]);
+        assert!(other_orders(1).is_empty() && other_orders(6).is_empty());
+        for (file, proven) in [(&real, true), (&flat, false)] {
+            let whole = Src::new(
+                file,
+                0,
+                Limits {
+                    max_len: file.len() as u64,
+                },
+            );
+            let v = vj::validate_probe(whole, &mut Damage::default()).unwrap();
+            assert_eq!(v.status, Status::Complete);
+            // Cuts at 40, 80, 130 and 180 clusters of 512; the pieces laid
+            // out in the image in the order 0, 3, 1, 4, 2 with gaps.
+            let cuts = [0u64, 40 * 512, 80 * 512, 130 * 512, 180 * 512];
+            let sizes: Vec<u64> = (0..5)
+                .map(|i| cuts.get(i + 1).copied().unwrap_or(file.len() as u64) - cuts[i])
+                .collect();
+            let mut img = vec![0x55u8; 1 << 20];
+            let mut at = [0u64; 5];
+            let mut pos = 4096;
+            for i in [0, 3, 1, 4, 2] {
+                at[i] = pos;
+                let (c, n) = (cuts[i] as usize, sizes[i] as usize);
+                img[pos as usize..pos as usize + n].copy_from_slice(&file[c..c + n]);
+                pos += sizes[i].div_ceil(512) * 512 + 3 * 512;
+            }
+            let r: &dyn ByteReader = &img;
+            let len = file.len() as u64;
+            let mut j = TwoRuns::one(r, at[0], len);
+            for i in 1..5 {
+                j = j.then(cuts[i], at[i], len).unwrap();
+            }
+            let src = Src::new(&j, 0, Limits { max_len: j.len });
+            let got = vj::validate_probe(src, &mut Damage::default()).unwrap();
+            assert_eq!((got.status, got.length), (Status::Complete, len));
+            assert_eq!(order_proven(&j, len, &Snaps::new()), proven);
+            // Runs 1 and 3 in each other's place (not neighbours).
+            let alt = j.reordered(&[0, 3, 2, 1, 4], len).unwrap();
+            let src = Src::new(&alt, 0, Limits { max_len: alt.len });
+            let w = vj::validate_probe(src, &mut Damage::default());
+            assert_eq!(w.is_some_and(|w| w.status == Status::Complete), !proven);
+        }
+    }
 
     /// An image of 512-byte sectors of every kind the prefilter tells
     /// apart: entropy-like bytes, zeros, text, a few high bytes (windows

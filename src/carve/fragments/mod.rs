@@ -62,7 +62,9 @@
 //!     before must not look like entropy data, unless another JPEG owns it);
 //!   - a cheap decode of 32 KiB past the split, then the same decode with the
 //!     cluster before the second start in its place must fail (else that
-//!     cluster continues the head as well as the candidate does), then the
+//!     cluster continues the head as well as the candidate does; unless its
+//!     last bytes cannot be entropy-coded data, zeroed space or text, whose
+//!     bits the decoder may take and fall in step with the candidate), then the
 //!     full validator over the join: every Huffman code valid, coefficient
 //!     indices in range, the exact MCU count of every scan, restart markers in
 //!     sequence, EOI after the last MCU; and at least 2 KiB of second fragment
@@ -92,13 +94,24 @@
 //! two clusters past it (beyond what the cluster before the candidate may
 //! reach), and such crossings are followed only when no two-fragment join is
 //! proven, within half the budget spent so far (at least `CROSS_FLOOR`).
-//! A JPEG join has at most four runs: a decode proves no order, and in five
-//! fragments the middle ones of one picture, permuted, reached the exact
-//! MCU count. The file's final proof is the
-//! same as for two fragments, over every run; a JPEG join is also refused
-//! when any boundary moved by one cluster decodes as well, or the same runs
-//! with two neighbours after the header swapped do. No cluster is
-//! taken twice, and all runs share the file's budget.
+//! A JPEG join may have five runs like the others, but a Huffman decode
+//! proves no order (in five fragments the middle ones of one picture,
+//! permuted, reached the exact MCU count), so its order must be proven:
+//! the file's final proof is the same as for two fragments, over every
+//! run, and a JPEG join is refused when any boundary moved by one cluster
+//! decodes as well, or when any other order of its runs after the header
+//! (at most 23 for five runs) also decodes to the exact MCU count. Where
+//! the file has restart markers their numbers prove the order; where it
+//! has none, the join is taken only in the one order that decodes. No
+//! cluster is taken twice, and all runs share the file's budget.
+//!
+//! A JPEG decode runs on through zeroed space after a fragment (zero bits
+//! are valid blocks with many encoders' tables), and through some text,
+//! and fails only clusters later, where that data ends: the start of that
+//! run of clusters that cannot be entropy-coded data is a split too. (A
+//! fragment shorter than the 8 KiB and two clusters above is not crossed:
+//! with some pictures' tables a decode takes a 4 KiB cluster of noise
+//! without a fault and stops just past its end as often as a fragment's.)
 //!
 //! A proven join becomes a `complete` file with two byte runs and a note
 //! `bifragment join proven by …`; the number of candidates tried is noted
@@ -537,13 +550,22 @@ mod tests {
         let j = TwoRuns::new(&img, 50, 5, 40, 1000);
         assert_eq!(j.len(), 15);
         // Three runs, the two after the header swapped: the same bytes in
-        // the other order; no run to swap with the last one.
+        // the other order; no order that moves the header, repeats or
+        // misses a run.
         let three = TwoRuns::new(&img, 10, 5, 30, 100).then(8, 60, 100).unwrap();
-        let alt = three.swapped(1, 12).unwrap();
+        let alt = three.reordered(&[0, 2, 1], 12).unwrap();
         let mut got = [0u8; 12];
         assert_eq!(alt.read_at(0, &mut got), 12);
         assert_eq!(got, [10, 11, 12, 13, 14, 60, 61, 62, 63, 30, 31, 32]);
-        assert!(three.swapped(2, 12).is_none() && three.swapped(0, 12).is_none());
+        for bad in [
+            &[1, 0, 2][..],
+            &[0, 1, 1],
+            &[0, 1],
+            &[0, 2, 1, 3],
+            &[0, 1, 5],
+        ] {
+            assert!(three.reordered(bad, 12).is_none(), "{bad:?}");
+        }
     }
     /// A TIFF (its IFD at the end, past the indirect block) and a PNG laid
     /// out by an ext2 block map: carved whole, in two runs, from the block

@@ -114,19 +114,26 @@ impl<'a> TwoRuns<'a> {
         let d = if back { -d } else { d };
         self.shifted(i, d, d)
     }
-    /// This file's first `length` bytes with runs `i` and `i + 1` (≥ 1)
-    /// in each other's place: the same bytes in another order. `None`
-    /// when there is no run `i + 1`.
-    pub(super) fn swapped(&self, i: usize, length: u64) -> Option<Self> {
-        if i == 0 || i + 1 >= self.n {
+    /// This file's first `length` bytes with its runs in the order
+    /// `order` (a permutation of `0..count()` that keeps the header run
+    /// first): the same bytes in another order. `None` when `order` is no
+    /// such permutation.
+    pub(super) fn reordered(&self, order: &[usize], length: u64) -> Option<Self> {
+        let mut seen = [false; MAX_RUNS];
+        if order.len() != self.n || order.first() != Some(&0) {
             return None;
         }
-        let mut runs = self.runs(length);
-        runs.swap(i, i + 1);
+        for &k in order {
+            if std::mem::replace(seen.get_mut(k)?, true) {
+                return None;
+            }
+        }
+        let runs = self.runs(length);
         let mut j = *self;
         let mut v = 0u64;
-        for (k, &(img, n)) in runs.iter().enumerate() {
-            j.at[k] = (v, img);
+        for (slot, &k) in order.iter().enumerate() {
+            let (img, n) = runs[k];
+            j.at[slot] = (v, img);
             v = v.saturating_add(n);
         }
         j.len = v;
