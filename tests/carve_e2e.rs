@@ -620,12 +620,11 @@ fn three_and_four_fragment_files_are_recovered_without_false_joins() {
         "three/four-fragment JPEG/PNG/ZIP recovered exactly: {recovered}/{total} (three: {recovered3}/{total3}, four: {recovered4}/{total4}); joins of 3+ runs written: {multi}"
     );
     assert!(total > 0);
-    // Measured 37/77 (three: 17/34, four: 20/43; 21/77 when this floor was
-    // first set, 34/77 before this change's CROSS_FLOOR, ZIP crossings and
-    // file bound after a run placed before the header): the floor only
-    // goes up.
+    // Measured 46/77 (2026-11-29, with five-run JPEG joins and splits at
+    // skipped-over junk; 37/77 before; three: 17/34, four: 20/43 then; 21/77
+    // when this floor was first set): the floor only goes up.
     assert!(
-        recovered * 100 >= total * 46,
+        recovered * 100 >= total * 55,
         "recovered {recovered} of {total} files in three or four fragments"
     );
     // Three fragments alone: measured 17/34 on these images (512-byte FAT
@@ -643,8 +642,9 @@ fn three_and_four_fragment_files_are_recovered_without_false_joins() {
 }
 
 /// Files in five fragments (the fragment search's `MAX_RUNS`): rejoined by the
-/// PNG and ZIP searches (CRC-proven crossings) and from FAT chains; JPEG
-/// joins stop at four runs. No false join.
+/// PNG and ZIP searches (CRC-proven crossings), from FAT chains, and JPEG
+/// joins of five runs whose order is proven (no other order of the runs
+/// after the header decodes to the exact MCU count). No false join.
 #[test]
 fn five_fragment_files_are_recovered_without_false_joins() {
     let Some((by_count, multi)) = multi_fragment_recall("5", TEST_SEEDS) else {
@@ -655,9 +655,10 @@ fn five_fragment_files_are_recovered_without_false_joins() {
         "five-fragment JPEG/PNG/ZIP recovered exactly: {recovered}/{total}; joins of 3+ runs written: {multi}"
     );
     assert!(total > 0);
-    // Measured 19/76 (2/76 with at most four runs): the floor only goes up.
+    // Measured 28/76 (2026-11-29: JPEG joins of five runs; 19/76 with four
+    // at most, 2/76 before PNG/ZIP crossings): the floor only goes up.
     assert!(
-        recovered * 100 >= total * 23,
+        recovered * 100 >= total * 35,
         "recovered {recovered} of {total} files in five fragments"
     );
     assert!(multi > 0, "no join of 3+ runs written");
