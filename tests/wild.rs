@@ -486,32 +486,32 @@ fn thin_types_from_test_suites_and_writers() {
     ]);
 }
 
-/// 88 KDBX, registry, RTF, OOXML and ODF files (`thin2-docs/`): KeePass
+/// 106 KDBX, registry, RTF, OOXML and ODF files (`thin2-docs/`): KeePass
 /// databases of kdbxweb (KDBX 3.1 and 4: AES, ChaCha20, Argon2, AES-KDF,
 /// key files), keepassxc-cli and pykeepass; hives that hivex edited (many
 /// subkeys, big data, deleted subtree, every value type, deep nesting); RTF
-/// of AbiWord, latex2rtf and enscript; Word, PowerPoint and Excel files of
-/// python-docx's and python-pptx's test suites and of python-docx,
-/// python-pptx, openpyxl, XlsxWriter, Gnumeric, pandoc and AbiWord; ODF of
-/// odfpy's and ezodf's test suites (OpenOffice, KSpread) and of odfpy,
-/// ezodf, Gnumeric, pandoc and AbiWord. Floors: what was exact on
-/// 2026-11-29, PhotoRec 7.1 on the same image (paranoid, everything) beside
-/// each. Not exact: the 11 KDBX 3.1 databases (keepassxc-cli 2.7.4 writes
-/// 3.1; six of kdbxweb's), whose end the format does not record (the
-/// validator says Unvalidated).
+/// of AbiWord, latex2rtf, enscript and LibreOffice; Word, PowerPoint and
+/// Excel files of python-docx's and python-pptx's test suites and of
+/// python-docx, python-pptx, openpyxl, XlsxWriter, Gnumeric, pandoc,
+/// AbiWord and LibreOffice; ODF of odfpy's and ezodf's test suites
+/// (OpenOffice, KSpread) and of odfpy, ezodf, Gnumeric, pandoc, AbiWord and
+/// LibreOffice. Floors: what was exact on 2026-11-29, PhotoRec 7.1 on the
+/// same image (paranoid, everything) beside each. Not exact: the 11 KDBX
+/// 3.1 databases (keepassxc-cli 2.7.4 writes 3.1; six of kdbxweb's), whose
+/// end the format does not record (the validator says Unvalidated).
 #[test]
 fn thin_docs_from_test_suites_and_writers() {
     let c = plant_and_carve("thin2-docs", 0x7468_696e_0000_0002);
-    assert_eq!(c.files.len(), 88);
+    assert_eq!(c.files.len(), 106);
     c.check(&[
-        ("kdbx", 5), // PhotoRec 0
-        ("regf", 7), // PhotoRec 0
-        ("rtf", 8),  // PhotoRec 5
-        ("docx", 8), // PhotoRec 8
-        ("xlsx", 8), // PhotoRec 8
-        ("pptx", 7), // PhotoRec 7
-        ("odt", 12), // PhotoRec 12
-        ("ods", 14), // PhotoRec 14
-        ("odp", 8),  // PhotoRec 8
+        ("kdbx", 5),  // PhotoRec 0
+        ("regf", 7),  // PhotoRec 0
+        ("rtf", 10),  // PhotoRec 6
+        ("docx", 10), // PhotoRec 10
+        ("xlsx", 10), // PhotoRec 10
+        ("pptx", 9),  // PhotoRec 9
+        ("odt", 14),  // PhotoRec 14
+        ("ods", 16),  // PhotoRec 16
+        ("odp", 14),  // PhotoRec 14
     ]);
 }

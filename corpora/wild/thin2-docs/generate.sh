@@ -3,7 +3,8 @@
 # Debian 12 documentation. Usage: generate.sh OUTDIR (a fresh, empty folder).
 # Tools (Debian 12): keepassxc 2.7.4 (keepassxc-cli), libhivex-bin 1.3.23
 # (hivexsh; python3-hivex for one file), abiword 3.0.5,
-# latex2rtf 2.3.18, enscript 1.6.5.90, gnumeric 1.12.55 (ssconvert), pandoc 2.17.1.1; Python 3 venv: pykeepass, python-docx, python-pptx, openpyxl,
+# latex2rtf 2.3.18, enscript 1.6.5.90, gnumeric 1.12.55 (ssconvert), pandoc 2.17.1.1,
+# LibreOffice 7.4.7 (libreoffice-{writer,calc,impress}-nogui); Python 3 venv: pykeepass, python-docx, python-pptx, openpyxl,
 # XlsxWriter, odfpy, ezodf (versions in MANIFEST.tsv), running gen_py.py.
 # KeePass keys, passwords and timestamps are random, so a rerun writes
 # different bytes (the MANIFEST's sha256 is of the committed files).
@@ -140,4 +141,28 @@ ssconvert -T Gnumeric_Excel:xlsx2 data.csv "$out/gen-gnumeric-200-rows.xlsx" 2>/
 ssconvert --merge-to="$out/gen-gnumeric-two-sheets.ods" -T Gnumeric_OpenCalc:odf data.csv tiny.csv 2>/dev/null
 ssconvert -T Gnumeric_Excel:xlsx tiny.csv "$out/gen-gnumeric-ecma1-tiny.xlsx" 2>/dev/null
 python3 "$here/gen_py.py" "$out"
+
+# --- LibreOffice 7.4.7 (headless): ODP, ODS, ODT, PPTX, DOCX, XLSX, RTF
+lo() { # lo FORMAT[:FILTER] INPUT OUTNAME
+  rm -rf lo-out; soffice -env:UserInstallation=file://$work/lo-profile --headless \
+    --convert-to "$1" --outdir lo-out "$2" > /dev/null 2>&1
+  mv lo-out/* "$out/$3"
+}
+lo odp "$out/gen-pandoc-table.pptx" gen-lo-from-pandoc-pptx.odp
+lo odp "$out/gen-python-pptx-chart-picture.pptx" gen-lo-from-python-pptx-chart.odp
+for n in sld-notes shp-groupshape test-image-jpg-mime no-slides; do
+  lo odp "$here/pythonpptx-$n.pptx" "gen-lo-from-pythonpptx-$n.odp"
+done
+lo pptx "$here/odfpy-ol.odp" gen-lo-from-odfpy-ol.pptx
+lo pptx "$here/odfpy-cols.odp" gen-lo-from-odfpy-cols.pptx
+lo docx "$out/gen-abiword-table.odt" gen-lo-from-abiword-odt.docx
+lo docx "$here/odfpy-images.odt" gen-lo-from-odfpy-images.docx
+lo xlsx data.csv gen-lo-from-csv.xlsx
+lo xlsx "$here/odfpy-pythagoras.ods" gen-lo-from-odfpy-pythagoras.xlsx
+lo ods data.csv gen-lo-from-csv.ods
+lo ods "$out/gen-openpyxl-formulas-chart.xlsx" gen-lo-from-openpyxl-chart.ods
+lo odt "$out/gen-pandoc-table.docx" gen-lo-from-pandoc-docx.odt
+lo odt "$here/pythondocx-test.docx" gen-lo-from-pythondocx-test.odt
+lo 'rtf:Rich Text Format' "$out/gen-pandoc-table.odt" gen-lo-from-pandoc-odt.rtf
+lo 'rtf:Rich Text Format' "$here/pythondocx-hdr-header-footer.docx" gen-lo-from-pythondocx-hdr.rtf
 rm -rf "$work"
