@@ -457,9 +457,9 @@ fn broken_list_names_corpus_files() {
 /// hachoir), MPEG audio with no tag (twolame, LAME, ffmpeg) and PostScript
 /// (grops, enscript, Ghostscript). Floors: what was exact on 2026-11-28,
 /// PhotoRec 7.1 on the same image (paranoid, everything) beside each. Not
-/// exact: hachoir's AVI (cut to 10 KB
-/// of a 369 MB RIFF on purpose) and enscript's README (the random filler after
-/// its `%%EOF` line reads as 20 more bytes of text).
+/// exact: hachoir's AVI (cut to 10 KB of a 369 MB RIFF on purpose) and
+/// enscript's README (the random filler after its `%%EOF` line reads as 20
+/// more bytes of text).
 #[test]
 fn thin_types_from_test_suites_and_writers() {
     let c = plant_and_carve("thin", 0x7468_696e_0000_0001);
