@@ -64,7 +64,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
 
 /// The hive bins after the base block `b`, `data` bytes of them.
 fn bins(src: &Src, b: &[u8; 512], data: u64) -> Option<Verdict> {
-    if data == 0 || data % 4096 != 0 {
+    if data == 0 || !data.is_multiple_of(4096) {
         return Some(Verdict::partial(
             BASE.min(src.len()),
             format!("hive bins size {data}"),
