@@ -254,7 +254,7 @@ pub(super) fn closed_at(src: &Src, end: u64, xml: bool) -> Option<u64> {
 
 /// Where the RTF document at the window's start closes (the `}` that ends
 /// its outermost group, and the white space after it up to its last line
-/// feed), when foreign text follows before `end`, the end of its run of
+/// feed; none when no line feed follows it), when foreign text follows before `end`, the end of its run of
 /// text; `None` when the run ends first or another document starts inside
 /// the group (its own candidate walks on from there).
 pub(super) fn rtf_closed_at(src: &Src, end: u64) -> Option<u64> {
@@ -299,11 +299,14 @@ pub(super) fn rtf_closed_at(src: &Src, end: u64) -> Option<u64> {
             _ => {}
         }
     }
+    // White space that no line feed ends is not the document's (AbiWord
+    // ends on the brace; a space after it starts the foreign text).
+    let brace_end = r.pos;
     let mut line_end = None;
     while r.past_white(&mut line_end) {}
     // (Foreign text follows: the run goes on.)
     r.peek(1).first()?;
-    Some(line_end.unwrap_or(r.pos))
+    Some(line_end.unwrap_or(brace_end))
 }
 
 #[cfg(test)]
@@ -329,6 +332,13 @@ mod tests {
         // The run ends first (white space alone after it): not this rule's.
         assert_eq!(rtf(doc), None);
         assert_eq!(rtf(&img[..doc.len() - 4]), None);
+        // No line feed after the brace: the white space is the foreign
+        // text's (a space, a tab, a lone carriage return).
+        for tail in [&b" older text"[..], b"\t\t older", b"\rolder"] {
+            let mut img = doc[..doc.len() - 2].to_vec();
+            img.extend_from_slice(tail);
+            assert_eq!(rtf(&img), Some(doc.len() as u64 - 2), "{tail:?}");
+        }
         // Another document inside the group; a `\bin` past the run.
         assert_eq!(rtf(b"{\\rtf1 a {\\rtf1 b} c} text"), None);
         assert_eq!(rtf(b"{\\rtf1 a \\bin99999 } c} text"), None);

@@ -13,9 +13,11 @@
 //!
 //! Checked: the base block's versions, format and checksum; every bin's
 //! signature, offset and size; every cell size (so that a bin whose tail
-//! is someone else's data does not pass).
+//! is someone else's data does not pass). A base block whose checksum is
+//! stale passes only when every bin checks out (`Complete`, noted).
 //!
-//! * `None`: the base block's signature, version or checksum is wrong.
+//! * `None`: the base block's signature or version is wrong, or its
+//!   checksum is and the bins do not all check out.
 //! * `Complete`: the bins add up to the recorded size; length = 4096 +
 //!   that size, or, for a hive the kernel saved (its file named in the base
 //!   block), the next multiple of 256 KiB when only zeros lie between (see
@@ -23,8 +25,8 @@
 //! * `Partial`: the bins run past the window (length = window) or a bin or
 //!   cell does not check out (length = end of the last good bin).
 
-use super::Verdict;
 use super::read::Src;
+use super::{Status, Verdict};
 
 const BASE: u64 = 4096;
 /// The step in which Windows grows a hive's primary file.
@@ -46,11 +48,23 @@ pub fn validate(src: Src) -> Option<Verdict> {
     } else if xor == u32::MAX {
         xor = u32::MAX - 1;
     }
-    if xor != word(0x1FC) {
-        return None;
+    let v = bins(&src, &b, u64::from(word(0x28)));
+    if xor == word(0x1FC) {
+        return v;
     }
-    let data = u64::from(word(0x28));
-    if data == 0 || data % 4096 != 0 {
+    // A stale checksum (a writer that did not update it, nt_hive2's
+    // `NewDirtyHive.clean1`): the hive only when every bin checks out.
+    let mut v = v.filter(|v| v.status == Status::Complete)?;
+    v.notes.push(format!(
+        "base block checksum {:#x}, its dwords XOR to {xor:#x}",
+        word(0x1FC)
+    ));
+    Some(v)
+}
+
+/// The hive bins after the base block `b`, `data` bytes of them.
+fn bins(src: &Src, b: &[u8; 512], data: u64) -> Option<Verdict> {
+    if data == 0 || !data.is_multiple_of(4096) {
         return Some(Verdict::partial(
             BASE.min(src.len()),
             format!("hive bins size {data}"),
@@ -76,7 +90,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         if !src.has(at, size) {
             return Some(Verdict::partial(src.len(), src.cut_note()));
         }
-        match cells(&src, at + 32, at + size) {
+        match cells(src, at + 32, at + size) {
             Cells::Ok => {}
             Cells::Cut => return Some(Verdict::partial(src.len(), src.cut_note())),
             Cells::Bad(c) => {
@@ -89,7 +103,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         bins += 1;
         at += size;
     }
-    let file_end = padded_end(&src, &b, end);
+    let file_end = padded_end(src, b, end);
     let mut v = Verdict::complete(file_end);
     v.notes.push(format!("{bins} hive bin(s)"));
     if file_end > end {
@@ -217,9 +231,22 @@ pub(crate) mod tests {
     #[test]
     fn garbage_refused() {
         assert!(run("regf", &[0u8; 9000]).is_none());
+        // A stale checksum: refused unless every bin checks out.
         let mut d = seed();
-        d[0x30] ^= 1; // checksum no longer matches
-        assert!(run("regf", &d).is_none());
+        d[0x30] ^= 1;
+        let v = run("regf", &d).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, 12288 + 4096));
+        assert!(
+            v.notes.iter().any(|n| n.contains("checksum")),
+            "{:?}",
+            v.notes
+        );
+        for (at, len) in [(8192, 100), (4096 + 32, 4)] {
+            let mut bad = d.clone();
+            bad[at..at + len].fill(0x5A);
+            assert!(run("regf", &bad).is_none(), "{at}");
+        }
+        assert!(run("regf", &d[..8000]).is_none());
         // A second bin overwritten by foreign data.
         let mut d = seed();
         d[8192..].fill(0x5A);
