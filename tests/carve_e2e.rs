@@ -988,6 +988,10 @@ const WILD_INTACT_SHORT: &[(&str, &str)] = &[
         "an unallocated EPS/PS followed by old text: the text after its %%EOF taken as its own (partial)",
     ),
     (
+        "rar4",
+        "rarfile's hpsw.rar (unallocated or deleted): encrypted headers record no end",
+    ),
+    (
         "rar5",
         "hpsw (deleted): encrypted headers record no end; rar5-vols.part2 (unallocated): 15 zero bytes after its end-of-archive block pad it to the volume size",
     ),
