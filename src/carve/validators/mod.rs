@@ -14,7 +14,8 @@
 //! format (`jpeg`, `png`, `gif`, `bmp`, `tiff`, `pdf`, `zip`, `sqlite`,
 //! `ole2`, `riff`, `mp4`, `mpeg`, `mp3`, `ogg`, `flac`, `mkv`, `asf`, `gzip`, `elf`, `pe`,
 //! `text`, `macho`, `qcow`, `vmdk`, `evtx`, `regf`, `lnk`, `kdbx`, `sevenz` (7z), `rar`
-//! (rar4, rar5), `xz`, `cab`, `tar`, `bzip2`), each
+//! (rar4, rar5), `xz`, `cab`, `tar`, `bzip2`; audio: `iff` (AIFF, DSDIFF),
+//! `ape`, `wavpack`, `midi`, `dsf`, `au`, `caf`, `tta`, `mpc`), each
 //! documenting its structure, checks and verdicts. Shared conventions:
 //!
 //! * a validator sees the image through [`read::Src`], the window
@@ -328,6 +329,16 @@ pub mod vmdk;
 pub mod xz;
 pub mod zip;
 
+pub mod ape;
+pub mod au;
+pub mod caf;
+pub mod dsf;
+pub mod iff;
+pub mod midi;
+pub mod mpc;
+pub mod tta;
+pub mod wavpack;
+
 use read::Src;
 
 /// A validator: walks the structure in the window `src` (offsets relative to
@@ -375,6 +386,16 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("cab", cab::validate),
     ("tar", tar::validate),
     ("bzip2", bzip2::validate),
+    ("aiff", iff::validate_aiff),
+    ("dff", iff::validate_dff),
+    ("ape", ape::validate),
+    ("wavpack", wavpack::validate),
+    ("midi", midi::validate),
+    ("dsf", dsf::validate),
+    ("au", au::validate),
+    ("caf", caf::validate),
+    ("tta", tta::validate),
+    ("mpc", mpc::validate),
 ];
 
 /// True for the validators whose `Complete` verdict checks the file's
@@ -404,7 +425,8 @@ pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
     "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "markup", "psd",
     "macho", "qcow", "vmdk", "evtx", "regf", "pst", "lnk", "kdbx", "7z", "rar5", "rar4", "xz",
-    "cab", "tar", "bzip2",
+    "cab", "tar", "bzip2", "aiff", "dff", "ape", "wavpack", "midi", "dsf", "au", "caf", "tta",
+    "mpc",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -816,6 +838,25 @@ mod props {
         ("cab", &[b"MSCF\x00\x00\x00\x00"]),
         ("tar", &[b"a.txt\x00"]),
         ("bzip2", &[b"BZh91AY&SY"]),
+        (
+            "aiff",
+            &[b"FORM\x00\x00\x01\x00AIFF", b"FORM\x00\x00\x01\x00AIFCFVER"],
+        ),
+        ("dff", &[b"FRM8\x00\x00\x00\x00\x00\x00\x01\x00DSD FVER"]),
+        (
+            "ape",
+            &[b"MAC \x96\x0f\x00\x00\x34\x00\x00\x00", b"MAC \x78\x0f"],
+        ),
+        ("wavpack", &[b"wvpk\x00\x01\x00\x00\x10\x04\x00\x00"]),
+        ("midi", &[b"MThd\x00\x00\x00\x06\x00\x01\x00\x02"]),
+        ("dsf", &[b"DSD \x1c\x00\x00\x00\x00\x00\x00\x00"]),
+        ("au", &[b".snd\x00\x00\x00\x18"]),
+        (
+            "caf",
+            &[b"caff\x00\x01\x00\x00desc\x00\x00\x00\x00\x00\x00\x00\x20"],
+        ),
+        ("tta", &[b"TTA1\x01\x00\x02\x00\x10\x00"]),
+        ("mpc", &[b"MPCK", b"MPCKSH\x0e"]),
     ];
 
     fn seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -856,6 +897,17 @@ mod props {
             ("cab", cab::tests::seed()),
             ("tar", tar::tests::seed()),
             ("bzip2", bzip2::tests::seed()),
+            ("aiff", iff::tests::seed()),
+            ("aiff", iff::tests::aiff(true, 5)),
+            ("dff", iff::tests::dff(20)),
+            ("ape", ape::tests::seed()),
+            ("wavpack", wavpack::tests::seed()),
+            ("midi", midi::tests::seed()),
+            ("dsf", dsf::tests::seed()),
+            ("au", au::tests::seed()),
+            ("caf", caf::tests::seed()),
+            ("tta", tta::tests::seed()),
+            ("mpc", mpc::tests::seed()),
         ]
     }
 
@@ -1223,6 +1275,34 @@ mod worst_case {
                 d.resize(N, fill);
                 time(&format!("{name}-{fill:#x}"), &d);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tmp_audio_real {
+    use super::testutil::*;
+    #[test]
+    #[ignore]
+    fn audio_real() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/corpora/wild/audio");
+        let m = std::fs::read_to_string(format!("{dir}/MANIFEST.tsv")).unwrap();
+        for l in m.lines().skip(1) {
+            let c: Vec<&str> = l.split('\t').collect();
+            let d = std::fs::read(format!("{dir}/{}", c[0])).unwrap();
+            let mut img = d.clone();
+            img.extend_from_slice(&[0x5A; 5000]);
+            let v = run_at(c[1], &img, 0, NO_LIMIT);
+            let ok = v
+                .as_ref()
+                .is_some_and(|v| v.status == super::Status::Complete && v.length == d.len() as u64);
+            eprintln!(
+                "{} {} {} {:?}",
+                if ok { "OK  " } else { "MISS" },
+                c[0],
+                d.len(),
+                v.map(|v| (v.status, v.length, v.notes))
+            );
         }
     }
 }
