@@ -41,6 +41,8 @@ validator_targets! {
     "evtx" => v_evtx, "regf" => v_regf, "lnk" => v_lnk, "kdbx" => v_kdbx,
     "7z" => v_7z, "rar5" => v_rar5, "rar4" => v_rar4, "xz" => v_xz, "cab" => v_cab, "tar" => v_tar,
     "bzip2" => v_bzip2,
+    "aiff" => v_aiff, "dff" => v_dff, "ape" => v_ape, "wavpack" => v_wavpack, "midi" => v_midi,
+    "dsf" => v_dsf, "au" => v_au, "caf" => v_caf, "tta" => v_tta, "mpc" => v_mpc,
 }
 
 const OTHER_TARGETS: &[Target] = &[
