@@ -49,7 +49,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let variable = u32at(36) == 0 || u32at(40) == 0;
     let channels = u32at(44);
     if desc_size != 32
-        || !(rate >= 1.0 && rate <= 1e7)
+        || !(1.0..=1e7).contains(&rate)
         || !format_ok
         || !(1..=64).contains(&channels)
     {

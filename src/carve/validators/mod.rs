@@ -1278,31 +1278,3 @@ mod worst_case {
         }
     }
 }
-
-#[cfg(test)]
-mod tmp_audio_real {
-    use super::testutil::*;
-    #[test]
-    #[ignore]
-    fn audio_real() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/corpora/wild/audio");
-        let m = std::fs::read_to_string(format!("{dir}/MANIFEST.tsv")).unwrap();
-        for l in m.lines().skip(1) {
-            let c: Vec<&str> = l.split('\t').collect();
-            let d = std::fs::read(format!("{dir}/{}", c[0])).unwrap();
-            let mut img = d.clone();
-            img.extend_from_slice(&[0x5A; 5000]);
-            let v = run_at(c[1], &img, 0, NO_LIMIT);
-            let ok = v
-                .as_ref()
-                .is_some_and(|v| v.status == super::Status::Complete && v.length == d.len() as u64);
-            eprintln!(
-                "{} {} {} {:?}",
-                if ok { "OK  " } else { "MISS" },
-                c[0],
-                d.len(),
-                v.map(|v| (v.status, v.length, v.notes))
-            );
-        }
-    }
-}
