@@ -856,7 +856,15 @@ mod props {
             &[b"caff\x00\x01\x00\x00desc\x00\x00\x00\x00\x00\x00\x00\x20"],
         ),
         ("tta", &[b"TTA1\x01\x00\x02\x00\x10\x00"]),
-        ("mpc", &[b"MPCK", b"MPCKSH\x0e"]),
+        (
+            "mpc",
+            &[
+                b"MPCK",
+                b"MPCKSH\x0e",
+                b"MP+\x07",
+                b"MP+\x17\x02\x00\x00\x00",
+            ],
+        ),
     ];
 
     fn seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -908,6 +916,7 @@ mod props {
             ("caf", caf::tests::seed()),
             ("tta", tta::tests::seed()),
             ("mpc", mpc::tests::seed()),
+            ("mpc", mpc::tests::sv7(&[300, 200, 90])),
         ]
     }
 

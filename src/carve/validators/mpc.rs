@@ -6,19 +6,29 @@
 //! key and size field included) | payload`. The first packet is the
 //! stream header `SH` (payload: CRC-32 of the rest, stream version 8,
 //! ...); the stream ends with the `SE` packet. Taggers append APEv2 and
-//! ID3v1. (Stream version 7, `MP+`, is a bit stream of frames that records
-//! no byte length: not carved.)
+//! ID3v1.
 //!
-//! Checked: the `SH` packet's CRC and version; every key two capitals and
-//! every size at least its header.
+//! Stream version 7 (`"MP+"`, version byte 0x07 or 0x17; Musepack SV7
+//! header as libmpcdec reads it): 6 little-endian 32-bit words (magic and
+//! version, frame count, flags, gains, encoder info), then a bit stream
+//! read as 32-bit LE words, most significant bit first, from bit 8 of the
+//! seventh word: each frame is a 20-bit length `n` then `n` bits. The
+//! file ends with the word holding the last frame's last bit.
 //!
-//! * `None`: no valid `SH` packet first;
-//! * `Complete`: the packets reach `SE`; length = its end plus the tags
-//!   after it;
-//! * `Partial`: the window ends inside a packet (length = window), or a
-//!   packet is not one (length = its offset).
+//! Checked: SV8: the `SH` packet's CRC and version; every key two capitals
+//! and every size at least its header. SV7: a frame count that fits the
+//! window; every frame at most 65,535 bits (1,152 samples of two
+//! channels take far fewer).
 //!
-//! Reads at most 11 bytes per packet (each at least 3 long): linear.
+//! * `None`: no valid `SH` packet first (SV8), a frame count of 0 or one
+//!   that cannot fit (SV7);
+//! * `Complete`: the packets reach `SE` (SV8), the frames fit (SV7);
+//!   length = their end plus the tags after it;
+//! * `Partial`: the window ends inside a packet or frame (length =
+//!   window), or a packet or frame is not one (length = its offset).
+//!
+//! Reads at most 11 bytes per packet (each at least 3 long) or 8 per
+//! frame (each at least 20 bits): linear.
 
 use super::Verdict;
 use super::mp3::complete_with_tags;
@@ -52,6 +62,9 @@ fn packet(src: &Src, at: u64) -> Result<([u8; 2], u64, u64), bool> {
 }
 
 pub fn validate(src: Src) -> Option<Verdict> {
+    if src.starts_with_at(0, b"MP+") {
+        return sv7(&src);
+    }
     if !src.starts_with_at(0, b"MPCK") {
         return None;
     }
@@ -89,6 +102,49 @@ pub fn validate(src: Src) -> Option<Verdict> {
             ));
         }
     }
+}
+
+/// Largest SV7 frame accepted, in bits.
+const MAX_FRAME_BITS: u64 = 65_535;
+
+/// A stream version 7 file (`MP+` at 0).
+fn sv7(src: &Src) -> Option<Verdict> {
+    let version = src.u8(3)?;
+    let frames = u64::from(src.u32le(4)?);
+    if !matches!(version, 0x07 | 0x17) || frames == 0 || frames * 20 > src.len() * 8 {
+        return None;
+    }
+    // The 20 bits at bit position `p` of the stream of LE words.
+    let bits20 = |p: u64| -> Option<u64> {
+        let w = (p / 32) * 4;
+        let lo = match src.u32le(w + 4) {
+            Some(lo) => lo,
+            None if p % 32 > 12 => return None,
+            None => 0,
+        };
+        let pair = u64::from(src.u32le(w)?) << 32 | u64::from(lo);
+        Some(pair >> (44 - p % 32) & 0xF_FFFF)
+    };
+    let mut p = 24 * 8 + 8;
+    for k in 0..frames {
+        let Some(n) = bits20(p) else {
+            return Some(Verdict::partial(src.len(), src.cut_note()));
+        };
+        if n > MAX_FRAME_BITS {
+            let at = p / 8;
+            return (k > 0).then(|| Verdict::partial(at, format!("frame {k} is not one")));
+        }
+        p += 20 + n;
+    }
+    let end = p.div_ceil(32) * 4;
+    if end > src.len() {
+        return Some(Verdict::partial(src.len(), src.cut_note()));
+    }
+    Some(complete_with_tags(
+        src,
+        end,
+        format!("{frames} Musepack SV7 frames"),
+    ))
 }
 
 #[cfg(test)]
@@ -129,9 +185,34 @@ pub(crate) mod tests {
         make(4, 150)
     }
 
+    /// An SV7 stream of frames of these bit lengths.
+    pub fn sv7(frames: &[u32]) -> Vec<u8> {
+        let mut bits: Vec<bool> = vec![false; 8];
+        for (i, n) in frames.iter().enumerate() {
+            bits.extend((0..20).rev().map(|b| n >> b & 1 == 1));
+            bits.extend((0..*n).map(|b| (b as usize * 7 + i) % 3 == 0));
+        }
+        bits.resize(bits.len().next_multiple_of(32), false);
+        let mut f = b"MP+\x17".to_vec();
+        f.extend_from_slice(&(frames.len() as u32).to_le_bytes());
+        f.extend_from_slice(&[0x3F, 0x00, 0x99, 0x00]);
+        f.extend_from_slice(&[0; 12]);
+        for w in bits.chunks(32) {
+            let v = w.iter().fold(0u32, |a, b| a << 1 | u32::from(*b));
+            f.extend_from_slice(&v.to_le_bytes());
+        }
+        f
+    }
+
     #[test]
     fn packets_to_the_end() {
-        for f in [seed(), make(0, 0), make(2, 10)] {
+        for f in [
+            seed(),
+            make(0, 0),
+            make(2, 10),
+            sv7(&[7163, 2737, 2516]),
+            sv7(&[40]),
+        ] {
             assert_complete("mpc", &f);
             assert_prefixes("mpc", &f);
         }
@@ -148,5 +229,16 @@ pub(crate) mod tests {
         let mut g = seed();
         g[8] ^= 1; // the SH CRC
         assert!(run("mpc", &g).is_none());
+        // SV7: a frame count that cannot fit, a frame that is not one.
+        let mut h = sv7(&[300, 200]);
+        h[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(run("mpc", &h).is_none());
+        let mut k = sv7(&[300, 200, 100]);
+        k[4] = 4;
+        let v = run("mpc", &k).unwrap();
+        assert_ne!(v.status, Status::Complete);
+        let mut m = sv7(&[300, 200]);
+        m[26] = 0xFF; // the first frame's length: over 65,535 bits
+        assert!(run("mpc", &m).is_none());
     }
 }
