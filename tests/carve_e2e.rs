@@ -1139,7 +1139,7 @@ const WILD_FLOORS_FAT32: &[(&str, usize)] = &[
     ("mp3", 39), // was 41: audio/ moved it (see above)
     ("mp4", 23), // was 24: audio/ moved it (see above)
     ("mpa", 16),
-    ("mpc", 1),
+    ("mpc", 2),
     ("mpeg", 10),
     ("odp", 1),
     ("ods", 1),
@@ -1204,7 +1204,7 @@ const WILD_FLOORS_EXT4: &[(&str, usize)] = &[
     ("mp3", 40),
     ("mp4", 24),
     ("mpa", 16),
-    ("mpc", 1),
+    ("mpc", 2),
     ("mpeg", 10),
     ("odp", 1),
     ("ods", 1),

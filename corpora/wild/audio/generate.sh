@@ -1,9 +1,8 @@
 #!/bin/sh
 # Writes the files of this folder that were made here (the rest are copies
 # of other projects' test data: see MANIFEST.tsv), from synthetic input.
-# Needs sox 14.4.2, wavpack 5.6, ffmpeg 5.1, musepack-tools 0.1~r495
-# (Debian 12 packages) and mido 1.3.3 (`pip install mido==1.3.3`). Run
-# from this folder.
+# Needs sox 14.4.2, wavpack 5.6, ffmpeg 5.1 (Debian 12 packages) and mido
+# 1.3.3 (`pip install mido==1.3.3`). Run from this folder.
 set -eu
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -45,15 +44,6 @@ ffmpeg -v error -y -i "$T/stereo.wav" -c:a wavpack ffmpeg.wv
 # True Audio (ffmpeg)
 ffmpeg -v error -y -i "$T/mono.wav" ffmpeg-mono.tta
 ffmpeg -v error -y -i "$T/stereo.wav" ffmpeg-stereo.tta
-
-# Musepack SV8 (mpcenc: qualities 2, 5 and insane, APEv2-tagged; mpc2sv8
-# of mutagen's SV7 click.mpc)
-sox -n -r 44100 -c 2 -b 16 "$T/st44.wav" synth 0.5 sine 300 sine 450
-sox -n -r 44100 -c 1 -b 16 "$T/mo44.wav" synth 0.3 pluck 220
-mpcenc --silent --overwrite --quality 5 "$T/st44.wav" mpcenc-q5-stereo.mpc
-mpcenc --silent --overwrite --quality 2 --artist gpucarve --title "Tagged by mpcenc" "$T/mo44.wav" mpcenc-q2-apev2.mpc
-mpcenc --silent --overwrite --insane "$T/st44.wav" mpcenc-insane.mpc
-mpc2sv8 mutagen-click.mpc mpc2sv8-click.mpc
 
 # Standard MIDI Files (mido: formats 0, 1 and 2)
 python3 - <<'PY'
