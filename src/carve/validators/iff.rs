@@ -26,11 +26,14 @@
 //!   missing (length = the form's end).
 //!
 //! Subtype: `aifc` for AIFF-C; otherwise none. Reads 8 or 12 bytes per
-//! chunk (each at least that long): linear in the window.
+//! chunk (each at least that long), at most 2^20 chunks, and jumps the
+//! stretches other candidates walked ([`super::walks`]): linear in the
+//! image.
 
 use super::Verdict;
 use super::mp3::complete_with_tags;
 use super::read::Src;
+use super::walks::{Noting, Took, took};
 
 /// How a chunk walk ended.
 enum Walk {
@@ -42,19 +45,35 @@ enum Walk {
     Bad(u64),
 }
 
-/// Walks the chunks from `p` to `end` (`wide`: 64-bit sizes), calling `f`
-/// with each chunk's id, offset and size.
+/// Chunks walked at most per form.
+const MAX_CHUNKS: u32 = 1 << 20;
+
+/// Walks the chunks from `p` to `end` (`wide`: 64-bit sizes), with `flag`
+/// giving each chunk's flags (from its id, offset and size) and returning
+/// their union. After the first chunk a step depends on the chunk's bytes
+/// alone (and the form's end, which bounds the jumps), so stretches other
+/// candidates of the walk `kind` walked are jumped ([`super::walks`]):
+/// headers packed in every sector inside tiny chunks would otherwise make
+/// each candidate walk the same far stretch.
 fn walk(
     src: &Src,
-    mut p: u64,
-    end: u64,
-    wide: bool,
-    mut f: impl FnMut(&[u8; 4], u64, u64),
-) -> Walk {
+    (kind, mut p, end, wide): (&'static str, u64, u64, bool),
+    mut flag: impl FnMut(&[u8; 4], u64, u64) -> u32,
+) -> (Walk, u32) {
     let head = if wide { 12 } else { 8 };
-    while p + head <= end {
+    let (mut flags, mut chunks) = (0u32, 0u32);
+    let mut noting = Noting::new(kind);
+    while p + head <= end && chunks < MAX_CHUNKS {
+        if chunks > 0
+            && let Some(j) = src.walk_jump(kind, (p, 0), (end, MAX_CHUNKS - chunks), |_| true)
+        {
+            flags |= j.flags;
+            (p, chunks) = (j.to, chunks + j.steps);
+            src.walk_took(&mut noting, took(j), (p, 0));
+            continue;
+        }
         let Some(id) = src.bytes::<4>(p) else {
-            return Walk::Cut;
+            return (Walk::Cut, flags);
         };
         let size = if wide {
             src.u64be(p + 4)
@@ -62,26 +81,50 @@ fn walk(
             src.u32be(p + 4).map(u64::from)
         };
         let Some(size) = size else {
-            return Walk::Cut;
+            return (Walk::Cut, flags);
         };
         if !id.iter().all(|b| (0x20..0x7F).contains(b)) || id[0] == b' ' {
-            return Walk::Bad(p);
+            return (Walk::Bad(p), flags);
         }
         let next = p.saturating_add(head).saturating_add(size);
         if next > end {
-            return Walk::Bad(p);
+            return (Walk::Bad(p), flags);
         }
-        f(&id, p, size);
+        let f = flag(&id, p, size);
+        flags |= f;
         p = next + (size & 1);
+        chunks += 1;
+        if p > end {
+            // A pad byte the form's end cut short: another's would not be.
+            noting.stop();
+        } else {
+            let t = Took {
+                steps: 1,
+                flags: f,
+                count: 0,
+            };
+            src.walk_took(&mut noting, t, (p, 0));
+        }
     }
-    if end > src.len() {
+    let r = if end > src.len() {
         Walk::Cut
     } else if p == end || p == end + 1 {
         Walk::End
     } else {
         Walk::Bad(p)
-    }
+    };
+    (r, flags)
 }
+
+/// Flags of the AIFF walk: a valid `COMM` chunk, one declaring sample
+/// frames, an invalid one, an `SSND` chunk.
+const COMM: u32 = 1;
+const FRAMES: u32 = 2;
+const BAD_COMM: u32 = 4;
+const SSND: u32 = 8;
+/// Flags of the DSDIFF walk: a `PROP` chunk of `SND ` properties, sound data.
+const PROP: u32 = 1;
+const SOUND: u32 = 2;
 
 /// An AIFF or AIFF-C file (`FORM`).
 pub fn validate_aiff(src: Src) -> Option<Verdict> {
@@ -99,31 +142,37 @@ pub fn validate_aiff(src: Src) -> Option<Verdict> {
     if size < 4 + 8 + 18 || !h[12..16].iter().all(|b| b.is_ascii_graphic()) {
         return None;
     }
-    let (mut comm, mut ssnd, mut frames) = (false, false, 0u32);
-    let r = walk(&src, 12, end, false, |id, at, n| match id {
+    // (AIFF-C's COMM is longer: its walks are their own kind.)
+    let kind = if aifc { "aifc" } else { "aiff" };
+    let (r, flags) = walk(&src, (kind, 12, end, false), |id, at, n| match id {
         b"COMM" => {
             let c = src.bytes::<18>(at + 8);
-            comm = n >= if aifc { 22 } else { 18 }
+            let ok = n >= if aifc { 22 } else { 18 }
                 && c.is_some_and(|c| {
                     let ch = u16::from_be_bytes([c[0], c[1]]);
                     let bits = u16::from_be_bytes([c[6], c[7]]);
                     let exp = u16::from_be_bytes([c[8], c[9]]);
-                    frames = u32::from_be_bytes([c[2], c[3], c[4], c[5]]);
                     (1..=64).contains(&ch)
                         && (1..=32).contains(&bits)
                         && (0x3FFF..0x4020).contains(&exp)
                 });
+            let frames = c.is_some_and(|c| c[2..6] != [0; 4]);
+            match (ok, frames) {
+                (false, _) => BAD_COMM,
+                (true, true) => COMM | FRAMES,
+                (true, false) => COMM,
+            }
         }
-        b"SSND" => ssnd = true,
-        _ => {}
+        b"SSND" => SSND,
+        _ => 0,
     });
     let subtype = aifc.then_some("aifc");
     if let Err(v) = ended(&src, r, 12, "AIFF") {
         return v.map(|v| v.with_subtype(subtype));
     }
-    let v = if !comm {
+    let v = if flags & COMM == 0 || flags & BAD_COMM != 0 {
         Verdict::partial(end, "no valid COMM chunk")
-    } else if frames > 0 && !ssnd {
+    } else if flags & FRAMES != 0 && flags & SSND == 0 {
         Verdict::partial(end, "sample frames but no SSND chunk")
     } else {
         complete_with_tags(&src, end, "AIFF chunks add up".into())
@@ -143,16 +192,15 @@ pub fn validate_dff(src: Src) -> Option<Verdict> {
         return None;
     }
     let end = size + 12;
-    let (mut prop, mut sound) = (false, false);
-    let r = walk(&src, 16, end, true, |id, at, _| match id {
-        b"PROP" => prop |= src.starts_with_at(at + 12, b"SND "),
-        b"DSD " | b"DST " => sound = true,
-        _ => {}
+    let (r, flags) = walk(&src, ("dff", 16, end, true), |id, at, _| match id {
+        b"PROP" if src.starts_with_at(at + 12, b"SND ") => PROP,
+        b"DSD " | b"DST " => SOUND,
+        _ => 0,
     });
     if let Err(v) = ended(&src, r, 16, "DSDIFF") {
         return v;
     }
-    Some(if !prop || !sound {
+    Some(if flags & (PROP | SOUND) != PROP | SOUND {
         Verdict::partial(end, "no PROP/SND or sound data chunk")
     } else {
         complete_with_tags(&src, end, "DSDIFF chunks add up".into())

@@ -190,7 +190,7 @@ pub(crate) mod tests {
         let mut bits: Vec<bool> = vec![false; 8];
         for (i, n) in frames.iter().enumerate() {
             bits.extend((0..20).rev().map(|b| n >> b & 1 == 1));
-            bits.extend((0..*n).map(|b| (b as usize * 7 + i) % 3 == 0));
+            bits.extend((0..*n).map(|b| (b as usize * 7 + i).is_multiple_of(3)));
         }
         bits.resize(bits.len().next_multiple_of(32), false);
         let mut f = b"MP+\x17".to_vec();
