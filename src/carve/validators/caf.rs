@@ -24,10 +24,19 @@
 //!   chunks end without the data (length = the end of the last chunk);
 //! * `Unvalidated`: a `data` chunk of size -1: length = the window.
 //!
-//! Reads 12 bytes per chunk (each at least that long): linear.
+//! Reads 12 bytes per chunk (each at least that long), at most 2^20
+//! chunks, and jumps the stretches other candidates walked
+//! ([`super::walks`]): linear in the image.
 
 use super::Verdict;
 use super::read::Src;
+use super::walks::{Noting, Took, took};
+
+/// Chunks walked at most.
+const MAX_CHUNKS: u32 = 1 << 20;
+/// Flags of the walk: an audio data chunk, a packet table.
+const DATA: u32 = 1;
+const PAKT: u32 = 2;
 
 /// The chunk types of the specification.
 const TYPES: &[&[u8; 4]] = &[
@@ -55,8 +64,21 @@ pub fn validate(src: Src) -> Option<Verdict> {
     {
         return None;
     }
-    let (mut p, mut data, mut pakt) = (52u64, false, false);
-    loop {
+    let (mut p, mut data, mut pakt, mut chunks) = (52u64, false, false, 0u32);
+    // A step depends on the chunk's bytes alone (a second data chunk ends
+    // the file: stretches holding one are jumped only before the first):
+    // the stretches other candidates walked are jumped ([`super::walks`]).
+    let mut noting = Noting::new("caf");
+    while chunks < MAX_CHUNKS {
+        if let Some(j) = src.walk_jump("caf", (p, 0), (src.len(), MAX_CHUNKS - chunks), |f| {
+            !data || f & DATA == 0
+        }) {
+            data |= j.flags & DATA != 0;
+            pakt |= j.flags & PAKT != 0;
+            (p, chunks) = (j.to, chunks + j.steps);
+            src.walk_took(&mut noting, took(j), (p, 0));
+            continue;
+        }
         let Some(c) = src.bytes::<12>(p) else {
             if p < src.len() {
                 return Some(Verdict::partial(src.len(), src.cut_note()));
@@ -67,11 +89,13 @@ pub fn validate(src: Src) -> Option<Verdict> {
             break;
         };
         let size = u64::from_be_bytes([c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11]]);
+        let mut flags = 0;
         if *t == b"data" {
             if data {
                 break;
             }
             data = true;
+            flags = DATA;
             if size == u64::MAX {
                 return Some(Verdict::unvalidated(
                     src.len(),
@@ -79,15 +103,21 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 ));
             }
         }
-        pakt |= *t == b"pakt";
-        if size > src.len() {
+        if *t == b"pakt" {
+            pakt = true;
+            flags = PAKT;
+        }
+        if size > src.len() || p + 12 + size > src.len() {
             return Some(Verdict::partial(src.len(), src.cut_note()));
         }
-        let next = p + 12 + size;
-        if next > src.len() {
-            return Some(Verdict::partial(src.len(), src.cut_note()));
-        }
-        p = next;
+        p += 12 + size;
+        chunks += 1;
+        let t = Took {
+            steps: 1,
+            flags,
+            count: 0,
+        };
+        src.walk_took(&mut noting, t, (p, 0));
     }
     if !data || (variable && !pakt) {
         return Some(Verdict::partial(

@@ -19,11 +19,16 @@
 //!   chunk is damaged or a track does not end with End of Track (length =
 //!   the end of the last good track).
 //!
-//! Reads 8 bytes per chunk, 3 per track: linear, at most 65,535 tracks
-//! and as many alien chunks.
+//! Reads 8 bytes per chunk, 3 per track, at most 65,535 tracks and as
+//! many alien chunks, and jumps the stretches other candidates walked
+//! ([`super::walks`]): linear in the image.
 
 use super::Verdict;
 use super::read::Src;
+use super::walks::{Noting, Took, took};
+
+/// Chunks of other types walked at most.
+const MAX_ALIENS: u32 = 65_535;
 
 pub fn validate(src: Src) -> Option<Verdict> {
     let h = src.bytes::<14>(0)?;
@@ -35,16 +40,33 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if format > 2 || tracks == 0 || (format == 0 && tracks != 1) {
         return None;
     }
-    let mut p = 14u64;
-    let mut found = 0u16;
-    let mut aliens = 0u32;
+    let (mut p, mut found, mut aliens) = (14u64, 0u16, 0u32);
+    // A step depends on the chunk's bytes alone: the stretches other
+    // candidates walked are jumped ([`super::walks`]), at most as many steps
+    // as tracks and other chunks are still allowed (so the verdict is the
+    // walk's).
+    let mut noting = Noting::new("midi");
     while found < tracks {
+        let most = u32::from(tracks - found).min(MAX_ALIENS - aliens);
+        if p > 14
+            && most > 0
+            && let Some(j) = src.walk_jump("midi", (p, 0), (src.len(), most), |_| true)
+        {
+            let t = u16::try_from(j.count)
+                .unwrap_or(u16::MAX)
+                .min(tracks - found);
+            found += t;
+            aliens += j.steps - u32::from(t);
+            p = j.to;
+            src.walk_took(&mut noting, took(j), (p, 0));
+            continue;
+        }
         let Some(c) = src.bytes::<8>(p) else {
             return cut_or_bad(&src, p, found);
         };
         let size = u64::from(u32::from_be_bytes([c[4], c[5], c[6], c[7]]));
         let next = p + 8 + size;
-        if &c[..4] == b"MTrk" {
+        let count = if &c[..4] == b"MTrk" {
             if next > src.len() {
                 return Some(Verdict::partial(src.len(), src.cut_note()));
             }
@@ -55,12 +77,24 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 ));
             }
             found += 1;
-        } else if c[..4].iter().all(|b| b.is_ascii_graphic()) && aliens < u32::from(u16::MAX) {
+            1
+        } else if c[..4].iter().all(|b| b.is_ascii_graphic()) && aliens < MAX_ALIENS {
             aliens += 1;
+            0
         } else {
             return (p > 14).then(|| Verdict::partial(p, format!("no track chunk at {p}")));
-        }
+        };
         p = next;
+        if next > src.len() {
+            noting.stop();
+        } else {
+            let t = Took {
+                steps: 1,
+                flags: 0,
+                count,
+            };
+            src.walk_took(&mut noting, t, (p, 0));
+        }
     }
     let mut v = Verdict::complete(p).with_note(format!("format {format}, {tracks} tracks"));
     if aliens > 0 {

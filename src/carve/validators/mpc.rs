@@ -17,7 +17,7 @@
 //!
 //! Checked: SV8: the `SH` packet's CRC and version; every key two capitals
 //! and every size at least its header. SV7: a frame count that fits the
-//! window; every frame at most 65,535 bits (1,152 samples of two
+//! window; every frame 1 to 65,535 bits (1,152 samples of two
 //! channels take far fewer).
 //!
 //! * `None`: no valid `SH` packet first (SV8), a frame count of 0 or one
@@ -27,12 +27,15 @@
 //! * `Partial`: the window ends inside a packet or frame (length =
 //!   window), or a packet or frame is not one (length = its offset).
 //!
-//! Reads at most 11 bytes per packet (each at least 3 long) or 8 per
-//! frame (each at least 20 bits): linear.
+//! Reads at most 11 bytes per packet (each at least 3 long; stretches
+//! other candidates walked are jumped, [`super::walks`]) or 8 per frame
+//! (each at least 21 bits; not remembered: an SV7 header every sector of
+//! crafted frames makes each candidate walk far).
 
 use super::Verdict;
 use super::mp3::complete_with_tags;
 use super::read::Src;
+use super::walks::{Noting, Took, took};
 
 /// The packet at `at`: (key, header length, packet length); `Err(true)`
 /// when the window ends inside the header, `Err(false)` when it is not one.
@@ -82,8 +85,20 @@ pub fn validate(src: Src) -> Option<Verdict> {
         return None;
     }
     let mut p = 4 + size;
-    let mut n = 1u64;
+    let mut n = 1u32;
+    // A packet's step depends on its bytes alone (the walk returns at `SE`
+    // before noting it): the stretches other candidates walked are jumped
+    // ([`super::walks`]).
+    let mut noting = Noting::new("mpc8");
     loop {
+        if let Some(j) = src.walk_jump("mpc8", (p, 0), (src.len(), MAX_PACKETS - n), |_| true) {
+            (p, n) = (j.to, n + j.steps);
+            src.walk_took(&mut noting, took(j), (p, 0));
+            continue;
+        }
+        if n >= MAX_PACKETS {
+            return Some(Verdict::partial(p, "too many packets"));
+        }
         let (key, _, size) = match packet(&src, p) {
             Ok(k) => k,
             Err(true) => return Some(Verdict::partial(src.len(), src.cut_note())),
@@ -101,8 +116,17 @@ pub fn validate(src: Src) -> Option<Verdict> {
                 format!("{n} Musepack SV8 packets"),
             ));
         }
+        let t = Took {
+            steps: 1,
+            flags: 0,
+            count: 0,
+        };
+        src.walk_took(&mut noting, t, (p, 0));
     }
 }
+
+/// Packets walked at most.
+const MAX_PACKETS: u32 = 1 << 24;
 
 /// Largest SV7 frame accepted, in bits.
 const MAX_FRAME_BITS: u64 = 65_535;
@@ -130,7 +154,7 @@ fn sv7(src: &Src) -> Option<Verdict> {
         let Some(n) = bits20(p) else {
             return Some(Verdict::partial(src.len(), src.cut_note()));
         };
-        if n > MAX_FRAME_BITS {
+        if n == 0 || n > MAX_FRAME_BITS {
             let at = p / 8;
             return (k > 0).then(|| Verdict::partial(at, format!("frame {k} is not one")));
         }

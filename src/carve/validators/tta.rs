@@ -20,8 +20,9 @@
 //! * `Partial`: the table or the frames run past the window (length =
 //!   window), or the table's CRC fails (length = the header's end).
 //!
-//! Reads the seek table once (4 bytes per frame, inside the window):
-//! linear.
+//! Reads the seek table once (4 bytes per frame, inside the window), up
+//! to another `TTA1` signature in it (then `Partial`): candidates read
+//! tables that do not overlap, linear in the image.
 
 use super::Verdict;
 use super::mp3::complete_with_tags;
@@ -48,20 +49,13 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if !src.has(22, table + 4) {
         return Some(Verdict::partial(src.len(), src.cut_note()));
     }
-    let (mut crc, mut sum, mut carry, mut held) = (crc32fast::Hasher::new(), 0u64, [0u8; 4], 0);
-    let mut scratch = Vec::new();
-    src.for_each_chunk(22, table, &mut scratch, |piece| {
-        crc.update(piece);
-        for b in piece {
-            carry[held] = *b;
-            held += 1;
-            if held == 4 {
-                sum = sum.saturating_add(u64::from(u32::from_le_bytes(carry)));
-                held = 0;
-            }
-        }
-    });
-    if src.u32le(22 + table) != Some(crc.finalize()) {
+    let Some((crc, sum)) = read_table(&src, table) else {
+        return Some(Verdict::partial(
+            22,
+            "another TTA1 header inside the seek table",
+        ));
+    };
+    if src.u32le(22 + table) != Some(crc) {
         return Some(Verdict::partial(22, "seek table CRC fails"));
     }
     let end = 22 + table + 4 + sum;
@@ -73,6 +67,48 @@ pub fn validate(src: Src) -> Option<Verdict> {
         end,
         format!("TTA1: {frames} frames, seek table CRC holds"),
     ))
+}
+
+/// The seek table's CRC and the sum of its entries; `None` when another
+/// `TTA1` signature lies inside it (a seek table holds frame sizes: a
+/// header there is another file's, and stopping there keeps the tables the
+/// candidates read from overlapping, so the reads stay linear in the image).
+fn read_table(src: &Src, table: u64) -> Option<(u32, u64)> {
+    const PIECE: usize = 64 << 10;
+    let (mut crc, mut sum) = (crc32fast::Hasher::new(), 0u64);
+    let (mut entry, mut held) = ([0u8; 4], 0usize);
+    let mut buf = vec![0u8; 3 + usize::try_from(table).map_or(PIECE, |t| t.min(PIECE))];
+    let (mut kept, mut at) = (0usize, 0u64);
+    while at < table {
+        // Pieces of 512 bytes first, doubling: a candidate reads about as
+        // far as the next signature.
+        let step = usize::try_from(at.clamp(512, PIECE as u64)).unwrap_or(PIECE);
+        let room = (buf.len() - kept).min(step);
+        let want = usize::try_from(table - at).map_or(room, |w| w.min(room));
+        let got = src.read(22 + at, &mut buf[kept..kept + want]);
+        if got == 0 {
+            break;
+        }
+        let piece = &buf[..kept + got];
+        if memchr::memmem::find(piece, b"TTA1").is_some() {
+            return None;
+        }
+        crc.update(&piece[kept..]);
+        for b in &piece[kept..] {
+            entry[held] = *b;
+            held += 1;
+            if held == 4 {
+                sum = sum.saturating_add(u64::from(u32::from_le_bytes(entry)));
+                held = 0;
+            }
+        }
+        at += got as u64;
+        let keep = piece.len().min(3);
+        let tail = piece.len() - keep;
+        buf.copy_within(tail..tail + keep, 0);
+        kept = keep;
+    }
+    Some((crc.finalize(), sum))
 }
 
 #[cfg(test)]

@@ -35,6 +35,8 @@ use super::read::Src;
 /// and high-rate blocks a few times that).
 const MAX_BLOCK: u64 = 4 << 20;
 const INITIAL: u32 = 0x800;
+/// Stretches of no samples accepted per file.
+const MAX_EMPTY: u32 = 16;
 const FINAL: u32 = 0x1000;
 
 /// A block header: (block length, total samples (None: unknown), block
@@ -68,6 +70,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
         return None;
     }
     let (mut p, mut sum, mut last_flags, mut blocks) = (0u64, 0u64, 0u32, 0u64);
+    let mut empty = 0u32;
     loop {
         let (size, t, idx, samples, flags) = match header(&src, p) {
             Ok(b) => b,
@@ -82,6 +85,12 @@ pub fn validate(src: Src) -> Option<Verdict> {
         total = total.or(t);
         if flags & INITIAL != 0 {
             sum = sum.saturating_add(samples);
+            // Blocks of no samples (metadata only) come one or two a
+            // file; more would let every header walk the same stretch.
+            empty += u32::from(samples == 0);
+            if empty > MAX_EMPTY {
+                break;
+            }
         }
         if p + size > src.len() {
             return Some(Verdict::partial(src.len(), src.cut_note()));
