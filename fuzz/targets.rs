@@ -43,6 +43,8 @@ validator_targets! {
     "bzip2" => v_bzip2, "jp2" => v_jp2, "j2k" => v_j2k,
     "ttf" => v_ttf, "ttc" => v_ttc, "woff" => v_woff, "woff2" => v_woff2,
     "ico" => v_ico, "icns" => v_icns,
+    "aiff" => v_aiff, "dff" => v_dff, "ape" => v_ape, "wavpack" => v_wavpack, "midi" => v_midi,
+    "dsf" => v_dsf, "au" => v_au, "caf" => v_caf, "tta" => v_tta, "mpc" => v_mpc,
 }
 
 const OTHER_TARGETS: &[Target] = &[

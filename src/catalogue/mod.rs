@@ -316,7 +316,8 @@ mod tests {
         for name in [
             "jpeg", "png", "gif", "bmp", "tiff", "webp", "pdf", "zip", "rar4", "rar5", "7z",
             "gzip", "bzip2", "xz", "elf", "pe", "sqlite", "ole2", "mp3", "mp4", "avi", "wav",
-            "ogg", "flac", "mkv", "rtf", "ps", "html", "xml", "pst", "evtx", "regf", "lnk",
+            "ogg", "flac", "mkv", "rtf", "ps", "html", "xml", "pst", "evtx", "regf", "lnk", "aiff",
+            "dff", "ape", "wavpack", "midi", "dsf", "au", "caf", "tta", "mpc",
         ] {
             assert!(
                 c.types.iter().any(|t| t.name == name),

@@ -14,7 +14,8 @@
 //! format (`jpeg`, `png`, `gif`, `bmp`, `tiff`, `pdf`, `zip`, `sqlite`,
 //! `ole2`, `riff`, `mp4`, `mpeg`, `mp3`, `ogg`, `flac`, `mkv`, `asf`, `gzip`, `elf`, `pe`,
 //! `text`, `macho`, `qcow`, `vmdk`, `evtx`, `regf`, `lnk`, `kdbx`, `sevenz` (7z), `rar`
-//! (rar4, rar5), `xz`, `cab`, `tar`, `bzip2`), each
+//! (rar4, rar5), `xz`, `cab`, `tar`, `bzip2`; audio: `iff` (AIFF, DSDIFF),
+//! `ape`, `wavpack`, `midi`, `dsf`, `au`, `caf`, `tta`, `mpc`), each
 //! documenting its structure, checks and verdicts. Shared conventions:
 //!
 //! * a validator sees the image through [`read::Src`], the window
@@ -331,6 +332,16 @@ pub mod vmdk;
 pub mod xz;
 pub mod zip;
 
+pub mod ape;
+pub mod au;
+pub mod caf;
+pub mod dsf;
+pub mod iff;
+pub mod midi;
+pub mod mpc;
+pub mod tta;
+pub mod wavpack;
+
 use read::Src;
 
 /// A validator: walks the structure in the window `src` (offsets relative to
@@ -386,6 +397,16 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("woff2", font::validate_woff2),
     ("ico", icon::validate_ico),
     ("icns", icon::validate_icns),
+    ("aiff", iff::validate_aiff),
+    ("dff", iff::validate_dff),
+    ("ape", ape::validate),
+    ("wavpack", wavpack::validate),
+    ("midi", midi::validate),
+    ("dsf", dsf::validate),
+    ("au", au::validate),
+    ("caf", caf::validate),
+    ("tta", tta::validate),
+    ("mpc", mpc::validate),
 ];
 
 /// True for the validators whose `Complete` verdict checks the file's
@@ -415,7 +436,8 @@ pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
     "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "markup", "psd",
     "macho", "qcow", "vmdk", "evtx", "regf", "pst", "lnk", "kdbx", "7z", "rar5", "rar4", "xz",
-    "cab", "tar", "bzip2", "jp2", "j2k", "ttf", "ttc", "woff", "woff2", "ico", "icns",
+    "cab", "tar", "bzip2", "jp2", "j2k", "ttf", "ttc", "woff", "woff2", "ico", "icns", "aiff",
+    "dff", "ape", "wavpack", "midi", "dsf", "au", "caf", "tta", "mpc",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -841,6 +863,33 @@ mod props {
             &[b"\x00\x00\x01\x00\x01\x00", b"\x00\x00\x02\x00\x01\x00"],
         ),
         ("icns", &[b"icns"]),
+        (
+            "aiff",
+            &[b"FORM\x00\x00\x01\x00AIFF", b"FORM\x00\x00\x01\x00AIFCFVER"],
+        ),
+        ("dff", &[b"FRM8\x00\x00\x00\x00\x00\x00\x01\x00DSD FVER"]),
+        (
+            "ape",
+            &[b"MAC \x96\x0f\x00\x00\x34\x00\x00\x00", b"MAC \x78\x0f"],
+        ),
+        ("wavpack", &[b"wvpk\x00\x01\x00\x00\x10\x04\x00\x00"]),
+        ("midi", &[b"MThd\x00\x00\x00\x06\x00\x01\x00\x02"]),
+        ("dsf", &[b"DSD \x1c\x00\x00\x00\x00\x00\x00\x00"]),
+        ("au", &[b".snd\x00\x00\x00\x18"]),
+        (
+            "caf",
+            &[b"caff\x00\x01\x00\x00desc\x00\x00\x00\x00\x00\x00\x00\x20"],
+        ),
+        ("tta", &[b"TTA1\x01\x00\x02\x00\x10\x00"]),
+        (
+            "mpc",
+            &[
+                b"MPCK",
+                b"MPCKSH\x0e",
+                b"MP+\x07",
+                b"MP+\x17\x02\x00\x00\x00",
+            ],
+        ),
     ];
 
     fn seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -888,6 +937,18 @@ mod props {
             ("woff2", font::tests::woff2_seed()),
             ("ico", icon::tests::seed()),
             ("icns", icon::tests::icns_seed()),
+            ("aiff", iff::tests::seed()),
+            ("aiff", iff::tests::aiff(true, 5)),
+            ("dff", iff::tests::dff(20)),
+            ("ape", ape::tests::seed()),
+            ("wavpack", wavpack::tests::seed()),
+            ("midi", midi::tests::seed()),
+            ("dsf", dsf::tests::seed()),
+            ("au", au::tests::seed()),
+            ("caf", caf::tests::seed()),
+            ("tta", tta::tests::seed()),
+            ("mpc", mpc::tests::seed()),
+            ("mpc", mpc::tests::sv7(&[300, 200, 90])),
         ]
     }
 

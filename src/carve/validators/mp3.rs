@@ -315,6 +315,43 @@ pub fn validate(src: Src) -> Option<Verdict> {
     Some(v)
 }
 
+/// The tags appended after another format's audio ending at `at` (ID3v1,
+/// APEv2, Lyrics3, ID3v2, in any order, at most four): their total length
+/// and names, or `None` when the window ends inside one. For the audio
+/// formats whose taggers append these (Monkey's Audio, WavPack, TTA,
+/// Musepack, AIFF...).
+pub(super) fn trailing_tags(src: &Src, at: u64) -> Option<(u64, Vec<&'static str>)> {
+    let mut len = 0u64;
+    let mut names = Vec::new();
+    for _ in 0..4 {
+        match trailer(src, at + len) {
+            Trailer::None => break,
+            Trailer::Cut => return None,
+            Trailer::Tag(n, what) => {
+                len += n;
+                names.push(what);
+            }
+        }
+    }
+    Some((len, names))
+}
+
+/// A `Complete` verdict for audio that ends at `end`, with the tags
+/// appended after it ([`trailing_tags`]) included; `Partial` when the window
+/// ends inside a tag.
+pub(super) fn complete_with_tags(src: &Src, end: u64, note: String) -> Verdict {
+    match trailing_tags(src, end) {
+        None => Verdict::partial(src.len(), src.cut_note()),
+        Some((n, names)) => {
+            let mut v = Verdict::complete(end + n).with_note(note);
+            for w in names {
+                v = v.with_note(w);
+            }
+            v
+        }
+    }
+}
+
 /// A tag after the audio frames.
 enum Trailer {
     None,
