@@ -43,6 +43,8 @@ validator_targets! {
     "bzip2" => v_bzip2, "jp2" => v_jp2, "j2k" => v_j2k,
     "ttf" => v_ttf, "ttc" => v_ttc, "woff" => v_woff, "woff2" => v_woff2,
     "ico" => v_ico, "icns" => v_icns,
+    "flv" => v_flv, "emf" => v_emf, "wmf" => v_wmf, "swf" => v_swf,
+    "djvu" => v_djvu,
 }
 
 const OTHER_TARGETS: &[Target] = &[
