@@ -515,17 +515,19 @@ fn new_types_from_test_suites_and_writers() {
 /// flvmux, puremagic's and hachoir's test files; EMF from Pillow's test
 /// suite, python-pptx (Office templates, a test picture) and hachoir; WMF
 /// (placeable and not) from Pillow and hachoir and python-pptx; SWF from
-/// ffmpeg's muxer, hachoir (FWS) and puremagic (CWS) (`generate.sh`).
+/// ffmpeg's muxer, hachoir (FWS) and puremagic (CWS); DjVu written here by
+/// djvulibre's c44, cjb2, cpaldjvu, djvm and djvused (`generate.sh`).
 /// Not exact: hachoir's breakdance.flv (cut: BROKEN.tsv) and python-pptx's
 /// CVS_LOGO.WMF (46 bytes of padding after its META_EOF).
 #[test]
 fn flash_and_metafiles_from_test_suites_and_writers() {
     let c = plant_and_carve("newtypes2", 0x6e65_7774_0000_0002);
-    assert_eq!(c.files.len(), 26);
+    assert_eq!(c.files.len(), 33);
     c.check(&[
         ("flv", 11), // PhotoRec ?
         ("emf", 5),  // PhotoRec ?
         ("wmf", 3),  // PhotoRec ?
         ("swf", 5),  // PhotoRec ?
+        ("djvu", 7), // PhotoRec ?
     ]);
 }

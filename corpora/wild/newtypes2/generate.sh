@@ -23,3 +23,44 @@ gst flvmux name=m streamable=true ! filesink location=gen-gst-flvmux-streamable.
 f $V -c:v flv1 -an -t 1 gen-ffmpeg-video.swf
 f $V $A -c:v flv1 -c:a libmp3lame -ar 22050 -t 1 gen-ffmpeg-video-mp3.swf
 f $V -c:v mjpeg -an -t 1 gen-ffmpeg-mjpeg.swf
+# --- DjVu: djvulibre 3.5.28 (Debian 12 djvulibre-bin) of synthetic pictures ---
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+python3 - "$T" <<'PY'
+import random, sys, math
+random.seed(36)
+d = sys.argv[1]
+def ppm(w, h, name):
+    px = bytearray()
+    for y in range(h):
+        for x in range(w):
+            r = math.hypot(x - w / 2, y - h / 3)
+            for v in (x * 255 // (w - 1), y * 255 // (h - 1), 200 if r < min(w, h) / 4 else 40):
+                px.append(max(0, min(255, v + random.randint(-12, 12))))
+    open(f"{d}/{name}", "wb").write(b"P6\n%d %d\n255\n" % (w, h) + px)
+def pbm(w, h, name):
+    rows = bytearray()
+    for y in range(h):
+        bits, row = 0, bytearray()
+        for x in range(w):
+            on = ((x // 8 + y // 8) % 2 == 0) ^ (math.hypot(x - w / 2, y - h / 2) < min(w, h) / 3)
+            bits = (bits << 1) | on
+            if x % 8 == 7:
+                row.append(bits)
+                bits = 0
+        if w % 8:
+            row.append(bits << (8 - w % 8))
+        rows += row
+    open(f"{d}/{name}", "wb").write(b"P4\n%d %d\n" % (w, h) + rows)
+ppm(200, 150, "rgb.ppm"); ppm(97, 61, "small.ppm"); pbm(300, 200, "bw.pbm"); pbm(123, 77, "bw2.pbm")
+PY
+c44 "$T/rgb.ppm" gen-djvulibre-c44.djvu
+c44 -slice 74,89,99 "$T/small.ppm" gen-djvulibre-c44-slices.djvu
+cjb2 "$T/bw.pbm" gen-djvulibre-cjb2.djvu
+cjb2 -lossy "$T/bw2.pbm" gen-djvulibre-cjb2-lossy.djvu
+cpaldjvu -colors 8 "$T/rgb.ppm" gen-djvulibre-cpaldjvu.djvu
+djvm -c gen-djvulibre-djvm-bundle.djvu gen-djvulibre-c44.djvu gen-djvulibre-cjb2.djvu gen-djvulibre-cpaldjvu.djvu
+cp gen-djvulibre-cjb2.djvu gen-djvulibre-djvused-annotated.djvu
+printf '(background #ffffff)\n(zoom page)\n' > "$T/ant"
+printf '(page 0 0 300 200 "gpucarve corpus")\n' > "$T/txt"
+djvused -s -e "select 1; set-ant $T/ant; set-txt $T/txt" gen-djvulibre-djvused-annotated.djvu
