@@ -524,10 +524,10 @@ fn flash_and_metafiles_from_test_suites_and_writers() {
     let c = plant_and_carve("newtypes2", 0x6e65_7774_0000_0002);
     assert_eq!(c.files.len(), 33);
     c.check(&[
-        ("flv", 11), // PhotoRec ?
-        ("emf", 5),  // PhotoRec ?
-        ("wmf", 3),  // PhotoRec ?
-        ("swf", 5),  // PhotoRec ?
-        ("djvu", 7), // PhotoRec ?
+        ("flv", 11), // PhotoRec 11
+        ("emf", 5),  // PhotoRec 5
+        ("wmf", 3),  // PhotoRec 1
+        ("swf", 5),  // PhotoRec 3
+        ("djvu", 7), // PhotoRec 7
     ]);
 }
