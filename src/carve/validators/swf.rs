@@ -233,4 +233,20 @@ pub(crate) mod tests {
         z[8] = 0x77;
         assert!(run("swf", &z).is_none());
     }
+
+    #[test]
+    fn zws_is_unvalidated_to_its_declared_size() {
+        // Header, FileLength 1000, LZMA size 40, LZMA properties, data.
+        let mut d = b"ZWS\x0D".to_vec();
+        d.extend_from_slice(&1000u32.to_le_bytes());
+        d.extend_from_slice(&40u32.to_le_bytes());
+        d.extend_from_slice(&[0x5D, 0, 0, 0x10, 0]);
+        d.extend((0..40).map(|i| (i * 77) as u8));
+        let mut img = d.clone();
+        img.extend_from_slice(&[0; 100]);
+        let v = run("swf", &img).unwrap();
+        assert_eq!((v.status, v.length), (Status::Unvalidated, d.len() as u64));
+        assert_eq!(v.subtype.as_deref(), Some("zws"));
+        assert_eq!(run("swf", &d[..40]).unwrap().status, Status::Partial);
+    }
 }
