@@ -45,6 +45,8 @@ validator_targets! {
     "ico" => v_ico, "icns" => v_icns,
     "aiff" => v_aiff, "dff" => v_dff, "ape" => v_ape, "wavpack" => v_wavpack, "midi" => v_midi,
     "dsf" => v_dsf, "au" => v_au, "caf" => v_caf, "tta" => v_tta, "mpc" => v_mpc,
+    "flv" => v_flv, "emf" => v_emf, "wmf" => v_wmf, "swf" => v_swf,
+    "djvu" => v_djvu,
 }
 
 const OTHER_TARGETS: &[Target] = &[

@@ -572,3 +572,25 @@ fn audio_formats_from_taggers_test_suites_and_writers() {
         ("mpc", 2),      // PhotoRec 0
     ]);
 }
+
+/// `corpora/wild/newtypes2`: FLV from ffmpeg's muxer (H.264/AAC, Sorenson
+/// Spark/MP3, audio only, keyframe index, no metadata, piped), GStreamer's
+/// flvmux, puremagic's and hachoir's test files; EMF from Pillow's test
+/// suite, python-pptx (Office templates, a test picture) and hachoir; WMF
+/// (placeable and not) from Pillow and hachoir and python-pptx; SWF from
+/// ffmpeg's muxer, hachoir (FWS) and puremagic (CWS); DjVu written here by
+/// djvulibre's c44, cjb2, cpaldjvu, djvm and djvused (`generate.sh`).
+/// Not exact: hachoir's breakdance.flv (cut: BROKEN.tsv) and python-pptx's
+/// CVS_LOGO.WMF (46 bytes of padding after its META_EOF).
+#[test]
+fn flash_and_metafiles_from_test_suites_and_writers() {
+    let c = plant_and_carve("newtypes2", 0x6e65_7774_0000_0002);
+    assert_eq!(c.files.len(), 33);
+    c.check(&[
+        ("flv", 11), // PhotoRec 11
+        ("emf", 5),  // PhotoRec 5
+        ("wmf", 3),  // PhotoRec 1
+        ("swf", 5),  // PhotoRec 3
+        ("djvu", 7), // PhotoRec 7
+    ]);
+}

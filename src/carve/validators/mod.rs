@@ -294,9 +294,11 @@ pub mod asf;
 pub mod bmp;
 pub mod bzip2;
 pub mod cab;
+pub mod djvu;
 pub mod elf;
 pub mod evtx;
 pub mod flac;
+pub mod flv;
 pub mod font;
 pub mod gif;
 pub mod gzip;
@@ -308,6 +310,7 @@ pub mod lnk;
 pub mod macho;
 pub mod markup;
 pub mod markup_close;
+pub mod metafile;
 pub mod mkv;
 pub mod mp3;
 pub mod mp4;
@@ -325,6 +328,7 @@ pub mod regf;
 pub mod riff;
 pub mod sevenz;
 pub mod sqlite;
+pub mod swf;
 pub mod tar;
 pub mod text;
 pub mod tiff;
@@ -397,6 +401,11 @@ const TABLE: &[(&str, ValidatorFn)] = &[
     ("woff2", font::validate_woff2),
     ("ico", icon::validate_ico),
     ("icns", icon::validate_icns),
+    ("flv", flv::validate),
+    ("emf", metafile::validate_emf),
+    ("wmf", metafile::validate_wmf),
+    ("swf", swf::validate),
+    ("djvu", djvu::validate),
     ("aiff", iff::validate_aiff),
     ("dff", iff::validate_dff),
     ("ape", ape::validate),
@@ -436,8 +445,9 @@ pub const VALIDATORS: &[&str] = &[
     "jpeg", "png", "gif", "bmp", "tiff", "pdf", "zip", "sqlite", "ole2", "riff", "mp4", "mpeg",
     "mp3", "mpa", "ogg", "flac", "mkv", "asf", "gzip", "elf", "pe", "text", "markup", "psd",
     "macho", "qcow", "vmdk", "evtx", "regf", "pst", "lnk", "kdbx", "7z", "rar5", "rar4", "xz",
-    "cab", "tar", "bzip2", "jp2", "j2k", "ttf", "ttc", "woff", "woff2", "ico", "icns", "aiff",
-    "dff", "ape", "wavpack", "midi", "dsf", "au", "caf", "tta", "mpc",
+    "cab", "tar", "bzip2", "jp2", "j2k", "ttf", "ttc", "woff", "woff2", "ico", "icns", "flv",
+    "emf", "wmf", "swf", "djvu", "aiff", "dff", "ape", "wavpack", "midi", "dsf", "au", "caf",
+    "tta", "mpc",
 ];
 
 /// Every validator a catalogue names exists: a misspelt name would refuse
@@ -863,6 +873,17 @@ mod props {
             &[b"\x00\x00\x01\x00\x01\x00", b"\x00\x00\x02\x00\x01\x00"],
         ),
         ("icns", &[b"icns"]),
+        ("flv", &[b"FLV\x01\x05\x00\x00\x00\x09"]),
+        ("emf", &[b"\x01\x00\x00\x00"]),
+        (
+            "wmf",
+            &[b"\xD7\xCD\xC6\x9A\x00\x00", b"\x01\x00\x09\x00\x00\x03"],
+        ),
+        (
+            "swf",
+            &[b"FWS\x0A", b"CWS\x0A\x00\x01\x00\x00\x78\x9C", b"ZWS\x0D"],
+        ),
+        ("djvu", &[b"AT&TFORM\x00\x00\x01\x00DJVUINFO"]),
         (
             "aiff",
             &[b"FORM\x00\x00\x01\x00AIFF", b"FORM\x00\x00\x01\x00AIFCFVER"],
@@ -937,6 +958,12 @@ mod props {
             ("woff2", font::tests::woff2_seed()),
             ("ico", icon::tests::seed()),
             ("icns", icon::tests::icns_seed()),
+            ("flv", flv::tests::seed()),
+            ("emf", metafile::tests::seed()),
+            ("wmf", metafile::tests::wmf_seed()),
+            ("swf", swf::tests::seed()),
+            ("swf", swf::tests::cws_seed()),
+            ("djvu", djvu::tests::seed()),
             ("aiff", iff::tests::seed()),
             ("aiff", iff::tests::aiff(true, 5)),
             ("dff", iff::tests::dff(20)),
