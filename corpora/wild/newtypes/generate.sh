@@ -118,8 +118,8 @@ base.save("gen-pillow-sizes.ico", sizes=[(16, 16), (32, 32), (48, 48), (256, 256
 base.save("gen-pillow-bmp.ico", sizes=[(16, 16), (32, 32)], bitmap_format="bmp")
 Image.open(f"{d}/icon512.png").save("gen-pillow.icns")
 PY
-convert "$T/icon48.png" gen-imagemagick-48.ico
-convert "$T/icon256.png" -define icon:auto-resize=64,48,32,16 gen-imagemagick-auto-resize.ico
-convert "$T/icon16.png" -colors 16 -type Palette BMP3:"$T/p16.bmp" && convert "$T/p16.bmp" gen-imagemagick-palette16.ico
+convert-im6.q16 "$T/icon48.png" gen-imagemagick-48.ico
+convert-im6.q16 "$T/icon256.png" -define icon:auto-resize=64,48,32,16 gen-imagemagick-auto-resize.ico
+convert-im6.q16 "$T/icon16.png" -colors 16 -type Palette BMP3:"$T/p16.bmp" && convert-im6.q16 "$T/p16.bmp" gen-imagemagick-palette16.ico
 png2icns gen-png2icns-three.icns "$T/icon16.png" "$T/icon32.png" "$T/icon128.png" >/dev/null
 png2icns gen-png2icns-512.icns "$T/icon512.png" >/dev/null
