@@ -485,3 +485,25 @@ fn thin_types_from_test_suites_and_writers() {
         ("psd", 19),    // PhotoRec 0
     ]);
 }
+
+/// Media and disk-image files from more writers (`thin2-media/`): Matroska
+/// and WebM by ffmpeg, mkvmerge and GStreamer; ASF by ffmpeg and
+/// GStreamer; AVI and MPEG program streams by GStreamer and MEncoder; WebP
+/// by libwebp's tools, ImageMagick and ffmpeg; VMDK by Bochs' bximage;
+/// qcow2 by imago, qcow2-rs and qemu 2.x (the crate qcow2's test image);
+/// CAB edge cases by gcab.
+#[test]
+fn media_and_disk_images_from_more_writers() {
+    let c = plant_and_carve("thin2-media", 0x6d65_6469_6100_0001);
+    assert_eq!(c.files.len(), 61);
+    c.check(&[
+        ("mkv", 0),
+        ("asf", 0),
+        ("avi", 0),
+        ("mpeg", 0),
+        ("webp", 0),
+        ("qcow", 0),
+        ("vmdk", 0),
+        ("cab", 0),
+    ]);
+}
