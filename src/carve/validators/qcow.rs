@@ -315,24 +315,10 @@ fn v2(src: Src) -> Option<Verdict> {
     }
     // Header extensions (version 3, and version 2 images may carry them):
     // the bitmaps extension is the one that points at more structures.
-    let mut bitmaps: Option<(u32, u64, u64)> = None;
-    let mut at = header_len;
-    let mut feature_table = false;
-    while at + 8 <= cs {
-        if !src.has(at, 8) {
-            return cut(&src);
-        }
-        let ty = src.u32be(at)?;
-        let len = u64::from(src.u32be(at + 4)?);
-        if ty == 0 {
-            break;
-        }
-        feature_table |= ty == 0x6803_F857;
-        if ty == 0x2385_2875 && len >= 24 {
-            bitmaps = Some((src.u32be(at + 8)?, src.u64be(at + 16)?, src.u64be(at + 24)?));
-        }
-        at = at + 8 + len.next_multiple_of(8);
-    }
+    let (bitmaps, feature_table) = match extensions(&src, header_len, cs) {
+        Ok(e) => e,
+        Err(v) => return v,
+    };
     // The refcount table and the last cluster in use.
     let last_used =
         match last_used_cluster(&src, (rt_off, rt_clusters), cs, refcount_order, &mut ends) {
@@ -424,6 +410,41 @@ fn v2(src: Src) -> Option<Verdict> {
     let mut v = Verdict::complete(end);
     v.subtype = Some("qcow2".to_string());
     Some(v)
+}
+
+/// A bitmaps extension's (count, directory size, directory offset).
+type Bitmaps = Option<(u32, u64, u64)>;
+
+/// The header extensions from `header_len` to the end marker (inside the
+/// first cluster): the bitmaps extension's (count, directory size, offset)
+/// and whether a feature name table is among them; `Err` with the verdict
+/// when the window ends inside them or an entry is unreadable.
+fn extensions(src: &Src, header_len: u64, cs: u64) -> Result<(Bitmaps, bool), Option<Verdict>> {
+    let mut bitmaps = None;
+    let mut feature_table = false;
+    let mut at = header_len;
+    while at + 8 <= cs {
+        if !src.has(at, 8) {
+            return Err(cut(src));
+        }
+        let (Some(ty), Some(len)) = (src.u32be(at), src.u32be(at + 4)) else {
+            return Err(None);
+        };
+        if ty == 0 {
+            break;
+        }
+        feature_table |= ty == 0x6803_F857;
+        if ty == 0x2385_2875 && len >= 24 {
+            let (Some(n), Some(size), Some(off)) =
+                (src.u32be(at + 8), src.u64be(at + 16), src.u64be(at + 24))
+            else {
+                return Err(None);
+            };
+            bitmaps = Some((n, size, off));
+        }
+        at = at + 8 + u64::from(len).next_multiple_of(8);
+    }
+    Ok((bitmaps, feature_table))
 }
 
 /// `end` (inside the window) moved to the end of its 512-byte block when the
