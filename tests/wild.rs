@@ -594,3 +594,26 @@ fn flash_and_metafiles_from_test_suites_and_writers() {
         ("djvu", 7), // PhotoRec 7
     ]);
 }
+
+/// Media and disk-image files from more writers (`thin2-media/`): Matroska
+/// and WebM by ffmpeg, mkvmerge and GStreamer; ASF by ffmpeg and
+/// GStreamer; AVI and MPEG program streams by GStreamer and MEncoder; WebP
+/// by libwebp's tools, ImageMagick and ffmpeg; VMDK by Bochs' bximage;
+/// qcow2 by imago, qcow2-rs and qemu 2.x (the crate qcow2's test image);
+/// CAB edge cases by gcab. Floors: what was exact on 2026-11-29 (all 61),
+/// PhotoRec 7.1 on the same image (paranoid, everything) beside each.
+#[test]
+fn media_and_disk_images_from_more_writers() {
+    let c = plant_and_carve("thin2-media", 0x6d65_6469_6100_0001);
+    assert_eq!(c.files.len(), 61);
+    c.check(&[
+        ("mkv", 18),  // PhotoRec 16
+        ("asf", 9),   // PhotoRec 7
+        ("avi", 4),   // PhotoRec 4
+        ("mpeg", 6),  // PhotoRec 3
+        ("webp", 12), // PhotoRec 12
+        ("qcow", 7),  // PhotoRec 0
+        ("vmdk", 3),  // PhotoRec 0
+        ("cab", 2),   // PhotoRec 2
+    ]);
+}

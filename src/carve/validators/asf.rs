@@ -14,8 +14,11 @@
 //! before it: it is searched for in the 64 KiB after the header, up to the
 //! next Header Object, and a note says so); when the File Properties give a fixed packet size, the Data
 //! Object's size is 50 + packets × that size and every packet starts with
-//! the same error-correction byte as the first; then the index objects are
-//! walked by their sizes.
+//! the same error-correction byte as the first (a broadcast file, written
+//! as a stream, may leave the Data Object at its bare 50 bytes and no
+//! packet count: its packets are then walked while they start with the
+//! first one's two bytes); then the index objects are walked by their
+//! sizes.
 //!
 //! * `None`: no Header Object of sane size, or its children do not add up.
 //! * `Complete`: header, Data Object and index objects as above; length =
@@ -101,6 +104,26 @@ fn object(src: &Src, pos: u64) -> Option<([u8; 16], u64)> {
     Some((src.bytes::<16>(pos)?, src.u64le(pos + 16)?))
 }
 
+/// The packets of `size` bytes from `from` that start with the first one's
+/// two bytes (its error correction or length type flags and the byte after
+/// them), walked to the first that does not (at least the first is
+/// counted); `Err` when the window ends inside one. Bounded by the window:
+/// each step moves `size` >= 32 bytes.
+fn broadcast_packets(src: &Src, from: u64, size: u64) -> Result<u64, ()> {
+    let Some(first) = src.bytes::<2>(from) else {
+        return Err(());
+    };
+    let (mut at, mut n) = (from, 0u64);
+    while src.bytes::<2>(at) == Some(first) {
+        if at + size > src.len() {
+            return Err(());
+        }
+        at += size;
+        n += 1;
+    }
+    Ok(n)
+}
+
 pub fn validate(src: Src) -> Option<Verdict> {
     let (g, hsize) = object(&src, 0)?;
     if g != HEADER || !(30..=64 << 20).contains(&hsize) || src.bytes::<2>(28)? != [1, 2] {
@@ -171,9 +194,23 @@ pub fn validate(src: Src) -> Option<Verdict> {
         Some(p) => p,
         None => return cut(),
     };
-    let data_end = data_at.checked_add(dsize);
     let bad =
         |why: &str| Some(Verdict::partial(data_at, why.to_string()).with_subtype(Some("asf")));
+    // A broadcast writer (streaming, no seek back) leaves the Data Object at
+    // its bare 50 bytes and no packet count: its packets are walked.
+    let dsize = match packet {
+        Some(p) if broadcast && packets == 0 && dsize == 50 => {
+            match broadcast_packets(&src, data_at + 50, p) {
+                Ok(n) => {
+                    notes.push(format!("broadcast: {n} packets walked"));
+                    50 + n * p
+                }
+                Err(()) => return cut(),
+            }
+        }
+        _ => dsize,
+    };
+    let data_end = data_at.checked_add(dsize);
     let Some(data_end) = data_end.filter(|_| dsize >= 50) else {
         return bad("data object of impossible size");
     };
@@ -319,5 +356,62 @@ pub(crate) mod tests {
         )
         .unwrap();
         assert_eq!(v.status, Status::Partial);
+    }
+
+    /// `sample` as a broadcast writer leaves it: the Broadcast flag set, a
+    /// bare 50-byte Data Object and no packet count, packets after it.
+    fn broadcast(f: &[u8]) -> Vec<u8> {
+        let mut f = f.to_vec();
+        let props = f.windows(16).position(|w| w == FILE_PROPERTIES).unwrap();
+        f[props + 88] |= 1;
+        let d = f.windows(16).position(|w| w == DATA).unwrap();
+        f[d + 16..d + 24].copy_from_slice(&50u64.to_le_bytes());
+        f[d + 40..d + 48].copy_from_slice(&0u64.to_le_bytes());
+        // Error correction data as writers leave it: zero in every packet.
+        for k in 0..3 {
+            f[d + 51 + k * 64] = 0;
+        }
+        f
+    }
+
+    #[test]
+    fn broadcast_packets_are_walked() {
+        let f = broadcast(&seed());
+        let d = f.windows(16).position(|w| w == DATA).unwrap();
+        let mut img = f.clone();
+        img.extend_from_slice(&[0x55; 200]);
+        let v = run("asf", &img).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, f.len() as u64));
+        assert!(v.notes.iter().any(|n| n.contains("3 packets walked")));
+        // Packets without error correction data: the first two bytes are
+        // the length type and property flags.
+        let mut g = f.clone();
+        for k in 0..3 {
+            g[d + 50 + k * 64..][..2].copy_from_slice(&[0x51, 0x5d]);
+        }
+        g.extend_from_slice(&[0x51, 0x00, 0x5d]);
+        let v = run("asf", &g).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, f.len() as u64));
+        // A last packet cut by the window; no packet at all.
+        let mut cut = f.clone();
+        cut.extend_from_slice(&[0x82, 0]);
+        assert_eq!(run("asf", &cut).unwrap().status, Status::Partial);
+        let v = run("asf", &f[..d + 51]).unwrap();
+        assert_eq!(v.status, Status::Partial);
+        // A packet unlike the first ends the walk.
+        let mut two = f.clone();
+        two[d + 50 + 2 * 64] = 0x11;
+        let v = run("asf", &two).unwrap();
+        assert_eq!(
+            (v.status, v.length),
+            (Status::Complete, (d + 50 + 128) as u64)
+        );
+        // Without the Broadcast flag, the sizes are taken as written: a Data
+        // Object of no packet, the packets after it not walked.
+        let props = f.windows(16).position(|w| w == FILE_PROPERTIES).unwrap();
+        let mut plain = f.clone();
+        plain[props + 88] &= !1;
+        let v = run("asf", &plain).unwrap();
+        assert_eq!(v.length, (d + 50) as u64);
     }
 }

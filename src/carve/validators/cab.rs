@@ -11,7 +11,8 @@
 //! each folder's `CFDATA` blocks from `coffCabStart` (`csum` u32, `cbData`
 //! u16, `cbUncomp` u16, reserve, `cbData` bytes).
 //!
-//! Checks: version 1.3; offsets inside the cabinet; every folder's data
+//! Checks: version 1.3; offsets inside the cabinet (a folder of no data
+//! block, whose files are all empty, may start at its end); every folder's data
 //! blocks walked (each at most 61,440 bytes of data and 32,768 uncompressed)
 //! and the last block of the last folder ending exactly at `cbCabinet`.
 //!
@@ -66,7 +67,9 @@ pub fn validate(src: Src) -> Option<Verdict> {
         p += 8 + res_folder;
         let mut q = u64::from(u32::from_le_bytes([f[0], f[1], f[2], f[3]]));
         let blocks = u16::from_le_bytes([f[4], f[5]]);
-        if q < p || q >= size || f[6] & 0xF0 != 0 {
+        // A folder of no data block (its files all empty) starts at the
+        // cabinet's end.
+        if q < p || q > size || (q == size && blocks > 0) || f[6] & 0xF0 != 0 {
             return None;
         }
         for _ in 0..blocks {
@@ -164,5 +167,21 @@ pub(crate) mod tests {
         f[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
         let v = run("cab", &f).unwrap();
         assert_eq!((v.status, v.length), (Status::Partial, f.len() as u64));
+    }
+
+    /// A cabinet whose only file is empty: its folder holds no data block
+    /// and starts at the cabinet's end.
+    #[test]
+    fn folder_of_no_block() {
+        let f = make(&[]);
+        assert_complete("cab", &f);
+        let mut g = f.clone();
+        g.extend_from_slice(b"MSCF after it");
+        let v = run("cab", &g).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, f.len() as u64));
+        // A folder that claims a block but starts at the end is refused.
+        let mut h = f.clone();
+        h[40] = 1;
+        assert!(run("cab", &h).is_none());
     }
 }

@@ -24,7 +24,10 @@
 //! its last allocated subcluster), the bitmap directory and bitmap tables),
 //! or at the cluster's end when none ends there (data clusters, L2 tables,
 //! refcount blocks are whole clusters). Measured on qemu-img 10.0's images:
-//! every one of the 17 variants in `corpora/wild/exec` ends there.
+//! every one of the 17 variants in `corpora/wild/exec` ends there, and so do
+//! imago's. A version 3 image with no feature name table (qcow2-rs, which
+//! writes its tables in whole 512-byte blocks) ends at the end of that
+//! 512-byte block when the bytes up to it are zero.
 //!
 //! Checked: magic and version, cluster size 512 B to 2 MiB, a known
 //! encryption method, only known incompatible feature bits, `refcount_order`
@@ -312,22 +315,10 @@ fn v2(src: Src) -> Option<Verdict> {
     }
     // Header extensions (version 3, and version 2 images may carry them):
     // the bitmaps extension is the one that points at more structures.
-    let mut bitmaps: Option<(u32, u64, u64)> = None;
-    let mut at = header_len;
-    while at + 8 <= cs {
-        if !src.has(at, 8) {
-            return cut(&src);
-        }
-        let ty = src.u32be(at)?;
-        let len = u64::from(src.u32be(at + 4)?);
-        if ty == 0 {
-            break;
-        }
-        if ty == 0x2385_2875 && len >= 24 {
-            bitmaps = Some((src.u32be(at + 8)?, src.u64be(at + 16)?, src.u64be(at + 24)?));
-        }
-        at = at + 8 + len.next_multiple_of(8);
-    }
+    let (bitmaps, feature_table) = match extensions(&src, header_len, cs) {
+        Ok(e) => e,
+        Err(v) => return v,
+    };
     // The refcount table and the last cluster in use.
     let last_used =
         match last_used_cluster(&src, (rt_off, rt_clusters), cs, refcount_order, &mut ends) {
@@ -413,9 +404,64 @@ fn v2(src: Src) -> Option<Verdict> {
     if end > src.len() {
         return cut(&src);
     }
+    if version == 3 && !feature_table {
+        end = block_padded(&src, end);
+    }
     let mut v = Verdict::complete(end);
     v.subtype = Some("qcow2".to_string());
     Some(v)
+}
+
+/// A bitmaps extension's (count, directory size, directory offset).
+type Bitmaps = Option<(u32, u64, u64)>;
+
+/// The header extensions from `header_len` to the end marker (inside the
+/// first cluster): the bitmaps extension's (count, directory size, offset)
+/// and whether a feature name table is among them; `Err` with the verdict
+/// when the window ends inside them or an entry is unreadable.
+fn extensions(src: &Src, header_len: u64, cs: u64) -> Result<(Bitmaps, bool), Option<Verdict>> {
+    let mut bitmaps = None;
+    let mut feature_table = false;
+    let mut at = header_len;
+    while at + 8 <= cs {
+        if !src.has(at, 8) {
+            return Err(cut(src));
+        }
+        let (Some(ty), Some(len)) = (src.u32be(at), src.u32be(at + 4)) else {
+            return Err(None);
+        };
+        if ty == 0 {
+            break;
+        }
+        feature_table |= ty == 0x6803_F857;
+        if ty == 0x2385_2875 && len >= 24 {
+            let (Some(n), Some(size), Some(off)) =
+                (src.u32be(at + 8), src.u64be(at + 16), src.u64be(at + 24))
+            else {
+                return Err(None);
+            };
+            bitmaps = Some((n, size, off));
+        }
+        at = at + 8 + u64::from(len).next_multiple_of(8);
+    }
+    Ok((bitmaps, feature_table))
+}
+
+/// `end` (inside the window) moved to the end of its 512-byte block when the
+/// bytes up to it are all zero. For version 3 images with no feature name
+/// table: QEMU (since 1.1) and imago write one and end the file at the
+/// table that ends last, while qcow2-rs writes none and writes its tables
+/// (the L1 table of an image too small for a whole cluster of L1 entries)
+/// in whole 512-byte blocks.
+fn block_padded(src: &Src, end: u64) -> u64 {
+    let block = end.next_multiple_of(512);
+    let mut pad = [0xFFu8; 512];
+    let n = (block - end) as usize;
+    if n > 0 && src.read_exact(end, &mut pad[..n]) && pad[..n].iter().all(|&b| b == 0) {
+        block
+    } else {
+        end
+    }
 }
 
 /// Walks the L1 table at `l1_off` and its L2 tables; Some(false) when one
@@ -636,5 +682,64 @@ pub(crate) mod tests {
         let mut f = qcow2(false);
         f[56..60].copy_from_slice(&u32::MAX.to_be_bytes());
         assert!(run("qcow", &f).is_none_or(|v| v.status != Status::Complete));
+    }
+
+    /// A version 3 image of 4 KiB clusters with nothing allocated: header,
+    /// refcount table, refcount block, then an L1 table of two entries that
+    /// ends 16 bytes into cluster 3; with `feature_table`, the header
+    /// carries a feature name table (as QEMU and imago write it). Zeros
+    /// follow, to 8 KiB past the L1 table.
+    fn empty_4k(feature_table: bool) -> Vec<u8> {
+        let cs = 4096usize;
+        let mut v = vec![0u8; 3 * cs + 16 + 8192];
+        v[..4].copy_from_slice(b"QFI\xFB");
+        v[4..8].copy_from_slice(&3u32.to_be_bytes());
+        v[20..24].copy_from_slice(&12u32.to_be_bytes());
+        v[24..32].copy_from_slice(&(4u64 << 20).to_be_bytes());
+        v[36..40].copy_from_slice(&2u32.to_be_bytes());
+        v[40..48].copy_from_slice(&(3 * cs as u64).to_be_bytes());
+        v[48..56].copy_from_slice(&(cs as u64).to_be_bytes());
+        v[56..60].copy_from_slice(&1u32.to_be_bytes());
+        v[96..100].copy_from_slice(&4u32.to_be_bytes());
+        v[100..104].copy_from_slice(&112u32.to_be_bytes());
+        if feature_table {
+            v[112..116].copy_from_slice(&0x6803_F857u32.to_be_bytes());
+            v[116..120].copy_from_slice(&48u32.to_be_bytes());
+            v[122..131].copy_from_slice(b"dirty bit");
+        }
+        v[cs..cs + 8].copy_from_slice(&(2 * cs as u64).to_be_bytes());
+        for c in 0..4 {
+            v[2 * cs + 2 * c..2 * cs + 2 * c + 2].copy_from_slice(&1u16.to_be_bytes());
+        }
+        v
+    }
+
+    #[test]
+    fn l1_in_whole_blocks_without_a_feature_table() {
+        let l1_end = 3 * 4096 + 16;
+        // qcow2-rs: no feature name table, the L1 table written in a whole
+        // 512-byte block.
+        let v = run("qcow", &empty_4k(false)).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, 3 * 4096 + 512));
+        // QEMU and imago: the file ends at the L1 table's last entry.
+        let v = run("qcow", &empty_4k(true)).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, l1_end));
+        // Not zeros up to the block's end: not padding.
+        let mut f = empty_4k(false);
+        f[3 * 4096 + 300] = 7;
+        let v = run("qcow", &f).unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, l1_end));
+        // The window ends inside the block: the L1 table's end stands.
+        let f = empty_4k(false);
+        let v = run_at(
+            "qcow",
+            &f,
+            0,
+            Limits {
+                max_len: l1_end + 100,
+            },
+        )
+        .unwrap();
+        assert_eq!((v.status, v.length), (Status::Complete, l1_end));
     }
 }
