@@ -68,7 +68,7 @@ pub fn validate_ico(src: Src) -> Option<Verdict> {
         if size == 0 || off < dir_end {
             return None;
         }
-        if off.saturating_add(size) > src.len() {
+        if off >= src.len() {
             return cut();
         }
         // A DIB's own size counts when the entry's is less than its header
@@ -77,6 +77,7 @@ pub fn validate_ico(src: Src) -> Option<Verdict> {
         // that holds the header is believed.)
         let image_end = match image(&src, off, size, e[0]) {
             Image::Fine(n) => off.saturating_add(if size >= 40 { size } else { n }),
+            Image::Damaged if off.saturating_add(size) > src.len() => return cut(),
             Image::Damaged => {
                 bad = bad.or(Some(i));
                 off + size

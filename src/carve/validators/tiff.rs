@@ -21,7 +21,10 @@
 //! * `Complete`: every visited IFD was sane and the extent lies inside the
 //!   window; length = extent.
 //! * `Partial`: the extent runs past the window (length = window), or a later
-//!   IFD is damaged (length = extent of what was walked, capped to the window).
+//!   IFD is damaged (length = extent of what was walked, capped to the window),
+//!   or the IFDs reach past 1 MiB but refer to less than 1/16 of the bytes up
+//!   to their extent (strip offsets of a broken or foreign IFD: no writer lays
+//!   a file out so; such an extent would swallow the files after it).
 //!
 //! The extent is a lower bound when a file holds bytes no IFD refers to (e.g.
 //! maker-note blobs addressed only from inside a maker note). Subtype: `cr2`
@@ -41,6 +44,26 @@ struct Layout {
     e: Endian,
     big: bool,
 }
+
+/// How far the IFDs reach (the file's end) and how many bytes they refer to
+/// in all (IFDs, values, strips and tiles, the JPEG thumbnail).
+struct Reach {
+    end: u64,
+    covered: u64,
+}
+
+impl Reach {
+    fn add(&mut self, start: u64, end: u64) {
+        self.end = self.end.max(end);
+        self.covered = self.covered.saturating_add(end.saturating_sub(start));
+    }
+}
+
+/// Extents past which a TIFF whose IFDs refer to less than 1/[`SPARSE`] of
+/// its bytes is no file's layout (writers store strips back to back after
+/// the header): the offsets of a broken or foreign IFD.
+const SPARSE_FROM: u64 = 1 << 20;
+const SPARSE: u64 = 16;
 
 impl Layout {
     fn off(&self, s: &Src, at: u64) -> Option<u64> {
@@ -111,7 +134,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if first < header {
         return None;
     }
-    let mut extent: u64 = header;
+    let mut reach = Reach {
+        end: header,
+        covered: header,
+    };
     let mut queue: Vec<u64> = vec![first];
     let mut visited: Vec<u64> = Vec::new();
     let mut dng = false;
@@ -131,7 +157,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
             &src,
             &l,
             off,
-            &mut extent,
+            &mut reach,
             &mut queue,
             &mut dng,
             &mut strip_budget,
@@ -153,10 +179,19 @@ pub fn validate(src: Src) -> Option<Verdict> {
     } else {
         None
     };
+    let extent = reach.end;
     let mut v = if extent > src.len() {
         Verdict::partial(src.len(), src.cut_note())
     } else if let Some(d) = damage {
         Verdict::partial(extent, d)
+    } else if extent > SPARSE_FROM && reach.covered.saturating_mul(SPARSE) < extent {
+        Verdict::partial(
+            extent,
+            format!(
+                "its IFDs refer to {} bytes scattered over {extent}: no file's layout",
+                reach.covered
+            ),
+        )
     } else {
         Verdict::complete(extent)
     };
@@ -168,7 +203,7 @@ fn walk_ifd(
     src: &Src,
     l: &Layout,
     off: u64,
-    extent: &mut u64,
+    reach: &mut Reach,
     queue: &mut Vec<u64>,
     dng: &mut bool,
     strip_budget: &mut u64,
@@ -188,7 +223,7 @@ fn walk_ifd(
     if ifd_end > src.len() {
         return Err(format!("IFD at {off} runs past the window"));
     }
-    *extent = (*extent).max(ifd_end);
+    reach.add(off, ifd_end);
     let mut strips: [Option<Array>; 4] = [None; 4]; // offsets, counts, tile offsets, tile counts
     let mut jpeg_if: Option<u64> = None;
     let mut jpeg_len: Option<u64> = None;
@@ -219,7 +254,7 @@ fn walk_ifd(
         } else {
             let vo = l.off(src, field).ok_or("entry")?;
             let end = vo.checked_add(size).ok_or("value offset overflow")?;
-            *extent = (*extent).max(end);
+            reach.add(vo, end);
             vo
         };
         let arr = Array { ty, count: n, base };
@@ -265,11 +300,11 @@ fn walk_ifd(
                 return Err(format!("unreadable strip table in IFD at {off}"));
             };
             let end = so.checked_add(sc).ok_or("strip overflow")?;
-            *extent = (*extent).max(end);
+            reach.add(so, end);
         }
     }
     if let (Some(o), Some(n)) = (jpeg_if, jpeg_len) {
-        *extent = (*extent).max(o.saturating_add(n));
+        reach.add(o, o.saturating_add(n));
     }
     let next = l.off(src, next_at).ok_or("next IFD")?;
     if next != 0 && queue.len() < MAX_IFDS {
@@ -383,5 +418,17 @@ pub(crate) mod tests {
         let d = py_dirs("test/imghdrdata");
         let d: Vec<&str> = d.iter().map(String::as_str).collect();
         check_real("tiff", &real_files(&d, &[".tiff", ".tif"], 20));
+    }
+
+    #[test]
+    fn sparse_references_are_no_file() {
+        // One strip of 100 bytes 4 MiB after the header: Partial.
+        let mut d = sample_le();
+        let far = 4u32 << 20;
+        // The second strip offset (the array at 28).
+        d[32..36].copy_from_slice(&far.to_le_bytes());
+        d.resize(far as usize + 200, 0);
+        let v = run("tiff", &d).unwrap();
+        assert_eq!(v.status, Status::Partial, "{:?}", v.notes);
     }
 }
