@@ -50,6 +50,9 @@ struct Layout {
 struct Reach {
     end: u64,
     covered: u64,
+    /// An uncompressed image whose strips or tiles hold far more bytes than
+    /// its pixels take (width × height × samples × bits): bogus byte counts.
+    oversized: Option<u64>,
 }
 
 impl Reach {
@@ -137,6 +140,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     let mut reach = Reach {
         end: header,
         covered: header,
+        oversized: None,
     };
     let mut queue: Vec<u64> = vec![first];
     let mut visited: Vec<u64> = Vec::new();
@@ -184,6 +188,13 @@ pub fn validate(src: Src) -> Option<Verdict> {
         Verdict::partial(src.len(), src.cut_note())
     } else if let Some(d) = damage {
         Verdict::partial(extent, d)
+    } else if let Some(off) = reach.oversized {
+        Verdict::partial(
+            extent,
+            format!(
+                "uncompressed image of IFD at {off}: its strips hold far more bytes than its pixels"
+            ),
+        )
     } else if extent > SPARSE_FROM && reach.covered.saturating_mul(SPARSE) < extent {
         Verdict::partial(
             extent,
@@ -227,6 +238,8 @@ fn walk_ifd(
     let mut strips: [Option<Array>; 4] = [None; 4]; // offsets, counts, tile offsets, tile counts
     let mut jpeg_if: Option<u64> = None;
     let mut jpeg_len: Option<u64> = None;
+    // Width, height, bits per sample, samples per pixel, compression.
+    let mut dims: [Option<u64>; 5] = [None; 5];
     for i in 0..count {
         let at = first_entry + i * l.entry();
         let tag = e.u16(src, at).ok_or("entry")?;
@@ -263,6 +276,11 @@ fn walk_ifd(
             279 => strips[1] = Some(arr),
             324 => strips[2] = Some(arr),
             325 => strips[3] = Some(arr),
+            256 => dims[0] = arr.get(l, src, 0),
+            257 => dims[1] = arr.get(l, src, 0),
+            258 => dims[2] = arr.get(l, src, 0),
+            277 => dims[3] = arr.get(l, src, 0),
+            259 => dims[4] = arr.get(l, src, 0),
             513 => jpeg_if = arr.get(l, src, 0),
             514 => jpeg_len = arr.get(l, src, 0),
             330 | 34665 | 34853 | 40965 => {
@@ -279,7 +297,10 @@ fn walk_ifd(
             _ => {}
         }
     }
-    for (o, c) in [(strips[0], strips[1]), (strips[2], strips[3])] {
+    for (tiles, (o, c)) in [
+        (false, (strips[0], strips[1])),
+        (true, (strips[2], strips[3])),
+    ] {
         let (Some(o), Some(c)) = (o, c) else { continue };
         let n = o.count.min(c.count).min(*strip_budget);
         // Tables that run past the window fail at its edge: say so without
@@ -295,12 +316,30 @@ fn walk_ifd(
             return Err(format!("strip table runs past the window in IFD at {off}"));
         }
         *strip_budget -= n;
+        let mut bytes = 0u64;
         for k in 0..n {
             let (Some(so), Some(sc)) = (o.get(l, src, k), c.get(l, src, k)) else {
                 return Err(format!("unreadable strip table in IFD at {off}"));
             };
             let end = so.checked_add(sc).ok_or("strip overflow")?;
             reach.add(so, end);
+            bytes = bytes.saturating_add(sc);
+        }
+        // (Strips only: tiles are padded to whole tiles.)
+        if let [Some(w), Some(h), bits, samples, compression] = dims
+            && !tiles
+            && compression.unwrap_or(1) == 1
+        {
+            let bits = bits.unwrap_or(1).max(1);
+            let pixels = w
+                .saturating_mul(h)
+                .saturating_mul(samples.unwrap_or(1).max(1));
+            let raw = pixels.saturating_mul(bits).div_ceil(8);
+            // (Rows padded to bytes: twice the pixels' bytes and 64 KiB are
+            // room enough.)
+            if bytes > raw.saturating_mul(2).saturating_add(64 << 10) {
+                reach.oversized.get_or_insert(off);
+            }
         }
     }
     if let (Some(o), Some(n)) = (jpeg_if, jpeg_len) {
@@ -428,6 +467,20 @@ pub(crate) mod tests {
         // The second strip offset (the array at 28).
         d[32..36].copy_from_slice(&far.to_le_bytes());
         d.resize(far as usize + 200, 0);
+        let v = run("tiff", &d).unwrap();
+        assert_eq!(v.status, Status::Partial, "{:?}", v.notes);
+    }
+
+    #[test]
+    fn strips_far_larger_than_the_pixels_are_bogus() {
+        // 10 x 2 pixels, one byte each, but the strips claim 200 000 bytes.
+        let mut d = sample_le();
+        let counts = d.windows(4).position(|w| w == [0x17, 0x01, 3, 0]).unwrap();
+        // One LONG byte count, inline: 100 000.
+        d[counts + 2..counts + 4].copy_from_slice(&4u16.to_le_bytes());
+        d[counts + 4..counts + 8].copy_from_slice(&1u32.to_le_bytes());
+        d[counts + 8..counts + 12].copy_from_slice(&100_000u32.to_le_bytes());
+        d.resize(200_100, 0);
         let v = run("tiff", &d).unwrap();
         assert_eq!(v.status, Status::Partial, "{:?}", v.notes);
     }
