@@ -569,6 +569,23 @@ pub(crate) mod tests {
         qcow2(true)
     }
 
+    /// A qcow2 version 3 header: clusters of 2^`bits` bytes, a virtual size,
+    /// an L1 table of 2 entries at cluster 3, the refcount table at cluster
+    /// 1 (one cluster), refcount order 4, header length 112.
+    fn v3_header(v: &mut [u8], bits: u32, size: u64) {
+        let cs = 1u64 << bits;
+        v[..4].copy_from_slice(b"QFI\xFB");
+        v[4..8].copy_from_slice(&3u32.to_be_bytes());
+        v[20..24].copy_from_slice(&bits.to_be_bytes());
+        v[24..32].copy_from_slice(&size.to_be_bytes());
+        v[36..40].copy_from_slice(&2u32.to_be_bytes());
+        v[40..48].copy_from_slice(&(3 * cs).to_be_bytes());
+        v[48..56].copy_from_slice(&cs.to_be_bytes());
+        v[56..60].copy_from_slice(&1u32.to_be_bytes());
+        v[96..100].copy_from_slice(&4u32.to_be_bytes());
+        v[100..104].copy_from_slice(&112u32.to_be_bytes());
+    }
+
     /// A version 3 image with 512-byte clusters: header (cluster 0),
     /// refcount table (1), refcount block (2), L1 table (3, 2 entries),
     /// L2 table (4), one data cluster (5); with `compressed`, a compressed
@@ -577,16 +594,7 @@ pub(crate) mod tests {
     pub fn qcow2(compressed: bool) -> Vec<u8> {
         let cs = 512usize;
         let mut v = vec![0u8; cs * 7];
-        v[..4].copy_from_slice(b"QFI\xFB");
-        v[4..8].copy_from_slice(&3u32.to_be_bytes());
-        v[20..24].copy_from_slice(&9u32.to_be_bytes());
-        v[24..32].copy_from_slice(&(1u64 << 20).to_be_bytes());
-        v[36..40].copy_from_slice(&2u32.to_be_bytes());
-        v[40..48].copy_from_slice(&(3 * cs as u64).to_be_bytes());
-        v[48..56].copy_from_slice(&(cs as u64).to_be_bytes());
-        v[56..60].copy_from_slice(&1u32.to_be_bytes());
-        v[96..100].copy_from_slice(&4u32.to_be_bytes());
-        v[100..104].copy_from_slice(&112u32.to_be_bytes());
+        v3_header(&mut v, 9, 1 << 20);
         // refcount table -> block at cluster 2
         v[cs..cs + 8].copy_from_slice(&(2 * cs as u64).to_be_bytes());
         let used = if compressed { 7 } else { 6 };
@@ -692,16 +700,7 @@ pub(crate) mod tests {
     fn empty_4k(feature_table: bool) -> Vec<u8> {
         let cs = 4096usize;
         let mut v = vec![0u8; 3 * cs + 16 + 8192];
-        v[..4].copy_from_slice(b"QFI\xFB");
-        v[4..8].copy_from_slice(&3u32.to_be_bytes());
-        v[20..24].copy_from_slice(&12u32.to_be_bytes());
-        v[24..32].copy_from_slice(&(4u64 << 20).to_be_bytes());
-        v[36..40].copy_from_slice(&2u32.to_be_bytes());
-        v[40..48].copy_from_slice(&(3 * cs as u64).to_be_bytes());
-        v[48..56].copy_from_slice(&(cs as u64).to_be_bytes());
-        v[56..60].copy_from_slice(&1u32.to_be_bytes());
-        v[96..100].copy_from_slice(&4u32.to_be_bytes());
-        v[100..104].copy_from_slice(&112u32.to_be_bytes());
+        v3_header(&mut v, 12, 4 << 20);
         if feature_table {
             v[112..116].copy_from_slice(&0x6803_F857u32.to_be_bytes());
             v[116..120].copy_from_slice(&48u32.to_be_bytes());
