@@ -70,7 +70,10 @@ pub fn validate(src: Src) -> Option<Verdict> {
     if !sane {
         return None;
     }
-    let end = desc + head + seek + wav + frames_bytes + term;
+    // (Lengths from the file: a sum of 2^64 is a file past the window.)
+    let end = [head, seek, wav, frames_bytes, term]
+        .iter()
+        .fold(desc, |a, &b| a.saturating_add(b));
     if end > src.len() {
         return Some(Verdict::partial(src.len(), src.cut_note()));
     }
@@ -173,5 +176,16 @@ pub(crate) mod tests {
         let mut o = b"MAC \x78\x0f\xd0\x07\x16\x00\x02\x00\x44\xac\x00\x00\x2c".to_vec();
         o.resize(200, 0);
         assert_eq!(run("ape", &o).unwrap().status, Status::Unvalidated);
+    }
+
+    #[test]
+    fn frame_data_of_2_to_the_64_is_cut_not_an_overflow() {
+        // The fuzzer's case: the 64-bit frame data size (at 24 and 28) near
+        // 2^64, which the sum of the descriptor's sizes overflowed.
+        let mut d = seed();
+        d[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
+        d[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
+        let v = run("ape", &d).unwrap();
+        assert_eq!(v.status, super::super::Status::Partial);
     }
 }
