@@ -46,16 +46,12 @@
 //! Subtype: `otf` for CFF outlines (`OTTO`).
 
 use super::Verdict;
-use super::read::{Cursor, Src};
+use super::read::{Cursor, Src, printable};
 
 /// Table records read at most (real fonts have a few dozen).
 pub const MAX_TABLES: u64 = 1024;
 /// Fonts of a collection read at most.
 pub const MAX_FONTS: u64 = 256;
-
-fn printable(tag: &[u8]) -> bool {
-    tag.iter().all(|&c| (0x20..0x7F).contains(&c))
-}
 
 /// One sfnt table record.
 #[derive(Clone, Copy)]

@@ -32,7 +32,7 @@
 //!
 //! Subtype: `cur` for cursors.
 
-use super::read::Src;
+use super::read::{Src, printable};
 use super::{Status, Verdict};
 
 /// Directory entries read at most.
@@ -163,9 +163,8 @@ pub fn validate_icns(src: Src) -> Option<Verdict> {
             return Some(Verdict::partial(src.len(), src.cut_note()));
         };
         let elen = u64::from(u32::from_be_bytes([e[4], e[5], e[6], e[7]]));
-        let printable = e[..4].iter().all(|&c| (0x20..0x7F).contains(&c));
         elements += 1;
-        if !printable || elen < 8 || pos + elen > len || elements > MAX_ELEMENTS {
+        if !printable(&e[..4]) || elen < 8 || pos + elen > len || elements > MAX_ELEMENTS {
             return (elements > 1).then(|| {
                 Verdict::partial(pos, format!("element {elements} at {pos} breaks the chain"))
             });

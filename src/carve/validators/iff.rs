@@ -83,7 +83,7 @@ fn walk(
         let Some(size) = size else {
             return (Walk::Cut, flags);
         };
-        if !id.iter().all(|b| (0x20..0x7F).contains(b)) || id[0] == b' ' {
+        if !super::read::printable(&id) || id[0] == b' ' {
             return (Walk::Bad(p), flags);
         }
         let next = p.saturating_add(head).saturating_add(size);

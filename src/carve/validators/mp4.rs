@@ -49,10 +49,7 @@ pub fn validate(src: Src) -> Option<Verdict> {
     }
     let fsize = u64::from(u32::from_be_bytes([h[0], h[1], h[2], h[3]]));
     let brand = [h[8], h[9], h[10], h[11]];
-    if !(16..=4096).contains(&fsize)
-        || fsize % 4 != 0
-        || !brand.iter().all(|b| (0x20..0x7F).contains(b))
-    {
+    if !(16..=4096).contains(&fsize) || fsize % 4 != 0 || !super::read::printable(&brand) {
         return None;
     }
     let heif = matches!(

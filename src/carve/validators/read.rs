@@ -1110,6 +1110,13 @@ impl Endian {
     }
 }
 
+/// True when every byte of `id` is printable ASCII (space included): a
+/// four-character code (RIFF and IFF chunk ids, MP4 brands, sfnt and WOFF
+/// table tags, ICNS element types).
+pub fn printable(id: &[u8]) -> bool {
+    id.iter().all(|b| (0x20..0x7F).contains(b))
+}
+
 /// Little-endian u16 from the first two bytes of `b` (0 when too short).
 pub fn le16(b: &[u8]) -> u16 {
     match b {

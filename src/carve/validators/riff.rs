@@ -30,7 +30,7 @@
 //! Subtype: WAVE → wav, `AVI ` → avi, WEBP → webp; other forms none.
 
 use super::Verdict;
-use super::read::{Src, ext_indirect_block, looks_foreign};
+use super::read::{Src, ext_indirect_block, looks_foreign, printable};
 use super::walks::{Noting, Took, took};
 
 /// Chunks walked at most per RIFF.
@@ -198,10 +198,6 @@ pub fn pcm_seam(src: &Src, fmt: u64, data: u64, len: u64) -> Option<u64> {
         }
         _ => None,
     }
-}
-
-fn printable(id: &[u8]) -> bool {
-    id.iter().all(|b| (0x20..0x7F).contains(b))
 }
 
 pub fn validate(src: Src) -> Option<Verdict> {
